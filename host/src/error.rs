@@ -1,0 +1,72 @@
+//! Errors are values: every failure the library can meet has a variant with a message that
+//! names the problem. Nothing in the library panics on user input.
+
+use cudarc::driver::{DriverError, sys::cudaError_enum as Cu};
+
+/// Result alias of the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "no CUDA driver: libcuda could not be loaded (install the NVIDIA driver, or run on a \
+         machine with a GPU)"
+    )]
+    NoDriver,
+    #[error("the CUDA driver found no GPU")]
+    NoDevice,
+    #[error("device ordinal {ordinal} is out of range: {count} CUDA device(s) present")]
+    BadOrdinal { ordinal: usize, count: usize },
+    #[error("loading the embedded PTX failed for kernel `{kernel}`: {source}")]
+    PtxLoad { kernel: String, source: DriverError },
+    #[error("out of device memory: could not allocate {bytes} bytes")]
+    OutOfMemory { bytes: usize },
+    #[error("kernel `{kernel}` failed: {source}")]
+    Launch { kernel: String, source: DriverError },
+    #[error("CUDA driver error while {op}: {source}")]
+    Driver {
+        op: &'static str,
+        source: DriverError,
+    },
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// Wrap a driver error met while doing `op`, keeping out-of-memory distinct.
+    pub(crate) fn driver(op: &'static str, bytes: usize) -> impl FnOnce(DriverError) -> Error {
+        move |e| match e.0 {
+            Cu::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory { bytes },
+            _ => Error::Driver { op, source: e },
+        }
+    }
+
+    pub(crate) fn launch(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
+        move |source| Error::Launch {
+            kernel: kernel.to_string(),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_problem() {
+        assert!(Error::NoDriver.to_string().contains("no CUDA driver"));
+        let e = Error::BadOrdinal {
+            ordinal: 3,
+            count: 1,
+        };
+        assert!(e.to_string().contains("ordinal 3") && e.to_string().contains("1 CUDA device"));
+        let oom = Error::driver("allocating", 1 << 40)(DriverError(Cu::CUDA_ERROR_OUT_OF_MEMORY));
+        assert!(matches!(oom, Error::OutOfMemory { bytes } if bytes == 1 << 40));
+        let other = Error::driver("copying", 8)(DriverError(Cu::CUDA_ERROR_INVALID_VALUE));
+        assert!(matches!(other, Error::Driver { op: "copying", .. }));
+        // (Formatting a DriverError asks the driver for its text, so only the kernel is checked.)
+        let l = Error::launch("reduce_sum_f32")(DriverError(Cu::CUDA_ERROR_LAUNCH_FAILED));
+        assert!(matches!(l, Error::Launch { kernel, .. } if kernel == "reduce_sum_f32"));
+    }
+}

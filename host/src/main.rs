@@ -1,0 +1,125 @@
+//! `host`: the command-line face of the library. A thin layer: parse, call, print.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use gpu_reduce::{Context, cpu, stats};
+use rand::{Rng, SeedableRng, rngs::SmallRng};
+
+#[derive(Parser)]
+#[command(name = "host", version, about = "GPU reductions and scans, kernels written in Rust")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Sum random f32 data on the GPU in one launch, check it against an f64 CPU sum, time it.
+    Reduce {
+        /// Number of elements.
+        #[arg(long, default_value_t = 1 << 26)]
+        n: u64,
+        /// Timed runs (the median is reported).
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+        iters: u32,
+        /// Untimed warm-up runs.
+        #[arg(long, default_value_t = 10)]
+        warmup: u32,
+        /// CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// Seed of the random input (random when absent).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Print the CUDA devices and the embedded PTX's target.
+    Info,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
+    match cli.command {
+        Command::Info => {
+            let n = gpu_reduce::device_count()?;
+            println!("PTX target: {} ({} kernels)", gpu_reduce::PTX_ARCH, kernels::launch::KERNEL_NAMES.len());
+            println!("CUDA devices: {n}");
+            for i in 0..n {
+                let ctx = Context::new(i)?;
+                let d = ctx.info();
+                println!(
+                    "  [{i}] {} sm_{}{}, {} SMs, L2 {} MiB, {:.1} GiB, driver {}",
+                    d.name,
+                    d.compute_capability.0,
+                    d.compute_capability.1,
+                    d.multiprocessors,
+                    d.l2_bytes >> 20,
+                    d.total_memory as f64 / (1u64 << 30) as f64,
+                    d.driver_version
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Reduce {
+            n,
+            iters,
+            warmup,
+            device,
+            seed,
+        } => reduce(n, iters as usize, warmup as usize, device, seed),
+    }
+}
+
+fn reduce(n: u64, iters: usize, warmup: usize, device: usize, seed: Option<u64>) -> Result<ExitCode, gpu_reduce::Error> {
+    let len = usize::try_from(n)
+        .map_err(|_| gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory")))?;
+    let ctx = Context::new(device)?;
+    let d = ctx.info();
+    println!(
+        "device: {} (sm_{}{}, {} SMs), PTX {}",
+        d.name, d.compute_capability.0, d.compute_capability.1, d.multiprocessors, gpu_reduce::PTX_ARCH
+    );
+
+    let seed = seed.unwrap_or_else(rand::random);
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut data = Vec::new();
+    data.try_reserve_exact(len).map_err(|_| {
+        gpu_reduce::Error::InvalidArgument(format!("--n {n}: not enough host memory for the input"))
+    })?;
+    data.extend((0..len).map(|_| rng.random_range(-1.0f32..1.0)));
+    let input = ctx.htod(&data)?;
+
+    let got = ctx.sum_f32(&input)? as f64;
+    let (want, sum_abs) = cpu::sum_f64(&data);
+    let bound = cpu::f32_sum_bound(n, sum_abs);
+    let err = (got - want).abs();
+    let ok = err <= bound;
+    println!("n = {n} f32 (seed {seed}): sum = {got:.6}, f64 CPU sum = {want:.6}, |error| = {err:.3e} (bound {bound:.3e}): {}",
+        if ok { "correct" } else { "WRONG" });
+
+    let mut out = ctx.alloc_zeros::<f32>(1)?;
+    let times = ctx.time_ms(warmup, iters, || ctx.sum_f32_into(&input, &mut out))?;
+    // The timed runs must still give the checked answer (same grid, same order, same bits).
+    let again = ctx.dtoh(&out)?[0] as f64;
+    let s = stats::summarize(&times).expect("iters >= 1");
+    let bytes = n * 4;
+    println!(
+        "time: median {:.4} ms over {} runs (min {:.4}, max {:.4}) after {} warm-up; effective bandwidth {:.1} GB/s",
+        s.median, s.count, s.min, s.max, warmup, stats::gb_per_s(bytes, s.median)
+    );
+    if again.to_bits() != got.to_bits() {
+        eprintln!("error: the timed runs returned {again}, the first run {got}: not deterministic");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

@@ -1,0 +1,47 @@
+//! The CLI's behaviour on bad input, on any machine: clap errors exit 2; missing driver, missing
+//! device or a bad ordinal print a message and exit 1, never panic.
+
+use std::process::Command;
+
+fn host(args: &[&str]) -> (i32, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_host")).args(args).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    (o.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn malformed_arguments_exit_2() {
+    for args in [
+        &["reduce", "--n", "abc"][..],
+        &["reduce", "--iters", "0"],
+        &["reduce", "--bogus"],
+        &["no-such-command"],
+    ] {
+        let (code, text) = host(args);
+        assert_eq!(code, 2, "{args:?}: {text}");
+        assert!(text.contains("error"), "{args:?}: {text}");
+    }
+}
+
+#[test]
+fn missing_gpu_or_bad_device_is_a_clean_error() {
+    // What this machine has decides which error is due; each branch asserts its own message.
+    let (code, text, expect) = match gpu_reduce::device_count() {
+        Err(gpu_reduce::Error::NoDriver) => {
+            let (c, t) = host(&["reduce", "--n", "10"]);
+            (c, t, "no CUDA driver")
+        }
+        Ok(0) => {
+            let (c, t) = host(&["reduce", "--n", "10"]);
+            (c, t, "found no GPU")
+        }
+        Ok(n) => {
+            let (c, t) = host(&["reduce", "--n", "10", "--device", &n.to_string()]);
+            (c, t, "out of range")
+        }
+        Err(e) => panic!("unexpected driver state: {e}"),
+    };
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(expect), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+}

@@ -1,0 +1,123 @@
+//! The hardware layer: every primitive a kernel may use, and the only place that touches
+//! `core::arch::nvptx`, `asm!` or `llvm.nvvm.*` intrinsics. Names follow Rust-CUDA's
+//! `cuda_std` where it has one (`thread_idx_x`, `sync_threads`, ...) so a later port stays easy.
+//!
+//! Each function's doc says the PTX it becomes.
+
+/// Full-warp participation mask for the `*.sync` warp instructions.
+pub const FULL_MASK: u32 = 0xffff_ffff;
+/// Threads per warp on every NVIDIA GPU this library targets.
+pub const WARP_SIZE: u32 = 32;
+
+#[cfg(target_arch = "nvptx64")]
+mod nvptx;
+#[cfg(target_arch = "nvptx64")]
+pub use nvptx::*;
+
+/// A value that a warp shuffle can move: 32-bit values take one `shfl.sync`, 64-bit values are
+/// split into two 32-bit halves and take two (seed 002's `int2` trick), so every bit survives
+/// (NaN payloads, negative zero).
+pub trait ShflValue: Copy {
+    /// Number of 32-bit words (1 or 2).
+    const WORDS: usize;
+    /// The value as 32-bit words, low word first.
+    fn to_words(self) -> [u32; 2];
+    /// Rebuild the value from words produced by [`ShflValue::to_words`].
+    fn from_words(w: [u32; 2]) -> Self;
+}
+
+macro_rules! shfl32 {
+    ($($t:ty),*) => {$(
+        impl ShflValue for $t {
+            const WORDS: usize = 1;
+            #[inline(always)]
+            fn to_words(self) -> [u32; 2] { [self.to_bits_u32(), 0] }
+            #[inline(always)]
+            fn from_words(w: [u32; 2]) -> Self { <$t>::from_bits_u32(w[0]) }
+        }
+    )*};
+}
+macro_rules! shfl64 {
+    ($($t:ty),*) => {$(
+        impl ShflValue for $t {
+            const WORDS: usize = 2;
+            #[inline(always)]
+            fn to_words(self) -> [u32; 2] {
+                let b = self.to_bits_u64();
+                [b as u32, (b >> 32) as u32]
+            }
+            #[inline(always)]
+            fn from_words(w: [u32; 2]) -> Self {
+                <$t>::from_bits_u64((w[0] as u64) | ((w[1] as u64) << 32))
+            }
+        }
+    )*};
+}
+
+/// Bit casts used by [`ShflValue`]; kept private so the trait stays small.
+trait Bits32 {
+    fn to_bits_u32(self) -> u32;
+    fn from_bits_u32(b: u32) -> Self;
+}
+trait Bits64 {
+    fn to_bits_u64(self) -> u64;
+    fn from_bits_u64(b: u64) -> Self;
+}
+impl Bits32 for u32 {
+    fn to_bits_u32(self) -> u32 { self }
+    fn from_bits_u32(b: u32) -> Self { b }
+}
+impl Bits32 for i32 {
+    fn to_bits_u32(self) -> u32 { self as u32 }
+    fn from_bits_u32(b: u32) -> Self { b as i32 }
+}
+impl Bits32 for f32 {
+    fn to_bits_u32(self) -> u32 { self.to_bits() }
+    fn from_bits_u32(b: u32) -> Self { f32::from_bits(b) }
+}
+impl Bits64 for u64 {
+    fn to_bits_u64(self) -> u64 { self }
+    fn from_bits_u64(b: u64) -> Self { b }
+}
+impl Bits64 for i64 {
+    fn to_bits_u64(self) -> u64 { self as u64 }
+    fn from_bits_u64(b: u64) -> Self { b as i64 }
+}
+impl Bits64 for f64 {
+    fn to_bits_u64(self) -> u64 { self.to_bits() }
+    fn from_bits_u64(b: u64) -> Self { f64::from_bits(b) }
+}
+shfl32!(u32, i32, f32);
+shfl64!(u64, i64, f64);
+
+/// The `c` operand of `shfl.sync` for CUDA's `width` argument: bits 12..8 hold the segment
+/// mask (`32 - width`), bits 4..0 the clamp lane. `up` clamps at lane 0 of the segment, the
+/// others at its last lane. `width` must be a power of two in 1..=32.
+#[inline(always)]
+pub const fn shfl_c(width: u32, up: bool) -> u32 {
+    let seg = (WARP_SIZE - width) << 8;
+    if up { seg } else { seg | 0x1f }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_round_trip_every_bit() {
+        for b in [0u64, 1, 0x8000_0000_0000_0000, 0x7ff8_0000_dead_beef, u64::MAX] {
+            assert_eq!(f64::from_words(f64::from_bits(b).to_words()).to_bits(), b);
+            assert_eq!(i64::from_words((b as i64).to_words()) as u64, b);
+        }
+        assert_eq!(f32::from_words((-0.0f32).to_words()).to_bits(), (-0.0f32).to_bits());
+    }
+
+    #[test]
+    fn c_operand_matches_cuda() {
+        // CUDA: __shfl_down_sync(m, v, d, 8) passes c = ((32 - 8) << 8) | 0x1f = 0x181f.
+        assert_eq!(shfl_c(8, false), 0x181f);
+        assert_eq!(shfl_c(32, false), 0x1f);
+        assert_eq!(shfl_c(32, true), 0);
+        assert_eq!(shfl_c(16, true), 0x1000);
+    }
+}

@@ -1,0 +1,349 @@
+//! The hardware layer on nvptx64: each primitive and the PTX it becomes.
+//!
+//! Warp-synchronous operations go through `llvm.nvvm.*` intrinsics rather than `asm!`: LLVM
+//! knows those are `convergent`, so it never moves them into divergent control flow. Memory
+//! operations with explicit ordering or cache hints use `asm!`.
+
+use super::{ShflValue, shfl_c};
+use core::arch::{asm, global_asm, nvptx};
+
+#[allow(improper_ctypes)]
+unsafe extern "C" {
+    #[link_name = "llvm.nvvm.shfl.sync.down.i32"]
+    fn nvvm_shfl_down(mask: u32, v: u32, delta: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.shfl.sync.up.i32"]
+    fn nvvm_shfl_up(mask: u32, v: u32, delta: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.shfl.sync.bfly.i32"]
+    fn nvvm_shfl_bfly(mask: u32, v: u32, lane_mask: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
+    fn nvvm_shfl_idx(mask: u32, v: u32, lane: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.vote.ballot.sync"]
+    fn nvvm_ballot(mask: u32, pred: bool) -> u32;
+    #[link_name = "llvm.nvvm.vote.all.sync"]
+    fn nvvm_all(mask: u32, pred: bool) -> bool;
+    #[link_name = "llvm.nvvm.vote.any.sync"]
+    fn nvvm_any(mask: u32, pred: bool) -> bool;
+    #[link_name = "llvm.nvvm.bar.warp.sync"]
+    fn nvvm_bar_warp_sync(mask: u32);
+    #[link_name = "llvm.nvvm.read.ptx.sreg.laneid"]
+    fn nvvm_laneid() -> u32;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Indices. Each is one `mov.u32 %r, %<sreg>;`.
+
+/// `mov.u32 %r, %tid.x`
+#[inline(always)]
+pub fn thread_idx_x() -> u32 { unsafe { nvptx::_thread_idx_x() as u32 } }
+/// `mov.u32 %r, %tid.y`
+#[inline(always)]
+pub fn thread_idx_y() -> u32 { unsafe { nvptx::_thread_idx_y() as u32 } }
+/// `mov.u32 %r, %tid.z`
+#[inline(always)]
+pub fn thread_idx_z() -> u32 { unsafe { nvptx::_thread_idx_z() as u32 } }
+/// `mov.u32 %r, %ctaid.x`
+#[inline(always)]
+pub fn block_idx_x() -> u32 { unsafe { nvptx::_block_idx_x() as u32 } }
+/// `mov.u32 %r, %ctaid.y`
+#[inline(always)]
+pub fn block_idx_y() -> u32 { unsafe { nvptx::_block_idx_y() as u32 } }
+/// `mov.u32 %r, %ctaid.z`
+#[inline(always)]
+pub fn block_idx_z() -> u32 { unsafe { nvptx::_block_idx_z() as u32 } }
+/// `mov.u32 %r, %ntid.x`
+#[inline(always)]
+pub fn block_dim_x() -> u32 { unsafe { nvptx::_block_dim_x() as u32 } }
+/// `mov.u32 %r, %ntid.y`
+#[inline(always)]
+pub fn block_dim_y() -> u32 { unsafe { nvptx::_block_dim_y() as u32 } }
+/// `mov.u32 %r, %ntid.z`
+#[inline(always)]
+pub fn block_dim_z() -> u32 { unsafe { nvptx::_block_dim_z() as u32 } }
+/// `mov.u32 %r, %nctaid.x`
+#[inline(always)]
+pub fn grid_dim_x() -> u32 { unsafe { nvptx::_grid_dim_x() as u32 } }
+/// `mov.u32 %r, %nctaid.y`
+#[inline(always)]
+pub fn grid_dim_y() -> u32 { unsafe { nvptx::_grid_dim_y() as u32 } }
+/// `mov.u32 %r, %nctaid.z`
+#[inline(always)]
+pub fn grid_dim_z() -> u32 { unsafe { nvptx::_grid_dim_z() as u32 } }
+/// `mov.u32 %r, %laneid` (the lane within the warp, 0..32)
+#[inline(always)]
+pub fn lane_id() -> u32 { unsafe { nvvm_laneid() } }
+/// Warp index within a 1-D block: `%tid.x >> 5`.
+#[inline(always)]
+pub fn warp_id() -> u32 { thread_idx_x() / super::WARP_SIZE }
+
+// ---------------------------------------------------------------------------------------------
+// Barriers.
+
+/// Block-wide barrier: `barrier.sync 0` (`bar.sync 0`), CUDA's `__syncthreads()`.
+#[inline(always)]
+pub fn sync_threads() { unsafe { nvptx::_syncthreads() } }
+
+/// Warp barrier over `mask`: `bar.warp.sync mask`, CUDA's `__syncwarp(mask)`.
+#[inline(always)]
+pub fn sync_warp(mask: u32) { unsafe { nvvm_bar_warp_sync(mask) } }
+
+/// Abort the kernel: `trap;`. The host sees a launch failure.
+#[inline(always)]
+pub fn trap() -> ! { unsafe { nvptx::trap() } }
+
+
+/// Generic → global address, `cvta.to.global.u64`: the `.global` instructions below take global
+/// addresses; the conversion is free after ptxas (the windows coincide) but keeps the PTX by the book.
+#[inline(always)]
+fn to_global<T>(p: *const T) -> u64 {
+    let g: u64;
+    unsafe { asm!("cvta.to.global.u64 {g}, {p};", g = out(reg64) g, p = in(reg64) p, options(pure, nomem, nostack)) }
+    g
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared memory.
+
+/// Declare a block-shared array at module scope and get a generic pointer to it.
+///
+/// `static_shared!(NAME: [T; N])` emits `.shared .align 16 .b8 NAME[N * size_of::<T>()];` once in
+/// the module (`global_asm!`) and evaluates to `cvta.shared.u64 %rd, NAME;` cast to `*mut T`.
+/// `NAME` must be unique in the crate; `T` and `N` must not depend on generic parameters (use a
+/// byte array sized for the largest type).
+#[macro_export]
+macro_rules! static_shared {
+    ($name:ident : [$t:ty; $n:expr]) => {{
+        #[allow(non_snake_case)]
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            ::core::arch::global_asm!(
+                concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
+                bytes = const ($n) * ::core::mem::size_of::<$t>(),
+            );
+        }
+        let p: u64;
+        // SAFETY: takes the address of a symbol declared just above; reads no memory.
+        unsafe {
+            ::core::arch::asm!(
+                concat!("cvta.shared.u64 {p}, ", stringify!($name), ";"),
+                p = out(reg64) p,
+                options(pure, nomem, nostack),
+            );
+        }
+        p as *mut $t
+    }};
+}
+
+global_asm!(".extern .shared .align 16 .b8 __dynamic_smem[];");
+
+/// The block's dynamic shared memory (the launch's `sharedMemBytes`), CUDA's
+/// `extern __shared__ T smem[]`: `cvta.shared.u64 %rd, __dynamic_smem;`.
+#[inline(always)]
+pub fn dynamic_shared<T>() -> *mut T {
+    let p: u64;
+    unsafe {
+        asm!("cvta.shared.u64 {p}, __dynamic_smem;", p = out(reg64) p, options(pure, nomem, nostack));
+    }
+    p as *mut T
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warp shuffles. `width` (a power of two, 1..=32) splits the warp into segments as CUDA's
+// `width` argument does; a lane whose source lies outside its segment gets its own value.
+// 32-bit values: one `shfl.sync.{down,up,bfly,idx}.b32`; 64-bit values: two.
+
+macro_rules! shfl_fn {
+    ($(#[$doc:meta])* $name:ident, $intr:ident, $up:expr) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name<T: ShflValue>(mask: u32, value: T, arg: u32, width: u32) -> T {
+            let c = shfl_c(width, $up);
+            let w = value.to_words();
+            let lo = unsafe { $intr(mask, w[0], arg, c) };
+            let hi = if T::WORDS == 2 { unsafe { $intr(mask, w[1], arg, c) } } else { 0 };
+            T::from_words([lo, hi])
+        }
+    };
+}
+shfl_fn!(
+    /// `shfl.sync.down.b32 d, v, delta, ((32-width)<<8)|31, mask`: lane `i` reads lane `i+delta`.
+    shfl_down_sync, nvvm_shfl_down, false
+);
+shfl_fn!(
+    /// `shfl.sync.up.b32 d, v, delta, (32-width)<<8, mask`: lane `i` reads lane `i-delta`.
+    shfl_up_sync, nvvm_shfl_up, true
+);
+shfl_fn!(
+    /// `shfl.sync.bfly.b32 d, v, lane_mask, ((32-width)<<8)|31, mask`: lane `i` reads `i^lane_mask`.
+    shfl_xor_sync, nvvm_shfl_bfly, false
+);
+shfl_fn!(
+    /// `shfl.sync.idx.b32 d, v, lane, ((32-width)<<8)|31, mask`: every lane reads `lane`
+    /// (relative to its segment).
+    shfl_sync, nvvm_shfl_idx, false
+);
+
+// ---------------------------------------------------------------------------------------------
+// Votes.
+
+/// `vote.sync.ballot.b32 d, p, mask`: bit `i` set when lane `i` passed `true`.
+#[inline(always)]
+pub fn ballot_sync(mask: u32, pred: bool) -> u32 { unsafe { nvvm_ballot(mask, pred) } }
+/// `vote.sync.all.pred d, p, mask`
+#[inline(always)]
+pub fn all_sync(mask: u32, pred: bool) -> bool { unsafe { nvvm_all(mask, pred) } }
+/// `vote.sync.any.pred d, p, mask`
+#[inline(always)]
+pub fn any_sync(mask: u32, pred: bool) -> bool { unsafe { nvvm_any(mask, pred) } }
+
+// ---------------------------------------------------------------------------------------------
+// Atomics on global memory (relaxed, GPU scope: PTX's default for `atom`). Each returns the old
+// value.
+
+macro_rules! atomic_fn {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $ptx:literal, $cls:ident) => {
+        $(#[$doc])*
+        /// # Safety
+        /// `addr` must be a valid, aligned pointer to global memory.
+        #[inline(always)]
+        pub unsafe fn $name(addr: *mut $t, val: $t) -> $t {
+            let old: $t;
+            unsafe {
+                asm!(concat!($ptx, " {o}, [{a}], {v};"), o = out($cls) old, a = in(reg64) to_global(addr),
+                     v = in($cls) val, options(nostack));
+            }
+            old
+        }
+    };
+}
+atomic_fn!(/// `atom.global.add.u32`
+    atomic_add_u32, u32, "atom.global.add.u32", reg32);
+atomic_fn!(/// `atom.global.add.u64`
+    atomic_add_u64, u64, "atom.global.add.u64", reg64);
+atomic_fn!(/// `atom.global.add.f32`
+    atomic_add_f32, f32, "atom.global.add.f32", reg32);
+atomic_fn!(/// `atom.global.add.f64` (sm_60+)
+    atomic_add_f64, f64, "atom.global.add.f64", reg64);
+atomic_fn!(/// `atom.global.exch.b32`
+    atomic_exch_u32, u32, "atom.global.exch.b32", reg32);
+atomic_fn!(/// `atom.global.exch.b64`
+    atomic_exch_u64, u64, "atom.global.exch.b64", reg64);
+
+/// `atom.global.cas.b32 old, [addr], compare, val`: stores `val` if `*addr == compare`.
+/// # Safety
+/// `addr` must be a valid, aligned pointer to global memory.
+#[inline(always)]
+pub unsafe fn atomic_cas_u32(addr: *mut u32, compare: u32, val: u32) -> u32 {
+    let old: u32;
+    unsafe {
+        asm!("atom.global.cas.b32 {o}, [{a}], {c}, {v};", o = out(reg32) old, a = in(reg64) to_global(addr),
+             c = in(reg32) compare, v = in(reg32) val, options(nostack));
+    }
+    old
+}
+
+/// `atom.global.cas.b64 old, [addr], compare, val`.
+/// # Safety
+/// `addr` must be a valid, aligned pointer to global memory.
+#[inline(always)]
+pub unsafe fn atomic_cas_u64(addr: *mut u64, compare: u64, val: u64) -> u64 {
+    let old: u64;
+    unsafe {
+        asm!("atom.global.cas.b64 {o}, [{a}], {c}, {v};", o = out(reg64) old, a = in(reg64) to_global(addr),
+             c = in(reg64) compare, v = in(reg64) val, options(nostack));
+    }
+    old
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fences and ordered accesses. The asm blocks omit `nomem`, so they are also compiler barriers.
+
+/// `fence.sc.gpu` (what `membar.gl` means on sm_70+), CUDA's `__threadfence()`.
+#[inline(always)]
+pub fn thread_fence() { unsafe { asm!("fence.sc.gpu;", options(nostack)) } }
+/// `fence.acq_rel.gpu`: orders this thread's earlier and later accesses at GPU scope.
+#[inline(always)]
+pub fn fence_acq_rel_gpu() { unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) } }
+/// `fence.sc.cta`, CUDA's `__threadfence_block()`.
+#[inline(always)]
+pub fn thread_fence_block() { unsafe { asm!("fence.sc.cta;", options(nostack)) } }
+
+/// `ld.acquire.gpu.global.u32`: later accesses of this thread are not performed before it.
+/// # Safety
+/// `addr` must be a valid, aligned pointer to global memory.
+#[inline(always)]
+pub unsafe fn load_acquire_u32(addr: *const u32) -> u32 {
+    let v: u32;
+    unsafe { asm!("ld.acquire.gpu.global.u32 {v}, [{a}];", v = out(reg32) v, a = in(reg64) to_global(addr), options(nostack)) }
+    v
+}
+/// `ld.acquire.gpu.global.u64`.
+/// # Safety
+/// `addr` must be a valid, aligned pointer to global memory.
+#[inline(always)]
+pub unsafe fn load_acquire_u64(addr: *const u64) -> u64 {
+    let v: u64;
+    unsafe { asm!("ld.acquire.gpu.global.u64 {v}, [{a}];", v = out(reg64) v, a = in(reg64) to_global(addr), options(nostack)) }
+    v
+}
+/// `st.release.gpu.global.u32`: earlier accesses of this thread are performed before it.
+/// # Safety
+/// `addr` must be a valid, aligned pointer to global memory.
+#[inline(always)]
+pub unsafe fn store_release_u32(addr: *mut u32, v: u32) {
+    unsafe { asm!("st.release.gpu.global.u32 [{a}], {v};", a = in(reg64) to_global(addr), v = in(reg32) v, options(nostack)) }
+}
+/// `st.release.gpu.global.u64`.
+/// # Safety
+/// `addr` must be a valid, aligned pointer to global memory.
+#[inline(always)]
+pub unsafe fn store_release_u64(addr: *mut u64, v: u64) {
+    unsafe { asm!("st.release.gpu.global.u64 [{a}], {v};", a = in(reg64) to_global(addr), v = in(reg64) v, options(nostack)) }
+}
+/// `ld.volatile.global.u32`: always re-reads memory (for polling a flag another block writes).
+/// # Safety
+/// `addr` must be a valid, aligned pointer to global memory.
+#[inline(always)]
+pub unsafe fn load_volatile_u32(addr: *const u32) -> u32 {
+    let v: u32;
+    unsafe { asm!("ld.volatile.global.u32 {v}, [{a}];", v = out(reg32) v, a = in(reg64) to_global(addr), options(nostack)) }
+    v
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vector loads.
+
+/// One 128-bit load through the read-only (non-coherent) path: `ld.global.nc.v4.b32`.
+/// # Safety
+/// `addr` must point to 16 readable bytes of global memory, 16-byte aligned, that no thread
+/// writes during the kernel.
+#[inline(always)]
+pub unsafe fn load_nc_v4_b32(addr: *const u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        asm!("ld.global.nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+             a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+             p = in(reg64) to_global(addr), options(pure, readonly, nostack));
+    }
+    [a, b, c, d]
+}
+
+/// [`load_nc_v4_b32`] for four `f32`: `ld.global.nc.v4.b32`, bit-cast.
+/// # Safety
+/// As [`load_nc_v4_b32`].
+#[inline(always)]
+pub unsafe fn load_nc_v4_f32(addr: *const f32) -> [f32; 4] {
+    let w = unsafe { load_nc_v4_b32(addr as *const u32) };
+    [f32::from_bits(w[0]), f32::from_bits(w[1]), f32::from_bits(w[2]), f32::from_bits(w[3])]
+}
+
+/// One 32-bit load through the read-only path: `ld.global.nc.b32`.
+/// # Safety
+/// `addr` must point to 4 readable, aligned bytes of global memory no thread writes during the
+/// kernel.
+#[inline(always)]
+pub unsafe fn load_nc_f32(addr: *const f32) -> f32 {
+    let v: u32;
+    unsafe { asm!("ld.global.nc.b32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) to_global(addr), options(pure, readonly, nostack)) }
+    f32::from_bits(v)
+}
