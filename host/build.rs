@@ -6,8 +6,16 @@ use std::path::PathBuf;
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let workspace = manifest.parent().expect("host/ lives in the workspace").to_path_buf();
-    for p in ["kernels/src", "kernels/Cargo.toml", "Cargo.toml", "ptx-builder/src"] {
+    let workspace = manifest
+        .parent()
+        .expect("host/ lives in the workspace")
+        .to_path_buf();
+    for p in [
+        "kernels/src",
+        "kernels/Cargo.toml",
+        "Cargo.toml",
+        "ptx-builder/src",
+    ] {
         println!("cargo:rerun-if-changed={}", workspace.join(p).display());
     }
     println!("cargo:rerun-if-env-changed=KERNELS_ARCH");
@@ -20,7 +28,8 @@ fn main() {
             eprintln!("error: building the kernels to PTX failed: {e}");
             std::process::exit(1);
         });
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it")).join("kernels.ptx");
+    let out =
+        PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it")).join("kernels.ptx");
     std::fs::copy(&artifact.ptx_path, &out).expect("copy PTX into OUT_DIR");
     println!("cargo:rustc-env=KERNELS_PTX_ARCH={arch}");
 }

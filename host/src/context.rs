@@ -5,8 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits,
-    sys,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits, sys,
 };
 use cudarc::nvrtc::Ptx;
 
@@ -122,14 +121,18 @@ impl Context {
         };
         let info = DeviceInfo {
             ordinal,
-            name: ctx.name().map_err(Error::driver("reading the device name", 0))?,
+            name: ctx
+                .name()
+                .map_err(Error::driver("reading the device name", 0))?,
             compute_capability: (
                 attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
                 attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
             ),
             multiprocessors: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
             l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
-            total_memory: ctx.total_mem().map_err(Error::driver("reading memory size", 0))?,
+            total_memory: ctx
+                .total_mem()
+                .map_err(Error::driver("reading memory size", 0))?,
             driver_version: driver_version()?,
         };
 
@@ -178,7 +181,10 @@ impl Context {
     }
 
     /// A new zero-filled device buffer of `len` elements.
-    pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+    pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>> {
         let bytes = len.saturating_mul(std::mem::size_of::<T>());
         let slice = self
             .stream

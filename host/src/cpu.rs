@@ -2,7 +2,9 @@
 
 /// Sum in f64 (the reference for f32 sums), and the sum of magnitudes for the error bound.
 pub fn sum_f64(data: &[f32]) -> (f64, f64) {
-    data.iter().fold((0.0, 0.0), |(s, a), &x| (s + x as f64, a + (x as f64).abs()))
+    data.iter().fold((0.0, 0.0), |(s, a), &x| {
+        (s + x as f64, a + (x as f64).abs())
+    })
 }
 
 /// Bound on |gpu - exact| for the f32 sum kernel: rounding errors add up along the longest

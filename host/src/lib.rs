@@ -28,7 +28,10 @@ mod tests {
     fn embedded_ptx_has_every_kernel() {
         let entries = ptx_builder_entries(super::PTX);
         for name in kernels::launch::KERNEL_NAMES {
-            assert!(entries.contains(&name.to_string()), "PTX lacks .entry {name}");
+            assert!(
+                entries.contains(&name.to_string()),
+                "PTX lacks .entry {name}"
+            );
         }
         assert!(super::PTX.contains(&format!(".target {}", super::PTX_ARCH)));
     }

@@ -7,7 +7,11 @@ use gpu_reduce::{Context, cpu, stats};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 #[derive(Parser)]
-#[command(name = "host", version, about = "GPU reductions and scans, kernels written in Rust")]
+#[command(
+    name = "host",
+    version,
+    about = "GPU reductions and scans, kernels written in Rust"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,7 +56,11 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
     match cli.command {
         Command::Info => {
             let n = gpu_reduce::device_count()?;
-            println!("PTX target: {} ({} kernels)", gpu_reduce::PTX_ARCH, kernels::launch::KERNEL_NAMES.len());
+            println!(
+                "PTX target: {} ({} kernels)",
+                gpu_reduce::PTX_ARCH,
+                kernels::launch::KERNEL_NAMES.len()
+            );
             println!("CUDA devices: {n}");
             for i in 0..n {
                 let ctx = Context::new(i)?;
@@ -80,14 +88,25 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
     }
 }
 
-fn reduce(n: u64, iters: usize, warmup: usize, device: usize, seed: Option<u64>) -> Result<ExitCode, gpu_reduce::Error> {
-    let len = usize::try_from(n)
-        .map_err(|_| gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory")))?;
+fn reduce(
+    n: u64,
+    iters: usize,
+    warmup: usize,
+    device: usize,
+    seed: Option<u64>,
+) -> Result<ExitCode, gpu_reduce::Error> {
+    let len = usize::try_from(n).map_err(|_| {
+        gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory"))
+    })?;
     let ctx = Context::new(device)?;
     let d = ctx.info();
     println!(
         "device: {} (sm_{}{}, {} SMs), PTX {}",
-        d.name, d.compute_capability.0, d.compute_capability.1, d.multiprocessors, gpu_reduce::PTX_ARCH
+        d.name,
+        d.compute_capability.0,
+        d.compute_capability.1,
+        d.multiprocessors,
+        gpu_reduce::PTX_ARCH
     );
 
     let seed = seed.unwrap_or_else(rand::random);
@@ -104,8 +123,10 @@ fn reduce(n: u64, iters: usize, warmup: usize, device: usize, seed: Option<u64>)
     let bound = cpu::f32_sum_bound(n, sum_abs);
     let err = (got - want).abs();
     let ok = err <= bound;
-    println!("n = {n} f32 (seed {seed}): sum = {got:.6}, f64 CPU sum = {want:.6}, |error| = {err:.3e} (bound {bound:.3e}): {}",
-        if ok { "correct" } else { "WRONG" });
+    println!(
+        "n = {n} f32 (seed {seed}): sum = {got:.6}, f64 CPU sum = {want:.6}, |error| = {err:.3e} (bound {bound:.3e}): {}",
+        if ok { "correct" } else { "WRONG" }
+    );
 
     let mut out = ctx.alloc_zeros::<f32>(1)?;
     let times = ctx.time_ms(warmup, iters, || ctx.sum_f32_into(&input, &mut out))?;
@@ -115,11 +136,20 @@ fn reduce(n: u64, iters: usize, warmup: usize, device: usize, seed: Option<u64>)
     let bytes = n * 4;
     println!(
         "time: median {:.4} ms over {} runs (min {:.4}, max {:.4}) after {} warm-up; effective bandwidth {:.1} GB/s",
-        s.median, s.count, s.min, s.max, warmup, stats::gb_per_s(bytes, s.median)
+        s.median,
+        s.count,
+        s.min,
+        s.max,
+        warmup,
+        stats::gb_per_s(bytes, s.median)
     );
     if again.to_bits() != got.to_bits() {
         eprintln!("error: the timed runs returned {again}, the first run {got}: not deterministic");
         return Ok(ExitCode::FAILURE);
     }
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

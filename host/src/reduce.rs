@@ -11,7 +11,11 @@ const SUM_F32: &str = "reduce_sum_f32";
 impl Context {
     /// Sum of an f32 buffer, computed in one kernel launch; the result stays on the device in
     /// `out[0]`. Empty input gives 0.0.
-    pub fn sum_f32_into(&self, input: &DeviceBuffer<f32>, out: &mut DeviceBuffer<f32>) -> Result<()> {
+    pub fn sum_f32_into(
+        &self,
+        input: &DeviceBuffer<f32>,
+        out: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         if out.is_empty() {
             return Err(Error::InvalidArgument(
                 "the output buffer of a reduction must hold at least 1 element".into(),

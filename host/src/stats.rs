@@ -17,7 +17,11 @@ pub fn summarize(times: &[f64]) -> Option<Summary> {
     let mut v = times.to_vec();
     v.sort_by(f64::total_cmp);
     let mid = v.len() / 2;
-    let median = if v.len() % 2 == 1 { v[mid] } else { 0.5 * (v[mid - 1] + v[mid]) };
+    let median = if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        0.5 * (v[mid - 1] + v[mid])
+    };
     Some(Summary {
         median,
         min: v[0],

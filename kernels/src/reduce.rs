@@ -39,7 +39,11 @@ pub unsafe extern "ptx-kernel" fn reduce_sum_f32(
     // Elements before the first 16-byte boundary go through scalar loads, the aligned body
     // through 128-bit loads, the remainder (< 4 elements) through scalar loads again.
     let misalign = (input as u64 & 15) / 4;
-    let head = if misalign == 0 { 0 } else { (4 - misalign).min(n) };
+    let head = if misalign == 0 {
+        0
+    } else {
+        (4 - misalign).min(n)
+    };
     let vectors = (n - head) / 4;
     let body = unsafe { input.add(head as usize) };
     let tail_start = head + vectors * 4;

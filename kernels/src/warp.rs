@@ -11,7 +11,11 @@ pub fn warp_reduce<T: ShflValue, F: Fn(T, T) -> T>(mut value: T, op: F) -> T {
     while offset > 0 {
         let other = shfl_xor_sync(FULL_MASK, value, offset, 32);
         // Lower lane's value on the left keeps a fixed combining order for non-commutative ops.
-        value = if crate::gpu::lane_id() & offset == 0 { op(value, other) } else { op(other, value) };
+        value = if crate::gpu::lane_id() & offset == 0 {
+            op(value, other)
+        } else {
+            op(other, value)
+        };
         offset >>= 1;
     }
     value

@@ -122,7 +122,10 @@ impl PtxBuild {
             cmd.env_remove(var);
         }
         // One target-cpu for every crate, `core` included: mixing CPUs breaks the LTO link.
-        cmd.env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={}", self.arch));
+        cmd.env(
+            "CARGO_ENCODED_RUSTFLAGS",
+            format!("-Ctarget-cpu={}", self.arch),
+        );
         run(&mut cmd, "cargo rustc (kernels, nvptx64)")?;
         if !bc.exists() {
             // Cargo thought the crate fresh but the bitcode was deleted: forget the kernels'
@@ -178,7 +181,9 @@ impl PtxBuild {
     /// layout and the newer `build/kernels/<hash>/fingerprint` one).
     fn forget_fingerprint(&self) {
         fn walk(dir: &Path) {
-            let Ok(entries) = std::fs::read_dir(dir) else { return };
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
             for e in entries.flatten() {
                 let p = e.path();
                 if !p.is_dir() {
@@ -224,7 +229,9 @@ pub fn entry_names(ptx: &str) -> Vec<String> {
 
 fn run(cmd: &mut Command, step: &str) -> Result<(), Error> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let out = cmd.output().map_err(|source| Error::Spawn { program, source })?;
+    let out = cmd
+        .output()
+        .map_err(|source| Error::Spawn { program, source })?;
     if !out.status.success() {
         return Err(Error::Step {
             step: step.to_string(),
@@ -255,7 +262,10 @@ pub fn llvm_tools_dir() -> Result<PathBuf, Error> {
         .find_map(|l| l.strip_prefix("host: "))
         .map(str::to_string)
         .ok_or_else(|| Error::Missing("`rustc -vV` printed no host triple".into()))?;
-    let dir = Path::new(&sysroot).join("lib/rustlib").join(host).join("bin");
+    let dir = Path::new(&sysroot)
+        .join("lib/rustlib")
+        .join(host)
+        .join("bin");
     if !dir.join("llc").exists() {
         return Err(Error::Missing(format!(
             "llc not found in {}: install the toolchain's llvm-tools component \
@@ -266,16 +276,26 @@ pub fn llvm_tools_dir() -> Result<PathBuf, Error> {
     Ok(dir)
 }
 
-/// `ptxas` from `$PTXAS`, else from `PATH`.
-pub fn find_ptxas() -> Option<PathBuf> {
+/// `ptxas` from `$PTXAS`, else from `PATH`; `Ok(None)` when neither has one. A `PTXAS` that
+/// names no file is an error: CI sets it to demand the assembly check.
+pub fn find_ptxas() -> Result<Option<PathBuf>, Error> {
     if let Some(p) = std::env::var_os("PTXAS") {
         let p = PathBuf::from(p);
-        return p.is_file().then_some(p);
+        return if p.is_file() {
+            Ok(Some(p))
+        } else {
+            Err(Error::Missing(format!(
+                "PTXAS={} is not a file",
+                p.display()
+            )))
+        };
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+    let Some(path) = std::env::var_os("PATH") else {
+        return Ok(None);
+    };
+    Ok(std::env::split_paths(&path)
         .map(|d| d.join("ptxas"))
-        .find(|p| p.is_file())
+        .find(|p| p.is_file()))
 }
 
 /// Per-kernel resources as ptxas reports them with `-v`.
@@ -360,7 +380,12 @@ pub fn format_table(rows: &[KernelResources]) -> String {
         let _ = writeln!(
             s,
             "{:<w$}  {:>9}  {:>10}  {:>11}  {:>11}  {:>10}",
-            r.name, r.registers, r.shared_bytes, r.stack_bytes, r.spill_store_bytes, r.spill_load_bytes
+            r.name,
+            r.registers,
+            r.shared_bytes,
+            r.stack_bytes,
+            r.spill_store_bytes,
+            r.spill_load_bytes
         );
     }
     s
@@ -410,7 +435,8 @@ ptxas info    : Used 10 registers, used 0 barriers, 372 bytes cmem[0]\n";
 
     #[test]
     fn finds_entries() {
-        let ptx = ".visible .entry reduce_sum_f32(\n.param .u64 a\n)\n.visible .entry k2()\n.func f()";
+        let ptx =
+            ".visible .entry reduce_sum_f32(\n.param .u64 a\n)\n.visible .entry k2()\n.func f()";
         assert_eq!(entry_names(ptx), vec!["reduce_sum_f32", "k2"]);
     }
 }

@@ -25,8 +25,16 @@ fn sum_matches_cpu_at_boundaries() {
     let _ = NEEDS_GPU;
     let ctx = gpu();
     let per_block = 256 * 8;
-    let mut sizes = vec![0usize, 1, 2, 3, 4, 5, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025];
-    sizes.extend([per_block - 1, per_block, per_block + 1, 2048 * per_block - 1, 2048 * per_block + 1]);
+    let mut sizes = vec![
+        0usize, 1, 2, 3, 4, 5, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025,
+    ];
+    sizes.extend([
+        per_block - 1,
+        per_block,
+        per_block + 1,
+        2048 * per_block - 1,
+        2048 * per_block + 1,
+    ]);
     for k in [10, 16, 20, 24] {
         sizes.extend([(1usize << k) - 1, 1 << k, (1 << k) + 1]);
     }
@@ -86,14 +94,24 @@ fn bad_requests_are_errors_not_panics() {
     let ctx = gpu();
     let input = ctx.htod(&random_f32(1000, 1)).unwrap();
     let mut empty = ctx.alloc_zeros::<f32>(0).unwrap();
-    assert!(matches!(ctx.sum_f32_into(&input, &mut empty), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        ctx.sum_f32_into(&input, &mut empty),
+        Err(Error::InvalidArgument(_))
+    ));
 
     let count = gpu_reduce::device_count().unwrap();
-    assert!(matches!(gpu_reduce::Context::new(count), Err(Error::BadOrdinal { .. })));
+    assert!(matches!(
+        gpu_reduce::Context::new(count),
+        Err(Error::BadOrdinal { .. })
+    ));
 
     // Far more than any GPU has: a clean OutOfMemory, and earlier buffers still work.
     let huge = ctx.alloc_zeros::<f32>(1 << 40);
     assert!(matches!(huge, Err(Error::OutOfMemory { .. })), "{huge:?}");
     let (want, _) = cpu::sum_f64(&ctx.dtoh(&input).unwrap());
-    approx::assert_relative_eq!(ctx.sum_f32(&input).unwrap() as f64, want, max_relative = 1e-4);
+    approx::assert_relative_eq!(
+        ctx.sum_f32(&input).unwrap() as f64,
+        want,
+        max_relative = 1e-4
+    );
 }

@@ -81,15 +81,17 @@ fn build_ptx(root: &Path, arch: &str) -> Res<PathBuf> {
         art.entries.len(),
         art.entries.join(", ")
     );
-    match ptx_builder::find_ptxas() {
+    match ptx_builder::find_ptxas().map_err(|e| e.to_string())? {
         Some(ptxas) => {
             let rows = ptx_builder::ptxas_report(&ptxas, &art.ptx_path, arch)
                 .map_err(|e| format!("the PTX does not assemble: {e}"))?;
-            println!("ptxas ({}) -arch={arch}: assembled\n{}", ptxas.display(), ptx_builder::format_table(&rows));
+            println!(
+                "ptxas ({}) -arch={arch}: assembled\n{}",
+                ptxas.display(),
+                ptx_builder::format_table(&rows)
+            );
         }
-        None => println!(
-            "ptxas not found (set PTXAS or put it on PATH): assembly check SKIPPED"
-        ),
+        None => println!("ptxas not found (set PTXAS or put it on PATH): assembly check SKIPPED"),
     }
     Ok(art.ptx_path)
 }
@@ -100,25 +102,39 @@ fn cargo() -> Command {
 
 fn status(cmd: &mut Command, what: &str) -> Res<()> {
     let st = cmd.status().map_err(|e| format!("{what}: {e}"))?;
-    if st.success() { Ok(()) } else { Err(format!("{what} failed ({st})")) }
+    if st.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({st})"))
+    }
 }
 
 fn test(root: &Path, gpu: bool) -> Res<()> {
     println!("== PTX build and ptxas check");
     build_ptx(root, DEFAULT_ARCH)?;
     println!("== cargo test --workspace (GPU tests are listed as ignored)");
-    status(cargo().current_dir(root).args(["test", "--workspace"]), "cargo test")?;
+    status(
+        cargo().current_dir(root).args(["test", "--workspace"]),
+        "cargo test",
+    )?;
     if gpu {
         println!("== GPU tests");
         if gpu_present(root) {
             status(
-                cargo()
-                    .current_dir(root)
-                    .args(["test", "-p", "integration-tests", "--", "--ignored", "--test-threads=1"]),
+                cargo().current_dir(root).args([
+                    "test",
+                    "-p",
+                    "integration-tests",
+                    "--",
+                    "--ignored",
+                    "--test-threads=1",
+                ]),
                 "GPU tests",
             )?;
         } else {
-            println!("GPU tests: SKIPPED — no CUDA driver or device on this machine (not run, not passed)");
+            println!(
+                "GPU tests: SKIPPED — no CUDA driver or device on this machine (not run, not passed)"
+            );
         }
     }
     Ok(())
@@ -148,10 +164,14 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
     std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
 
     status(
-        cargo()
-            .current_dir(root)
-            .env("KERNELS_ARCH", arch)
-            .args(["build", "--release", "-p", "host", "--bin", "host"]),
+        cargo().current_dir(root).env("KERNELS_ARCH", arch).args([
+            "build",
+            "--release",
+            "-p",
+            "host",
+            "--bin",
+            "host",
+        ]),
         "cargo build host",
     )?;
     copy(&root.join("target/release/host"), &bin.join("host"))?;
@@ -160,22 +180,39 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
     let o = cargo()
         .current_dir(root)
         .env("KERNELS_ARCH", arch)
-        .args(["test", "--release", "-p", "integration-tests", "--no-run", "--message-format=json"])
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "integration-tests",
+            "--no-run",
+            "--message-format=json",
+        ])
         .output()
         .map_err(|e| e.to_string())?;
     if !o.status.success() {
-        return Err(format!("building the GPU tests failed:\n{}", String::from_utf8_lossy(&o.stderr)));
+        return Err(format!(
+            "building the GPU tests failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
     }
     let mut tests = Vec::new();
     for line in String::from_utf8_lossy(&o.stdout).lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        if v["reason"] == "compiler-artifact" && v["profile"]["test"] == true {
-            if let Some(exe) = v["executable"].as_str() {
-                let name = v["target"]["name"].as_str().unwrap_or("tests").to_string();
-                let dst = bin.join(format!("test-{name}"));
-                copy(Path::new(exe), &dst)?;
-                tests.push(dst);
-            }
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        // Integration-test binaries only (kind "test"); the library's unit tests need no GPU.
+        let is_test_target = v["target"]["kind"]
+            .as_array()
+            .is_some_and(|k| k.iter().any(|x| x == "test"));
+        if v["reason"] == "compiler-artifact"
+            && is_test_target
+            && let Some(exe) = v["executable"].as_str()
+        {
+            let name = v["target"]["name"].as_str().unwrap_or("tests").to_string();
+            let dst = bin.join(format!("test-{name}"));
+            copy(Path::new(exe), &dst)?;
+            tests.push(dst);
         }
     }
     if tests.is_empty() {
@@ -185,7 +222,12 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
     let run_sh = out.join("run.sh");
     std::fs::write(&run_sh, RUN_SH).map_err(|e| e.to_string())?;
     set_executable(&run_sh)?;
-    println!("bundle: {} ({} test binaries, PTX {arch}); run it with `bash {}/run.sh`", out.display(), tests.len(), out.display());
+    println!(
+        "bundle: {} ({} test binaries, PTX {arch}); run it with `bash {}/run.sh`",
+        out.display(),
+        tests.len(),
+        out.display()
+    );
     Ok(())
 }
 

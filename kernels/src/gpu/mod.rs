@@ -64,28 +64,52 @@ trait Bits64 {
     fn from_bits_u64(b: u64) -> Self;
 }
 impl Bits32 for u32 {
-    fn to_bits_u32(self) -> u32 { self }
-    fn from_bits_u32(b: u32) -> Self { b }
+    fn to_bits_u32(self) -> u32 {
+        self
+    }
+    fn from_bits_u32(b: u32) -> Self {
+        b
+    }
 }
 impl Bits32 for i32 {
-    fn to_bits_u32(self) -> u32 { self as u32 }
-    fn from_bits_u32(b: u32) -> Self { b as i32 }
+    fn to_bits_u32(self) -> u32 {
+        self as u32
+    }
+    fn from_bits_u32(b: u32) -> Self {
+        b as i32
+    }
 }
 impl Bits32 for f32 {
-    fn to_bits_u32(self) -> u32 { self.to_bits() }
-    fn from_bits_u32(b: u32) -> Self { f32::from_bits(b) }
+    fn to_bits_u32(self) -> u32 {
+        self.to_bits()
+    }
+    fn from_bits_u32(b: u32) -> Self {
+        f32::from_bits(b)
+    }
 }
 impl Bits64 for u64 {
-    fn to_bits_u64(self) -> u64 { self }
-    fn from_bits_u64(b: u64) -> Self { b }
+    fn to_bits_u64(self) -> u64 {
+        self
+    }
+    fn from_bits_u64(b: u64) -> Self {
+        b
+    }
 }
 impl Bits64 for i64 {
-    fn to_bits_u64(self) -> u64 { self as u64 }
-    fn from_bits_u64(b: u64) -> Self { b as i64 }
+    fn to_bits_u64(self) -> u64 {
+        self as u64
+    }
+    fn from_bits_u64(b: u64) -> Self {
+        b as i64
+    }
 }
 impl Bits64 for f64 {
-    fn to_bits_u64(self) -> u64 { self.to_bits() }
-    fn from_bits_u64(b: u64) -> Self { f64::from_bits(b) }
+    fn to_bits_u64(self) -> u64 {
+        self.to_bits()
+    }
+    fn from_bits_u64(b: u64) -> Self {
+        f64::from_bits(b)
+    }
 }
 shfl32!(u32, i32, f32);
 shfl64!(u64, i64, f64);
@@ -105,11 +129,20 @@ mod tests {
 
     #[test]
     fn words_round_trip_every_bit() {
-        for b in [0u64, 1, 0x8000_0000_0000_0000, 0x7ff8_0000_dead_beef, u64::MAX] {
+        for b in [
+            0u64,
+            1,
+            0x8000_0000_0000_0000,
+            0x7ff8_0000_dead_beef,
+            u64::MAX,
+        ] {
             assert_eq!(f64::from_words(f64::from_bits(b).to_words()).to_bits(), b);
             assert_eq!(i64::from_words((b as i64).to_words()) as u64, b);
         }
-        assert_eq!(f32::from_words((-0.0f32).to_words()).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(
+            f32::from_words((-0.0f32).to_words()).to_bits(),
+            (-0.0f32).to_bits()
+        );
     }
 
     #[test]

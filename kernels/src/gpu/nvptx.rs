@@ -34,69 +34,104 @@ unsafe extern "C" {
 
 /// `mov.u32 %r, %tid.x`
 #[inline(always)]
-pub fn thread_idx_x() -> u32 { unsafe { nvptx::_thread_idx_x() as u32 } }
+pub fn thread_idx_x() -> u32 {
+    unsafe { nvptx::_thread_idx_x() as u32 }
+}
 /// `mov.u32 %r, %tid.y`
 #[inline(always)]
-pub fn thread_idx_y() -> u32 { unsafe { nvptx::_thread_idx_y() as u32 } }
+pub fn thread_idx_y() -> u32 {
+    unsafe { nvptx::_thread_idx_y() as u32 }
+}
 /// `mov.u32 %r, %tid.z`
 #[inline(always)]
-pub fn thread_idx_z() -> u32 { unsafe { nvptx::_thread_idx_z() as u32 } }
+pub fn thread_idx_z() -> u32 {
+    unsafe { nvptx::_thread_idx_z() as u32 }
+}
 /// `mov.u32 %r, %ctaid.x`
 #[inline(always)]
-pub fn block_idx_x() -> u32 { unsafe { nvptx::_block_idx_x() as u32 } }
+pub fn block_idx_x() -> u32 {
+    unsafe { nvptx::_block_idx_x() as u32 }
+}
 /// `mov.u32 %r, %ctaid.y`
 #[inline(always)]
-pub fn block_idx_y() -> u32 { unsafe { nvptx::_block_idx_y() as u32 } }
+pub fn block_idx_y() -> u32 {
+    unsafe { nvptx::_block_idx_y() as u32 }
+}
 /// `mov.u32 %r, %ctaid.z`
 #[inline(always)]
-pub fn block_idx_z() -> u32 { unsafe { nvptx::_block_idx_z() as u32 } }
+pub fn block_idx_z() -> u32 {
+    unsafe { nvptx::_block_idx_z() as u32 }
+}
 /// `mov.u32 %r, %ntid.x`
 #[inline(always)]
-pub fn block_dim_x() -> u32 { unsafe { nvptx::_block_dim_x() as u32 } }
+pub fn block_dim_x() -> u32 {
+    unsafe { nvptx::_block_dim_x() as u32 }
+}
 /// `mov.u32 %r, %ntid.y`
 #[inline(always)]
-pub fn block_dim_y() -> u32 { unsafe { nvptx::_block_dim_y() as u32 } }
+pub fn block_dim_y() -> u32 {
+    unsafe { nvptx::_block_dim_y() as u32 }
+}
 /// `mov.u32 %r, %ntid.z`
 #[inline(always)]
-pub fn block_dim_z() -> u32 { unsafe { nvptx::_block_dim_z() as u32 } }
+pub fn block_dim_z() -> u32 {
+    unsafe { nvptx::_block_dim_z() as u32 }
+}
 /// `mov.u32 %r, %nctaid.x`
 #[inline(always)]
-pub fn grid_dim_x() -> u32 { unsafe { nvptx::_grid_dim_x() as u32 } }
+pub fn grid_dim_x() -> u32 {
+    unsafe { nvptx::_grid_dim_x() as u32 }
+}
 /// `mov.u32 %r, %nctaid.y`
 #[inline(always)]
-pub fn grid_dim_y() -> u32 { unsafe { nvptx::_grid_dim_y() as u32 } }
+pub fn grid_dim_y() -> u32 {
+    unsafe { nvptx::_grid_dim_y() as u32 }
+}
 /// `mov.u32 %r, %nctaid.z`
 #[inline(always)]
-pub fn grid_dim_z() -> u32 { unsafe { nvptx::_grid_dim_z() as u32 } }
+pub fn grid_dim_z() -> u32 {
+    unsafe { nvptx::_grid_dim_z() as u32 }
+}
 /// `mov.u32 %r, %laneid` (the lane within the warp, 0..32)
 #[inline(always)]
-pub fn lane_id() -> u32 { unsafe { nvvm_laneid() } }
+pub fn lane_id() -> u32 {
+    unsafe { nvvm_laneid() }
+}
 /// Warp index within a 1-D block: `%tid.x >> 5`.
 #[inline(always)]
-pub fn warp_id() -> u32 { thread_idx_x() / super::WARP_SIZE }
+pub fn warp_id() -> u32 {
+    thread_idx_x() / super::WARP_SIZE
+}
 
 // ---------------------------------------------------------------------------------------------
 // Barriers.
 
 /// Block-wide barrier: `barrier.sync 0` (`bar.sync 0`), CUDA's `__syncthreads()`.
 #[inline(always)]
-pub fn sync_threads() { unsafe { nvptx::_syncthreads() } }
+pub fn sync_threads() {
+    unsafe { nvptx::_syncthreads() }
+}
 
 /// Warp barrier over `mask`: `bar.warp.sync mask`, CUDA's `__syncwarp(mask)`.
 #[inline(always)]
-pub fn sync_warp(mask: u32) { unsafe { nvvm_bar_warp_sync(mask) } }
+pub fn sync_warp(mask: u32) {
+    unsafe { nvvm_bar_warp_sync(mask) }
+}
 
 /// Abort the kernel: `trap;`. The host sees a launch failure.
 #[inline(always)]
-pub fn trap() -> ! { unsafe { nvptx::trap() } }
-
+pub fn trap() -> ! {
+    unsafe { nvptx::trap() }
+}
 
 /// Generic → global address, `cvta.to.global.u64`: the `.global` instructions below take global
 /// addresses; the conversion is free after ptxas (the windows coincide) but keeps the PTX by the book.
 #[inline(always)]
 fn to_global<T>(p: *const T) -> u64 {
     let g: u64;
-    unsafe { asm!("cvta.to.global.u64 {g}, {p};", g = out(reg64) g, p = in(reg64) p, options(pure, nomem, nostack)) }
+    unsafe {
+        asm!("cvta.to.global.u64 {g}, {p};", g = out(reg64) g, p = in(reg64) p, options(pure, nomem, nostack))
+    }
     g
 }
 
@@ -167,20 +202,28 @@ macro_rules! shfl_fn {
 }
 shfl_fn!(
     /// `shfl.sync.down.b32 d, v, delta, ((32-width)<<8)|31, mask`: lane `i` reads lane `i+delta`.
-    shfl_down_sync, nvvm_shfl_down, false
+    shfl_down_sync,
+    nvvm_shfl_down,
+    false
 );
 shfl_fn!(
     /// `shfl.sync.up.b32 d, v, delta, (32-width)<<8, mask`: lane `i` reads lane `i-delta`.
-    shfl_up_sync, nvvm_shfl_up, true
+    shfl_up_sync,
+    nvvm_shfl_up,
+    true
 );
 shfl_fn!(
     /// `shfl.sync.bfly.b32 d, v, lane_mask, ((32-width)<<8)|31, mask`: lane `i` reads `i^lane_mask`.
-    shfl_xor_sync, nvvm_shfl_bfly, false
+    shfl_xor_sync,
+    nvvm_shfl_bfly,
+    false
 );
 shfl_fn!(
     /// `shfl.sync.idx.b32 d, v, lane, ((32-width)<<8)|31, mask`: every lane reads `lane`
     /// (relative to its segment).
-    shfl_sync, nvvm_shfl_idx, false
+    shfl_sync,
+    nvvm_shfl_idx,
+    false
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -188,13 +231,19 @@ shfl_fn!(
 
 /// `vote.sync.ballot.b32 d, p, mask`: bit `i` set when lane `i` passed `true`.
 #[inline(always)]
-pub fn ballot_sync(mask: u32, pred: bool) -> u32 { unsafe { nvvm_ballot(mask, pred) } }
+pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
+    unsafe { nvvm_ballot(mask, pred) }
+}
 /// `vote.sync.all.pred d, p, mask`
 #[inline(always)]
-pub fn all_sync(mask: u32, pred: bool) -> bool { unsafe { nvvm_all(mask, pred) } }
+pub fn all_sync(mask: u32, pred: bool) -> bool {
+    unsafe { nvvm_all(mask, pred) }
+}
 /// `vote.sync.any.pred d, p, mask`
 #[inline(always)]
-pub fn any_sync(mask: u32, pred: bool) -> bool { unsafe { nvvm_any(mask, pred) } }
+pub fn any_sync(mask: u32, pred: bool) -> bool {
+    unsafe { nvvm_any(mask, pred) }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Atomics on global memory (relaxed, GPU scope: PTX's default for `atom`). Each returns the old
@@ -216,18 +265,48 @@ macro_rules! atomic_fn {
         }
     };
 }
-atomic_fn!(/// `atom.global.add.u32`
-    atomic_add_u32, u32, "atom.global.add.u32", reg32);
-atomic_fn!(/// `atom.global.add.u64`
-    atomic_add_u64, u64, "atom.global.add.u64", reg64);
-atomic_fn!(/// `atom.global.add.f32`
-    atomic_add_f32, f32, "atom.global.add.f32", reg32);
-atomic_fn!(/// `atom.global.add.f64` (sm_60+)
-    atomic_add_f64, f64, "atom.global.add.f64", reg64);
-atomic_fn!(/// `atom.global.exch.b32`
-    atomic_exch_u32, u32, "atom.global.exch.b32", reg32);
-atomic_fn!(/// `atom.global.exch.b64`
-    atomic_exch_u64, u64, "atom.global.exch.b64", reg64);
+atomic_fn!(
+    /// `atom.global.add.u32`
+    atomic_add_u32,
+    u32,
+    "atom.global.add.u32",
+    reg32
+);
+atomic_fn!(
+    /// `atom.global.add.u64`
+    atomic_add_u64,
+    u64,
+    "atom.global.add.u64",
+    reg64
+);
+atomic_fn!(
+    /// `atom.global.add.f32`
+    atomic_add_f32,
+    f32,
+    "atom.global.add.f32",
+    reg32
+);
+atomic_fn!(
+    /// `atom.global.add.f64` (sm_60+)
+    atomic_add_f64,
+    f64,
+    "atom.global.add.f64",
+    reg64
+);
+atomic_fn!(
+    /// `atom.global.exch.b32`
+    atomic_exch_u32,
+    u32,
+    "atom.global.exch.b32",
+    reg32
+);
+atomic_fn!(
+    /// `atom.global.exch.b64`
+    atomic_exch_u64,
+    u64,
+    "atom.global.exch.b64",
+    reg64
+);
 
 /// `atom.global.cas.b32 old, [addr], compare, val`: stores `val` if `*addr == compare`.
 /// # Safety
@@ -260,13 +339,19 @@ pub unsafe fn atomic_cas_u64(addr: *mut u64, compare: u64, val: u64) -> u64 {
 
 /// `fence.sc.gpu` (what `membar.gl` means on sm_70+), CUDA's `__threadfence()`.
 #[inline(always)]
-pub fn thread_fence() { unsafe { asm!("fence.sc.gpu;", options(nostack)) } }
+pub fn thread_fence() {
+    unsafe { asm!("fence.sc.gpu;", options(nostack)) }
+}
 /// `fence.acq_rel.gpu`: orders this thread's earlier and later accesses at GPU scope.
 #[inline(always)]
-pub fn fence_acq_rel_gpu() { unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) } }
+pub fn fence_acq_rel_gpu() {
+    unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) }
+}
 /// `fence.sc.cta`, CUDA's `__threadfence_block()`.
 #[inline(always)]
-pub fn thread_fence_block() { unsafe { asm!("fence.sc.cta;", options(nostack)) } }
+pub fn thread_fence_block() {
+    unsafe { asm!("fence.sc.cta;", options(nostack)) }
+}
 
 /// `ld.acquire.gpu.global.u32`: later accesses of this thread are not performed before it.
 /// # Safety
@@ -274,7 +359,9 @@ pub fn thread_fence_block() { unsafe { asm!("fence.sc.cta;", options(nostack)) }
 #[inline(always)]
 pub unsafe fn load_acquire_u32(addr: *const u32) -> u32 {
     let v: u32;
-    unsafe { asm!("ld.acquire.gpu.global.u32 {v}, [{a}];", v = out(reg32) v, a = in(reg64) to_global(addr), options(nostack)) }
+    unsafe {
+        asm!("ld.acquire.gpu.global.u32 {v}, [{a}];", v = out(reg32) v, a = in(reg64) to_global(addr), options(nostack))
+    }
     v
 }
 /// `ld.acquire.gpu.global.u64`.
@@ -283,7 +370,9 @@ pub unsafe fn load_acquire_u32(addr: *const u32) -> u32 {
 #[inline(always)]
 pub unsafe fn load_acquire_u64(addr: *const u64) -> u64 {
     let v: u64;
-    unsafe { asm!("ld.acquire.gpu.global.u64 {v}, [{a}];", v = out(reg64) v, a = in(reg64) to_global(addr), options(nostack)) }
+    unsafe {
+        asm!("ld.acquire.gpu.global.u64 {v}, [{a}];", v = out(reg64) v, a = in(reg64) to_global(addr), options(nostack))
+    }
     v
 }
 /// `st.release.gpu.global.u32`: earlier accesses of this thread are performed before it.
@@ -291,14 +380,18 @@ pub unsafe fn load_acquire_u64(addr: *const u64) -> u64 {
 /// `addr` must be a valid, aligned pointer to global memory.
 #[inline(always)]
 pub unsafe fn store_release_u32(addr: *mut u32, v: u32) {
-    unsafe { asm!("st.release.gpu.global.u32 [{a}], {v};", a = in(reg64) to_global(addr), v = in(reg32) v, options(nostack)) }
+    unsafe {
+        asm!("st.release.gpu.global.u32 [{a}], {v};", a = in(reg64) to_global(addr), v = in(reg32) v, options(nostack))
+    }
 }
 /// `st.release.gpu.global.u64`.
 /// # Safety
 /// `addr` must be a valid, aligned pointer to global memory.
 #[inline(always)]
 pub unsafe fn store_release_u64(addr: *mut u64, v: u64) {
-    unsafe { asm!("st.release.gpu.global.u64 [{a}], {v};", a = in(reg64) to_global(addr), v = in(reg64) v, options(nostack)) }
+    unsafe {
+        asm!("st.release.gpu.global.u64 [{a}], {v};", a = in(reg64) to_global(addr), v = in(reg64) v, options(nostack))
+    }
 }
 /// `ld.volatile.global.u32`: always re-reads memory (for polling a flag another block writes).
 /// # Safety
@@ -306,7 +399,9 @@ pub unsafe fn store_release_u64(addr: *mut u64, v: u64) {
 #[inline(always)]
 pub unsafe fn load_volatile_u32(addr: *const u32) -> u32 {
     let v: u32;
-    unsafe { asm!("ld.volatile.global.u32 {v}, [{a}];", v = out(reg32) v, a = in(reg64) to_global(addr), options(nostack)) }
+    unsafe {
+        asm!("ld.volatile.global.u32 {v}, [{a}];", v = out(reg32) v, a = in(reg64) to_global(addr), options(nostack))
+    }
     v
 }
 
@@ -334,7 +429,12 @@ pub unsafe fn load_nc_v4_b32(addr: *const u32) -> [u32; 4] {
 #[inline(always)]
 pub unsafe fn load_nc_v4_f32(addr: *const f32) -> [f32; 4] {
     let w = unsafe { load_nc_v4_b32(addr as *const u32) };
-    [f32::from_bits(w[0]), f32::from_bits(w[1]), f32::from_bits(w[2]), f32::from_bits(w[3])]
+    [
+        f32::from_bits(w[0]),
+        f32::from_bits(w[1]),
+        f32::from_bits(w[2]),
+        f32::from_bits(w[3]),
+    ]
 }
 
 /// One 32-bit load through the read-only path: `ld.global.nc.b32`.
@@ -344,6 +444,8 @@ pub unsafe fn load_nc_v4_f32(addr: *const f32) -> [f32; 4] {
 #[inline(always)]
 pub unsafe fn load_nc_f32(addr: *const f32) -> f32 {
     let v: u32;
-    unsafe { asm!("ld.global.nc.b32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) to_global(addr), options(pure, readonly, nostack)) }
+    unsafe {
+        asm!("ld.global.nc.b32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) to_global(addr), options(pure, readonly, nostack))
+    }
     f32::from_bits(v)
 }
