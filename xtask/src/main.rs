@@ -113,14 +113,16 @@ fn test(root: &Path, gpu: bool) -> Res<()> {
     println!("== PTX build and ptxas check");
     build_ptx(root, DEFAULT_ARCH)?;
     println!("== cargo test --workspace (GPU tests are listed as ignored)");
-    status(
+    let mut total = run_tests(
         cargo().current_dir(root).args(["test", "--workspace"]),
         "cargo test",
     )?;
+    // Ignored tests are the GPU tests: skipped here, whether or not --gpu runs them below.
+    total.skipped = total.ignored;
     if gpu {
         println!("== GPU tests");
         if gpu_present(root) {
-            status(
+            let gpu = run_tests(
                 cargo().current_dir(root).args([
                     "test",
                     "-p",
@@ -131,13 +133,71 @@ fn test(root: &Path, gpu: bool) -> Res<()> {
                 ]),
                 "GPU tests",
             )?;
+            total.passed += gpu.passed;
+            total.skipped = total.skipped.saturating_sub(gpu.passed);
         } else {
             println!(
                 "GPU tests: SKIPPED — no CUDA driver or device on this machine (not run, not passed)"
             );
         }
     }
+    println!(
+        "summary: {} passed, 0 failed, {} skipped",
+        total.passed, total.skipped
+    );
     Ok(())
+}
+
+/// Counts summed over cargo's `test result:` lines.
+#[derive(Default, Debug, Clone, Copy, PartialEq)]
+struct Counts {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+    skipped: u64,
+}
+
+/// Add up one `test result: ok. 3 passed; 0 failed; 1 ignored; ...` line.
+fn add_result_line(c: &mut Counts, line: &str) {
+    let Some(rest) = line.trim().strip_prefix("test result: ") else {
+        return;
+    };
+    for part in rest.split(['.', ';']) {
+        let mut it = part.split_whitespace();
+        if let (Some(num), Some(word)) = (it.next(), it.next()) {
+            let Ok(num) = num.parse::<u64>() else {
+                continue;
+            };
+            match word {
+                "passed" => c.passed += num,
+                "failed" => c.failed += num,
+                "ignored" => c.ignored += num,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Run a `cargo test` command, echoing its output, and add up its results. Fails when the
+/// command fails or any test failed.
+fn run_tests(cmd: &mut Command, what: &str) -> Res<Counts> {
+    use std::io::{BufRead, BufReader};
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{what}: {e}"))?;
+    let mut c = Counts::default();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            println!("{line}");
+            add_result_line(&mut c, &line);
+        }
+    }
+    let st = child.wait().map_err(|e| format!("{what}: {e}"))?;
+    if !st.success() || c.failed > 0 {
+        return Err(format!("{what} failed ({st}, {} test(s) failed)", c.failed));
+    }
+    Ok(c)
 }
 
 /// A CUDA device is usable: `host info` succeeds and lists at least one.
@@ -243,3 +303,23 @@ fn set_executable(p: &Path) -> Res<()> {
 }
 
 const RUN_SH: &str = include_str!("run.sh");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_cargo_result_lines() {
+        let mut c = Counts::default();
+        add_result_line(
+            &mut c,
+            "test result: ok. 6 passed; 0 failed; 2 ignored; 0 measured; 0 filtered out; finished in 0.00s",
+        );
+        add_result_line(
+            &mut c,
+            "test result: FAILED. 1 passed; 3 failed; 0 ignored; 0 measured",
+        );
+        add_result_line(&mut c, "running 5 tests");
+        assert_eq!((c.passed, c.failed, c.ignored), (7, 3, 2));
+    }
+}
