@@ -1,60 +1,99 @@
-//! The CUDA context handle: device, stream, the embedded PTX loaded once, typed buffers.
+//! The context handle: a backend (a CUDA device, or the CPU SIMT simulator) with the same API,
+//! typed buffers, the kernels loaded once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits, sys,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchArgs,
+    PushKernelArg, ValidAsZeroBits, sys,
 };
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{Error, Result};
+use crate::simbuf::SimBuf;
+
+/// Which backend runs the kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// A CUDA GPU through the driver.
+    Cuda,
+    /// The CPU SIMT simulator running the same kernel source.
+    Sim,
+}
 
 /// What the library knows about the device it runs on.
 #[derive(Debug, Clone)]
 pub struct DeviceInfo {
+    pub backend: BackendKind,
     pub ordinal: usize,
     pub name: String,
     pub compute_capability: (i32, i32),
     pub multiprocessors: u32,
     pub l2_bytes: usize,
     pub total_memory: usize,
+    /// The driver's CUDA version (e.g. 13000); 0 on the simulator.
     pub driver_version: i32,
 }
 
 /// A device buffer of `T`, owned; freed when dropped.
 #[derive(Debug)]
 pub struct DeviceBuffer<T> {
-    pub(crate) slice: CudaSlice<T>,
+    pub(crate) inner: Buf<T>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Buf<T> {
+    Cuda(CudaSlice<T>),
+    Sim(SimBuf<T>),
 }
 
 impl<T> DeviceBuffer<T> {
     pub fn len(&self) -> usize {
-        self.slice.len()
+        match &self.inner {
+            Buf::Cuda(s) => s.len(),
+            Buf::Sim(s) => s.len(),
+        }
     }
     pub fn is_empty(&self) -> bool {
-        self.slice.len() == 0
+        self.len() == 0
     }
     /// Bytes held on the device.
     pub fn num_bytes(&self) -> usize {
-        self.slice.num_bytes()
+        self.len() * std::mem::size_of::<T>()
+    }
+    pub fn backend(&self) -> BackendKind {
+        match &self.inner {
+            Buf::Cuda(_) => BackendKind::Cuda,
+            Buf::Sim(_) => BackendKind::Sim,
+        }
     }
 }
 
 /// Scratch the one-launch reduction needs: one partial per block and the retirement counter
 /// (kept at zero between launches by the kernel itself).
 pub(crate) struct ReduceWorkspace {
-    pub partials: CudaSlice<f32>,
-    pub retire_count: CudaSlice<u32>,
+    pub partials: DeviceBuffer<f32>,
+    pub retire_count: DeviceBuffer<u32>,
 }
 
-/// A CUDA context on one device with one stream, the kernels loaded.
-pub struct Context {
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
+pub(crate) struct CudaBackend {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
     _module: Arc<CudaModule>,
     kernels: HashMap<&'static str, CudaFunction>,
+}
+
+pub(crate) enum Backend {
+    Cuda(CudaBackend),
+    Sim,
+}
+
+/// A context on one device (or the simulator), the kernels loaded.
+pub struct Context {
+    pub(crate) backend: Backend,
     info: DeviceInfo,
     pub(crate) reduce_ws: Mutex<ReduceWorkspace>,
 }
@@ -75,6 +114,22 @@ pub fn device_count() -> Result<usize> {
     }
 }
 
+fn alloc_zeros_on<T: DeviceRepr + ValidAsZeroBits>(
+    backend: &Backend,
+    len: usize,
+) -> Result<DeviceBuffer<T>> {
+    let bytes = len.saturating_mul(std::mem::size_of::<T>());
+    let inner = match backend {
+        Backend::Cuda(c) => Buf::Cuda(
+            c.stream
+                .alloc_zeros::<T>(len)
+                .map_err(Error::driver("allocating", bytes))?,
+        ),
+        Backend::Sim => Buf::Sim(SimBuf::zeroed(len)?),
+    };
+    Ok(DeviceBuffer { inner })
+}
+
 /// The driver's CUDA version, e.g. 13000 for 13.0 (`cuDriverGetVersion`).
 fn driver_version() -> Result<i32> {
     let mut v = 0;
@@ -86,7 +141,7 @@ fn driver_version() -> Result<i32> {
 }
 
 impl Context {
-    /// Open device `ordinal`, load the embedded PTX and look up every kernel.
+    /// Open CUDA device `ordinal`, load the embedded PTX and look up every kernel.
     pub fn new(ordinal: usize) -> Result<Self> {
         let count = device_count()?;
         if count == 0 {
@@ -120,6 +175,7 @@ impl Context {
                 .map_err(Error::driver("reading a device attribute", 0))
         };
         let info = DeviceInfo {
+            backend: BackendKind::Cuda,
             ordinal,
             name: ctx
                 .name()
@@ -135,23 +191,51 @@ impl Context {
                 .map_err(Error::driver("reading memory size", 0))?,
             driver_version: driver_version()?,
         };
-
-        let grid = kernels::launch::REDUCE_MAX_GRID as usize;
-        let reduce_ws = ReduceWorkspace {
-            partials: stream
-                .alloc_zeros::<f32>(grid)
-                .map_err(Error::driver("allocating workspace", grid * 4))?,
-            retire_count: stream
-                .alloc_zeros::<u32>(1)
-                .map_err(Error::driver("allocating workspace", 4))?,
-        };
-        Ok(Self {
+        let backend = Backend::Cuda(CudaBackend {
             ctx,
             stream,
             _module: module,
             kernels: kernels_map,
+        });
+        Self::with_backend(backend, info)
+    }
+
+    /// The CPU SIMT simulator: the same kernels and API, on the host.
+    pub fn sim() -> Result<Self> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let info = DeviceInfo {
+            backend: BackendKind::Sim,
+            ordinal: 0,
+            name: format!("CPU SIMT simulator ({cores} worker threads)"),
+            compute_capability: (0, 0),
+            multiprocessors: cores as u32,
+            l2_bytes: 0,
+            total_memory: 0,
+            driver_version: 0,
+        };
+        Self::with_backend(Backend::Sim, info)
+    }
+
+    /// CUDA device `ordinal` when a driver and a device are present, the simulator otherwise.
+    /// A bad ordinal on a machine that has GPUs is an error, not a silent fallback.
+    pub fn auto(ordinal: usize) -> Result<Self> {
+        match device_count() {
+            Ok(n) if n > 0 => Self::new(ordinal),
+            Ok(_) | Err(Error::NoDriver) => Self::sim(),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn with_backend(backend: Backend, info: DeviceInfo) -> Result<Self> {
+        let grid = kernels::launch::REDUCE_MAX_GRID as usize;
+        let reduce_ws = Mutex::new(ReduceWorkspace {
+            partials: alloc_zeros_on::<f32>(&backend, grid)?,
+            retire_count: alloc_zeros_on::<u32>(&backend, 1)?,
+        });
+        Ok(Self {
+            backend,
             info,
-            reduce_ws: Mutex::new(reduce_ws),
+            reduce_ws,
         })
     }
 
@@ -159,25 +243,22 @@ impl Context {
         &self.info
     }
 
-    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
-        &self.stream
-    }
-
-    pub(crate) fn kernel(&self, name: &str) -> Result<&CudaFunction> {
-        self.kernels.get(name).ok_or_else(|| Error::PtxLoad {
-            kernel: name.to_string(),
-            source: cudarc::driver::DriverError(sys::cudaError_enum::CUDA_ERROR_NOT_FOUND),
-        })
+    pub fn backend_kind(&self) -> BackendKind {
+        self.info.backend
     }
 
     /// Copy host data to a new device buffer.
-    pub fn htod<T: DeviceRepr>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+    pub fn htod<T: DeviceRepr + Copy>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
         let bytes = std::mem::size_of_val(data);
-        let slice = self
-            .stream
-            .clone_htod(data)
-            .map_err(Error::driver("copying to the device", bytes))?;
-        Ok(DeviceBuffer { slice })
+        let inner = match &self.backend {
+            Backend::Cuda(c) => Buf::Cuda(
+                c.stream
+                    .clone_htod(data)
+                    .map_err(Error::driver("copying to the device", bytes))?,
+            ),
+            Backend::Sim => Buf::Sim(SimBuf::from_slice(data)?),
+        };
+        Ok(DeviceBuffer { inner })
     }
 
     /// A new zero-filled device buffer of `len` elements.
@@ -185,30 +266,34 @@ impl Context {
         &self,
         len: usize,
     ) -> Result<DeviceBuffer<T>> {
-        let bytes = len.saturating_mul(std::mem::size_of::<T>());
-        let slice = self
-            .stream
-            .alloc_zeros::<T>(len)
-            .map_err(Error::driver("allocating", bytes))?;
-        Ok(DeviceBuffer { slice })
+        alloc_zeros_on(&self.backend, len)
     }
 
     /// Copy a device buffer back to the host.
-    pub fn dtoh<T: DeviceRepr>(&self, buf: &DeviceBuffer<T>) -> Result<Vec<T>> {
-        self.stream
-            .clone_dtoh(&buf.slice)
-            .map_err(Error::driver("copying to the host", buf.num_bytes()))
+    pub fn dtoh<T: DeviceRepr + Copy>(&self, buf: &DeviceBuffer<T>) -> Result<Vec<T>> {
+        match (&self.backend, &buf.inner) {
+            (Backend::Cuda(c), Buf::Cuda(s)) => c
+                .stream
+                .clone_dtoh(s)
+                .map_err(Error::driver("copying to the host", buf.num_bytes())),
+            (Backend::Sim, Buf::Sim(s)) => Ok(s.to_vec()),
+            _ => Err(Error::wrong_backend()),
+        }
     }
 
-    /// Wait for all work queued on the context's stream.
+    /// Wait for all work queued on the context's stream (the simulator is synchronous).
     pub fn synchronize(&self) -> Result<()> {
-        self.stream
-            .synchronize()
-            .map_err(Error::driver("synchronizing", 0))
+        match &self.backend {
+            Backend::Cuda(c) => c
+                .stream
+                .synchronize()
+                .map_err(Error::driver("synchronizing", 0)),
+            Backend::Sim => Ok(()),
+        }
     }
 
-    /// Time `work` with device events: `warmup` untimed runs, then `iters` runs each between a
-    /// pair of events. Returns every per-run time in milliseconds.
+    /// Time `work`: `warmup` untimed runs, then `iters` runs, each timed with a pair of CUDA
+    /// events on the GPU, or with the wall clock on the simulator. Milliseconds per run.
     pub fn time_ms(
         &self,
         warmup: usize,
@@ -219,22 +304,132 @@ impl Context {
             work()?;
         }
         self.synchronize()?;
-        let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let ev = |what| self.ctx.new_event(flags).map_err(Error::driver(what, 0));
-        let (start, end) = (ev("creating an event")?, ev("creating an event")?);
         let mut times = Vec::with_capacity(iters);
-        for _ in 0..iters {
-            start
-                .record(&self.stream)
-                .map_err(Error::driver("recording an event", 0))?;
-            work()?;
-            end.record(&self.stream)
-                .map_err(Error::driver("recording an event", 0))?;
-            let ms = start
-                .elapsed_ms(&end)
-                .map_err(Error::driver("reading an event", 0))?;
-            times.push(ms as f64);
+        match &self.backend {
+            Backend::Cuda(c) => {
+                let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+                let ev = |what| c.ctx.new_event(flags).map_err(Error::driver(what, 0));
+                let (start, end) = (ev("creating an event")?, ev("creating an event")?);
+                for _ in 0..iters {
+                    start
+                        .record(&c.stream)
+                        .map_err(Error::driver("recording an event", 0))?;
+                    work()?;
+                    end.record(&c.stream)
+                        .map_err(Error::driver("recording an event", 0))?;
+                    let ms = start
+                        .elapsed_ms(&end)
+                        .map_err(Error::driver("reading an event", 0))?;
+                    times.push(ms as f64);
+                }
+            }
+            Backend::Sim => {
+                for _ in 0..iters {
+                    let t = Instant::now();
+                    work()?;
+                    times.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
         }
         Ok(times)
+    }
+
+    /// Launch `name` with `cfg` on whichever backend this context has. `push` adds the CUDA
+    /// arguments; `sim` is the kernel call the simulator runs on every thread.
+    pub(crate) fn launch<'a>(
+        &'a self,
+        name: &'static str,
+        cfg: LaunchShape,
+        push: impl FnOnce(&mut LaunchArgs<'a>),
+        sim: impl Fn() + Sync,
+    ) -> Result<()> {
+        match &self.backend {
+            Backend::Cuda(c) => {
+                let f = c.kernels.get(name).ok_or_else(|| Error::PtxLoad {
+                    kernel: name.to_string(),
+                    source: cudarc::driver::DriverError(sys::cudaError_enum::CUDA_ERROR_NOT_FOUND),
+                })?;
+                let mut b = c.stream.launch_builder(f);
+                push(&mut b);
+                let lc = cudarc::driver::LaunchConfig {
+                    grid_dim: cfg.grid,
+                    block_dim: cfg.block,
+                    shared_mem_bytes: cfg.dynamic_shared_bytes,
+                };
+                // SAFETY: each caller passes the kernel's arguments in its declared order and
+                // types (checked against `kernels` by the tests on both backends).
+                unsafe { b.launch(lc) }.map_err(Error::launch(name))?;
+                Ok(())
+            }
+            Backend::Sim => {
+                let lc = kernels::gpu::sim::LaunchConfig {
+                    grid: cfg.grid,
+                    block: cfg.block,
+                    dynamic_shared_bytes: cfg.dynamic_shared_bytes,
+                };
+                kernels::gpu::sim::launch(name, &lc, sim).map_err(Error::Sim)
+            }
+        }
+    }
+}
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LaunchShape {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub dynamic_shared_bytes: u32,
+}
+
+impl LaunchShape {
+    pub fn linear(grid: u32, block: u32, dynamic_shared_bytes: u32) -> Self {
+        Self {
+            grid: (grid, 1, 1),
+            block: (block, 1, 1),
+            dynamic_shared_bytes,
+        }
+    }
+}
+
+/// A raw device address for kernel arguments, shareable with the simulator's threads.
+#[derive(Clone, Copy)]
+pub(crate) struct DevPtr<T>(pub *mut T);
+// SAFETY: a device address; the kernels synchronise their own accesses.
+unsafe impl<T> Send for DevPtr<T> {}
+unsafe impl<T> Sync for DevPtr<T> {}
+
+impl<T> DevPtr<T> {
+    /// The address (a method, so closures capture the Sync wrapper, not the raw field).
+    pub fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+impl<T> DeviceBuffer<T> {
+    /// The buffer's address for a simulator launch (null for a CUDA buffer, which the simulator
+    /// never receives: `Context::check` rejects mixed backends first).
+    pub(crate) fn sim_ptr(&self) -> DevPtr<T> {
+        match &self.inner {
+            Buf::Sim(s) => DevPtr(s.ptr()),
+            Buf::Cuda(_) => DevPtr(std::ptr::null_mut()),
+        }
+    }
+
+    /// Push this buffer as a CUDA kernel argument.
+    pub(crate) fn push<'a>(&'a self, b: &mut LaunchArgs<'a>) {
+        if let Buf::Cuda(s) = &self.inner {
+            b.arg(s);
+        }
+    }
+}
+
+impl Context {
+    /// Buffers passed to a kernel must come from this context's backend.
+    pub(crate) fn check(&self, backends: &[BackendKind]) -> Result<()> {
+        if backends.iter().all(|&b| b == self.info.backend) {
+            Ok(())
+        } else {
+            Err(Error::wrong_backend())
+        }
     }
 }

@@ -30,6 +30,8 @@ pub enum Error {
     },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    #[error("{0}")]
+    Sim(kernels::gpu::sim::SimError),
 }
 
 impl Error {
@@ -39,6 +41,13 @@ impl Error {
             Cu::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory { bytes },
             _ => Error::Driver { op, source: e },
         }
+    }
+
+    pub(crate) fn wrong_backend() -> Error {
+        Error::InvalidArgument(
+            "a buffer from one backend (CUDA or simulator) was passed to a context of the other"
+                .into(),
+        )
     }
 
     pub(crate) fn launch(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {

@@ -12,9 +12,10 @@ pub mod context;
 pub mod cpu;
 pub mod error;
 pub mod reduce;
+mod simbuf;
 pub mod stats;
 
-pub use context::{Context, DeviceBuffer, DeviceInfo, device_count};
+pub use context::{BackendKind, Context, DeviceBuffer, DeviceInfo, device_count};
 pub use error::{Error, Result};
 
 /// The kernels as PTX, built by `build.rs` with the workspace's PTX builder.

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use gpu_reduce::{Context, cpu, stats};
+use clap::{Parser, Subcommand, ValueEnum};
+use gpu_reduce::{BackendKind, Context, cpu, stats};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 #[derive(Parser)]
@@ -17,22 +17,36 @@ struct Cli {
     command: Command,
 }
 
+/// Where kernels run.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum BackendArg {
+    /// A CUDA GPU (error when there is none).
+    Cuda,
+    /// The CPU SIMT simulator.
+    Sim,
+    /// The GPU when a driver and a device are present, the simulator otherwise.
+    Auto,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Sum random f32 data on the GPU in one launch, check it against an f64 CPU sum, time it.
     Reduce {
-        /// Number of elements.
-        #[arg(long, default_value_t = 1 << 26)]
-        n: u64,
-        /// Timed runs (the median is reported).
-        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
-        iters: u32,
-        /// Untimed warm-up runs.
-        #[arg(long, default_value_t = 10)]
-        warmup: u32,
+        /// Number of elements [default: 2^26 on a GPU, 2^20 on the simulator].
+        #[arg(long)]
+        n: Option<u64>,
+        /// Timed runs, the median is reported [default: 100 on a GPU, 3 on the simulator].
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        iters: Option<u32>,
+        /// Untimed warm-up runs [default: 10 on a GPU, 1 on the simulator].
+        #[arg(long)]
+        warmup: Option<u32>,
         /// CUDA device ordinal.
         #[arg(long, default_value_t = 0)]
         device: usize,
+        /// Where to run: cuda, sim, or auto (GPU if present, else the simulator).
+        #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+        backend: BackendArg,
         /// Seed of the random input (random when absent).
         #[arg(long)]
         seed: Option<u64>,
@@ -83,31 +97,48 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             iters,
             warmup,
             device,
+            backend,
             seed,
-        } => reduce(n, iters as usize, warmup as usize, device, seed),
+        } => {
+            let ctx = match backend {
+                BackendArg::Cuda => Context::new(device)?,
+                BackendArg::Sim => Context::sim()?,
+                BackendArg::Auto => Context::auto(device)?,
+            };
+            let gpu = ctx.backend_kind() == BackendKind::Cuda;
+            let n = n.unwrap_or(if gpu { 1 << 26 } else { 1 << 20 });
+            let iters = iters.unwrap_or(if gpu { 100 } else { 3 }) as usize;
+            let warmup = warmup.unwrap_or(if gpu { 10 } else { 1 }) as usize;
+            reduce(&ctx, n, iters, warmup, seed)
+        }
     }
 }
 
 fn reduce(
+    ctx: &Context,
     n: u64,
     iters: usize,
     warmup: usize,
-    device: usize,
     seed: Option<u64>,
 ) -> Result<ExitCode, gpu_reduce::Error> {
     let len = usize::try_from(n).map_err(|_| {
         gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory"))
     })?;
-    let ctx = Context::new(device)?;
     let d = ctx.info();
-    println!(
-        "device: {} (sm_{}{}, {} SMs), PTX {}",
-        d.name,
-        d.compute_capability.0,
-        d.compute_capability.1,
-        d.multiprocessors,
-        gpu_reduce::PTX_ARCH
-    );
+    match d.backend {
+        BackendKind::Cuda => println!(
+            "backend: cuda — {} (sm_{}{}, {} SMs), PTX {}",
+            d.name,
+            d.compute_capability.0,
+            d.compute_capability.1,
+            d.multiprocessors,
+            gpu_reduce::PTX_ARCH
+        ),
+        BackendKind::Sim => println!(
+            "backend: sim — {} (the same kernel source as the PTX; no GPU used)",
+            d.name
+        ),
+    }
 
     let seed = seed.unwrap_or_else(rand::random);
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -134,15 +165,21 @@ fn reduce(
     let again = ctx.dtoh(&out)?[0] as f64;
     let s = stats::summarize(&times).expect("iters >= 1");
     let bytes = n * 4;
-    println!(
-        "time: median {:.4} ms over {} runs (min {:.4}, max {:.4}) after {} warm-up; effective bandwidth {:.1} GB/s",
-        s.median,
-        s.count,
-        s.min,
-        s.max,
-        warmup,
-        stats::gb_per_s(bytes, s.median)
-    );
+    match d.backend {
+        BackendKind::Cuda => println!(
+            "time: median {:.4} ms over {} runs (min {:.4}, max {:.4}) after {} warm-up; effective bandwidth {:.1} GB/s",
+            s.median,
+            s.count,
+            s.min,
+            s.max,
+            warmup,
+            stats::gb_per_s(bytes, s.median)
+        ),
+        BackendKind::Sim => println!(
+            "time: SIMULATED on the CPU — median {:.1} ms wall clock over {} runs (not a GPU time; no bandwidth figure)",
+            s.median, s.count
+        ),
+    }
     if again.to_bits() != got.to_bits() {
         eprintln!("error: the timed runs returned {again}, the first run {got}: not deterministic");
         return Ok(ExitCode::FAILURE);

@@ -1,8 +1,8 @@
 //! Device-wide reductions (one launch).
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::PushKernelArg;
 
-use crate::context::{Context, DeviceBuffer};
+use crate::context::{Context, DeviceBuffer, LaunchShape};
 use crate::error::{Error, Result};
 use kernels::launch::{REDUCE_BLOCK, reduce_grid};
 
@@ -21,29 +21,30 @@ impl Context {
                 "the output buffer of a reduction must hold at least 1 element".into(),
             ));
         }
+        self.check(&[input.backend(), out.backend()])?;
         let n = input.len() as u64;
-        let grid = reduce_grid(n);
-        let f = self.kernel(SUM_F32)?;
         // A poisoned lock only means another thread panicked mid-call; the workspace itself is
         // still consistent (the kernel resets its counter), so keep going.
-        let mut ws = self.reduce_ws.lock().unwrap_or_else(|p| p.into_inner());
-        let ws = &mut *ws;
-        let cfg = LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (REDUCE_BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut launch = self.stream().launch_builder(f);
-        launch
-            .arg(&input.slice)
-            .arg(&n)
-            .arg(&mut ws.partials)
-            .arg(&mut ws.retire_count)
-            .arg(&mut out.slice);
-        // SAFETY: argument types and order match `kernels::reduce::reduce_sum_f32`; the
-        // workspace holds REDUCE_MAX_GRID >= grid partials.
-        unsafe { launch.launch(cfg) }.map_err(Error::launch(SUM_F32))?;
-        Ok(())
+        let ws = self.reduce_ws.lock().unwrap_or_else(|p| p.into_inner());
+        let (pin, ppart, pcount, pout) = (
+            input.sim_ptr(),
+            ws.partials.sim_ptr(),
+            ws.retire_count.sim_ptr(),
+            out.sim_ptr(),
+        );
+        self.launch(
+            SUM_F32,
+            LaunchShape::linear(reduce_grid(n), REDUCE_BLOCK, 0),
+            |b| {
+                input.push(b);
+                b.arg(&n);
+                ws.partials.push(b);
+                ws.retire_count.push(b);
+                out.push(b);
+            },
+            // SAFETY: the same arguments, as raw addresses of this context's buffers.
+            || unsafe { kernels::reduce::reduce_sum_f32(pin.get(), n, ppart.get(), pcount.get(), pout.get()) },
+        )
     }
 
     /// Sum of an f32 buffer, read back to the host.

@@ -7,8 +7,9 @@
 //! - [`block`]: block-wide collectives built on warps and shared memory.
 //! - [`reduce`]: device-wide kernels (one launch, finished on the device).
 //!
-//! Built for `nvptx64-nvidia-cuda` by the `ptx-builder` crate; on the host the kernels'
-//! entry points are compiled out (the CPU simulator will provide a host `gpu` layer).
+//! Built for `nvptx64-nvidia-cuda` by the `ptx-builder` crate, where each [`kernel!`] is a PTX
+//! entry point; built for the host, the same source runs on the CPU SIMT simulator
+//! ([`gpu::sim`]), where each kernel is a plain `unsafe fn` that `gpu::sim::launch` runs.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![cfg_attr(
@@ -16,13 +17,14 @@
     feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics)
 )]
 
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
 pub mod gpu;
 
-#[cfg(target_arch = "nvptx64")]
 pub mod block;
-#[cfg(target_arch = "nvptx64")]
 pub mod reduce;
-#[cfg(target_arch = "nvptx64")]
+pub mod testing;
 pub mod warp;
 
 /// Launch-shape contract shared by the host and the kernels.
@@ -51,7 +53,13 @@ pub mod launch {
     }
 
     /// Names of the PTX entry points, for the host's kernel registry.
-    pub const KERNEL_NAMES: &[&str] = &["reduce_sum_f32"];
+    pub const KERNEL_NAMES: &[&str] = &[
+        "reduce_sum_f32",
+        "test_shfl",
+        "test_shfl64",
+        "test_vote",
+        "test_barrier_rotate",
+    ];
 }
 
 #[cfg(target_arch = "nvptx64")]

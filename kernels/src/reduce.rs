@@ -13,14 +13,12 @@ use crate::launch::REDUCE_BLOCK;
 /// Shared word telling the block whether it retired last.
 const SCRATCH_WORDS: usize = 32;
 
+crate::kernel! {
 /// Sum of `n` f32 values at `input` (4-byte aligned; any 16-byte misalignment is handled by a
 /// scalar head). `partials` holds `gridDim.x` floats of workspace; `retire_count` is a `u32`
 /// that must be 0 at launch and is 0 again when the kernel ends. The sum lands in `out[0]`.
-///
-/// # Safety
-/// Pointers valid for the sizes above; block size `REDUCE_BLOCK`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn reduce_sum_f32(
+/// Block size `REDUCE_BLOCK`.
+pub unsafe fn reduce_sum_f32(
     input: *const f32,
     n: u64,
     partials: *mut f32,
@@ -79,10 +77,10 @@ pub unsafe extern "ptx-kernel" fn reduce_sum_f32(
         // pattern of the CUDA samples).
         gpu::thread_fence();
         let ticket = unsafe { gpu::atomic_add_u32(retire_count, 1) };
-        unsafe { is_last.write((ticket as u64 == grid - 1) as u32) };
+        unsafe { is_last.write(0, (ticket as u64 == grid - 1) as u32) };
     }
     gpu::sync_threads();
-    if unsafe { is_last.read() } == 0 {
+    if unsafe { is_last.read(0) } == 0 {
         return;
     }
 
@@ -102,4 +100,5 @@ pub unsafe extern "ptx-kernel" fn reduce_sum_f32(
             retire_count.write(0);
         }
     }
+}
 }

@@ -14,6 +14,78 @@ mod nvptx;
 #[cfg(target_arch = "nvptx64")]
 pub use nvptx::*;
 
+/// On the host the same API runs on the CPU SIMT simulator.
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod sim;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use sim::prims::*;
+
+/// A block's view of a shared-memory array (from [`static_shared!`](crate::static_shared) or
+/// `dynamic_shared`). On the GPU `read`/`write` are plain `ld.shared`/`st.shared` through a
+/// generic pointer; on the simulator every access is bounds-checked and an out-of-bounds index
+/// ends the launch with an error naming the kernel, block and thread.
+#[derive(Clone, Copy)]
+pub struct SharedArray<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+impl<T: Copy> SharedArray<T> {
+    /// # Safety
+    /// `ptr` must point to `len` elements of the block's shared memory.
+    #[inline(always)]
+    pub unsafe fn from_raw(ptr: *mut T, len: usize) -> Self {
+        Self { ptr, len }
+    }
+
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Element `i`.
+    /// # Safety
+    /// `i < len()`, and no other thread writes element `i` between the same two barriers.
+    #[inline(always)]
+    pub unsafe fn read(&self, i: usize) -> T {
+        #[cfg(not(target_arch = "nvptx64"))]
+        sim::check_shared_index(i, self.len);
+        unsafe { self.ptr.add(i).read() }
+    }
+
+    /// Store `v` at element `i`.
+    /// # Safety
+    /// `i < len()`, and no other thread accesses element `i` between the same two barriers.
+    #[inline(always)]
+    pub unsafe fn write(&self, i: usize, v: T) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        sim::check_shared_index(i, self.len);
+        unsafe { self.ptr.add(i).write(v) }
+    }
+}
+
+/// Define a kernel once; it is exported twice: as a PTX entry point (`extern "ptx-kernel"`,
+/// unmangled) on nvptx64, and as a plain `unsafe fn` on the host that the simulator launches.
+#[macro_export]
+macro_rules! kernel {
+    ($(#[$m:meta])* pub unsafe fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+        $(#[$m])*
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
+
+        $(#[$m])*
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(clippy::missing_safety_doc)]
+        pub unsafe fn $name($($arg: $ty),*) $body
+    };
+}
+
 /// A value that a warp shuffle can move: 32-bit values take one `shfl.sync`, 64-bit values are
 /// split into two 32-bit halves and take two (seed 002's `int2` trick), so every bit survives
 /// (NaN payloads, negative zero).

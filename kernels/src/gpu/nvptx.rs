@@ -141,7 +141,8 @@ fn to_global<T>(p: *const T) -> u64 {
 /// Declare a block-shared array at module scope and get a generic pointer to it.
 ///
 /// `static_shared!(NAME: [T; N])` emits `.shared .align 16 .b8 NAME[N * size_of::<T>()];` once in
-/// the module (`global_asm!`) and evaluates to `cvta.shared.u64 %rd, NAME;` cast to `*mut T`.
+/// the module (`global_asm!`) and evaluates to a [`SharedArray`](super::SharedArray) over
+/// `cvta.shared.u64 %rd, NAME;`.
 /// `NAME` must be unique in the crate; `T` and `N` must not depend on generic parameters (use a
 /// byte array sized for the largest type).
 #[macro_export]
@@ -165,21 +166,25 @@ macro_rules! static_shared {
                 options(pure, nomem, nostack),
             );
         }
-        p as *mut $t
+        // SAFETY: NAME holds N elements of T.
+        unsafe { $crate::gpu::SharedArray::<$t>::from_raw(p as *mut $t, $n) }
     }};
 }
 
 global_asm!(".extern .shared .align 16 .b8 __dynamic_smem[];");
 
-/// The block's dynamic shared memory (the launch's `sharedMemBytes`), CUDA's
-/// `extern __shared__ T smem[]`: `cvta.shared.u64 %rd, __dynamic_smem;`.
+/// The block's dynamic shared memory (the launch's `sharedMemBytes`) as `T`s, CUDA's
+/// `extern __shared__ T smem[]`: `cvta.shared.u64 %rd, __dynamic_smem;` and
+/// `mov.u32 %r, %dynamic_smem_size;` for its length.
 #[inline(always)]
-pub fn dynamic_shared<T>() -> *mut T {
+pub fn dynamic_shared<T: Copy>() -> super::SharedArray<T> {
     let p: u64;
+    let bytes: u32;
     unsafe {
         asm!("cvta.shared.u64 {p}, __dynamic_smem;", p = out(reg64) p, options(pure, nomem, nostack));
+        asm!("mov.u32 {b}, %dynamic_smem_size;", b = out(reg32) bytes, options(pure, nomem, nostack));
+        super::SharedArray::from_raw(p as *mut T, bytes as usize / core::mem::size_of::<T>())
     }
-    p as *mut T
 }
 
 // ---------------------------------------------------------------------------------------------

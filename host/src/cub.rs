@@ -1,0 +1,550 @@
+//! CUB as a baseline: the shim in `host/cub/cub_shim.cu` (built by `host/cub/build.sh` into
+//! `libcub_shim.so`) loaded at run time, so benchmarks can time CUB next to our kernels in
+//! the same process, on the same buffers and stream.
+//!
+//! Pointers are raw `CUdeviceptr`s (`u64`, from cudarc's `DevicePtr::device_ptr`) and the
+//! stream a raw `CUstream` (`CudaStream::cu_stream()`). CUB runs through the CUDA runtime,
+//! which uses the context current on the calling thread: call these with the cudarc context
+//! bound to the thread (`CudaContext::bind_to_thread`), and with a stream of that context.
+//!
+//! Each op is two calls: `temp_bytes_*` says how much scratch memory CUB needs for `n`
+//! elements (always at least 1 byte), and the op itself runs asynchronously on the stream
+//! with a caller-owned scratch buffer of at least that size.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), gpu_reduce::cub::CubError> {
+//! use gpu_reduce::cub::Cub;
+//! let cub = Cub::load(&gpu_reduce::cub::default_library_path())?;
+//! let bytes = cub.temp_bytes_sum::<f32>(1 << 20)?;
+//! # let (temp, input, out, stream) = (0u64, 0u64, 0u64, std::ptr::null_mut());
+//! // ... allocate `bytes` of device memory as `temp`, then:
+//! unsafe { cub.sum::<f32>(temp, bytes, input, out, 1 << 20, stream)? };
+//! # Ok(()) }
+//! ```
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::path::{Path, PathBuf};
+
+/// The environment variable that overrides [`default_library_path`].
+pub const LIBRARY_ENV: &str = "GPU_REDUCE_CUB_LIB";
+
+/// Where the shim is looked for by default: `$GPU_REDUCE_CUB_LIB` if set, else
+/// `host/cub/libcub_shim.so` (where `host/cub/build.sh` puts it without an argument).
+pub fn default_library_path() -> PathBuf {
+    match std::env::var_os(LIBRARY_ENV) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("cub/libcub_shim.so"),
+    }
+}
+
+/// What can go wrong loading or calling the shim.
+#[derive(Debug, thiserror::Error)]
+pub enum CubError {
+    #[error("the CUB shim library {} could not be loaded: {message}", path.display())]
+    NotLoadable { path: PathBuf, message: String },
+    #[error("the CUB shim library lacks the symbol `{name}`: {message}")]
+    MissingSymbol { name: String, message: String },
+    #[error("{function} failed with CUDA error {code}: {message}")]
+    Cuda {
+        function: String,
+        code: i32,
+        message: String,
+    },
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for i32 {}
+}
+
+/// Element types with a CUB sum reduction (`cub::DeviceReduce::Sum`) in the shim.
+/// The constants are the NUL-terminated symbol names of the run and the temp-size query.
+pub trait CubSum: Copy + sealed::Sealed {
+    const SUM: &'static [u8];
+    const SUM_TEMP: &'static [u8];
+}
+
+/// Element types with CUB min/max reductions (`cub::DeviceReduce::Min` / `Max`).
+pub trait CubMinMax: Copy + sealed::Sealed {
+    const MIN: &'static [u8];
+    const MIN_TEMP: &'static [u8];
+    const MAX: &'static [u8];
+    const MAX_TEMP: &'static [u8];
+}
+
+/// Element types with a CUB inclusive sum scan (`cub::DeviceScan::InclusiveSum`).
+pub trait CubInclusiveSum: Copy + sealed::Sealed {
+    const INCLUSIVE_SUM: &'static [u8];
+    const INCLUSIVE_SUM_TEMP: &'static [u8];
+}
+
+/// Element types with a CUB exclusive sum scan (`cub::DeviceScan::ExclusiveSum`).
+pub trait CubExclusiveSum: Copy + sealed::Sealed {
+    const EXCLUSIVE_SUM: &'static [u8];
+    const EXCLUSIVE_SUM_TEMP: &'static [u8];
+}
+
+impl CubSum for f32 {
+    const SUM: &'static [u8] = b"cub_sum_f32\0";
+    const SUM_TEMP: &'static [u8] = b"cub_temp_bytes_sum_f32\0";
+}
+impl CubSum for f64 {
+    const SUM: &'static [u8] = b"cub_sum_f64\0";
+    const SUM_TEMP: &'static [u8] = b"cub_temp_bytes_sum_f64\0";
+}
+impl CubSum for i32 {
+    const SUM: &'static [u8] = b"cub_sum_i32\0";
+    const SUM_TEMP: &'static [u8] = b"cub_temp_bytes_sum_i32\0";
+}
+impl CubMinMax for f32 {
+    const MIN: &'static [u8] = b"cub_min_f32\0";
+    const MIN_TEMP: &'static [u8] = b"cub_temp_bytes_min_f32\0";
+    const MAX: &'static [u8] = b"cub_max_f32\0";
+    const MAX_TEMP: &'static [u8] = b"cub_temp_bytes_max_f32\0";
+}
+impl CubInclusiveSum for i32 {
+    const INCLUSIVE_SUM: &'static [u8] = b"cub_inclusive_sum_i32\0";
+    const INCLUSIVE_SUM_TEMP: &'static [u8] = b"cub_temp_bytes_inclusive_sum_i32\0";
+}
+impl CubInclusiveSum for f32 {
+    const INCLUSIVE_SUM: &'static [u8] = b"cub_inclusive_sum_f32\0";
+    const INCLUSIVE_SUM_TEMP: &'static [u8] = b"cub_temp_bytes_inclusive_sum_f32\0";
+}
+impl CubExclusiveSum for i32 {
+    const EXCLUSIVE_SUM: &'static [u8] = b"cub_exclusive_sum_i32\0";
+    const EXCLUSIVE_SUM_TEMP: &'static [u8] = b"cub_temp_bytes_exclusive_sum_i32\0";
+}
+
+/// Every op of the shim as (run symbol, temp-size symbol); all are resolved by [`Cub::load`].
+pub const OPS: &[(&[u8], &[u8])] = &[
+    (<f32 as CubSum>::SUM, <f32 as CubSum>::SUM_TEMP),
+    (<f64 as CubSum>::SUM, <f64 as CubSum>::SUM_TEMP),
+    (<i32 as CubSum>::SUM, <i32 as CubSum>::SUM_TEMP),
+    (<f32 as CubMinMax>::MIN, <f32 as CubMinMax>::MIN_TEMP),
+    (<f32 as CubMinMax>::MAX, <f32 as CubMinMax>::MAX_TEMP),
+    (
+        <i32 as CubInclusiveSum>::INCLUSIVE_SUM,
+        <i32 as CubInclusiveSum>::INCLUSIVE_SUM_TEMP,
+    ),
+    (
+        <f32 as CubInclusiveSum>::INCLUSIVE_SUM,
+        <f32 as CubInclusiveSum>::INCLUSIVE_SUM_TEMP,
+    ),
+    (
+        <i32 as CubExclusiveSum>::EXCLUSIVE_SUM,
+        <i32 as CubExclusiveSum>::EXCLUSIVE_SUM_TEMP,
+    ),
+];
+
+/// `int cub_version(void)`
+pub const VERSION_SYMBOL: &[u8] = b"cub_version\0";
+/// `int cub_wide_num_items(void)`
+pub const WIDE_SYMBOL: &[u8] = b"cub_wide_num_items\0";
+/// `const char* cub_error_string(int)`
+pub const ERROR_STRING_SYMBOL: &[u8] = b"cub_error_string\0";
+
+/// `int cub_temp_bytes_NAME(unsigned long long n, size_t* bytes)`
+type TempFn = unsafe extern "C" fn(u64, *mut usize) -> c_int;
+/// `int cub_NAME(void* temp, size_t temp_bytes, const T* in, T* out, unsigned long long n,
+/// void* stream)`
+type RunFn =
+    unsafe extern "C" fn(*mut c_void, usize, *const c_void, *mut c_void, u64, *mut c_void) -> c_int;
+type IntFn = unsafe extern "C" fn() -> c_int;
+type ErrorStringFn = unsafe extern "C" fn(c_int) -> *const c_char;
+
+struct Op {
+    run_name: &'static [u8],
+    run: RunFn,
+    temp: TempFn,
+}
+
+/// The loaded shim. Function pointers are resolved once, at load, and stay valid as long as
+/// `lib` (held here) is loaded.
+pub struct Cub {
+    ops: Vec<Op>,
+    version: i32,
+    wide: bool,
+    error_string: ErrorStringFn,
+    path: PathBuf,
+    #[allow(dead_code)] // held so that the function pointers above stay valid
+    lib: libloading::Library,
+}
+
+impl std::fmt::Debug for Cub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cub")
+            .field("path", &self.path)
+            .field("version", &self.version)
+            .field("wide_num_items", &self.wide)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The symbol's name without its trailing NUL, for messages.
+fn symbol_name(sym: &[u8]) -> String {
+    String::from_utf8_lossy(sym.strip_suffix(b"\0").unwrap_or(sym)).into_owned()
+}
+
+/// Resolve `name` to a value of type `T` (a function pointer type).
+///
+/// # Safety
+/// `T` must be the type of the symbol in the library.
+unsafe fn resolve<T: Copy>(lib: &libloading::Library, name: &[u8]) -> Result<T, CubError> {
+    // SAFETY: the caller promises T matches the symbol; the value is copied out and used only
+    // while `lib` is loaded (Cub keeps both together).
+    unsafe { lib.get::<T>(name) }
+        .map(|sym| *sym)
+        .map_err(|e| CubError::MissingSymbol {
+            name: symbol_name(name),
+            message: e.to_string(),
+        })
+}
+
+impl Cub {
+    /// Load the shim from `path` and resolve all of its functions.
+    pub fn load(path: &Path) -> Result<Cub, CubError> {
+        // SAFETY: loading runs the library's initializers; the shim's are the CUDA runtime's
+        // and CUB's static constructors, which do not touch the device.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| CubError::NotLoadable {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        // SAFETY: the types below are those of cub_shim.cu's exports.
+        unsafe {
+            let version = resolve::<IntFn>(&lib, VERSION_SYMBOL)?;
+            let wide = resolve::<IntFn>(&lib, WIDE_SYMBOL)?;
+            let error_string = resolve::<ErrorStringFn>(&lib, ERROR_STRING_SYMBOL)?;
+            let mut ops = Vec::with_capacity(OPS.len());
+            for &(run_name, temp_name) in OPS {
+                ops.push(Op {
+                    run_name,
+                    run: resolve::<RunFn>(&lib, run_name)?,
+                    temp: resolve::<TempFn>(&lib, temp_name)?,
+                });
+            }
+            Ok(Cub {
+                ops,
+                version: version(),
+                wide: wide() != 0,
+                error_string,
+                path: path.to_path_buf(),
+                lib,
+            })
+        }
+    }
+
+    /// `CUB_VERSION` the shim was compiled against: major * 100000 + minor * 100 + patch.
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+
+    /// Whether the shim accepts more than `i32::MAX` elements (CUB >= 2.7); if not, such
+    /// calls fail with cudaErrorInvalidValue (1).
+    pub fn wide_num_items(&self) -> bool {
+        self.wide
+    }
+
+    /// The path the shim was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The CUDA runtime's message for an error code.
+    pub fn error_string(&self, code: i32) -> String {
+        // SAFETY: cudaGetErrorString accepts any code and returns a static C string.
+        let p = unsafe { (self.error_string)(code) };
+        if p.is_null() {
+            return format!("CUDA error {code}");
+        }
+        // SAFETY: non-null, NUL-terminated, static.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+
+    fn op(&self, run_name: &'static [u8]) -> Result<&Op, CubError> {
+        self.ops
+            .iter()
+            .find(|o| o.run_name == run_name)
+            .ok_or_else(|| CubError::MissingSymbol {
+                name: symbol_name(run_name),
+                message: "not one of the shim's ops".into(),
+            })
+    }
+
+    fn check(&self, function: &[u8], code: c_int) -> Result<(), CubError> {
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(CubError::Cuda {
+                function: symbol_name(function),
+                code,
+                message: self.error_string(code),
+            })
+        }
+    }
+
+    fn temp_bytes(
+        &self,
+        run_name: &'static [u8],
+        temp_name: &[u8],
+        n: u64,
+    ) -> Result<usize, CubError> {
+        let op = self.op(run_name)?;
+        let mut bytes = 0usize;
+        // SAFETY: the query only writes `bytes`; no device memory is touched.
+        let code = unsafe { (op.temp)(n, &mut bytes) };
+        self.check(temp_name, code)?;
+        Ok(bytes)
+    }
+
+    /// # Safety
+    /// See the public op methods.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run(
+        &self,
+        run_name: &'static [u8],
+        temp: u64,
+        temp_bytes: usize,
+        input: u64,
+        out: u64,
+        n: u64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        let op = self.op(run_name)?;
+        // SAFETY: forwarded from the caller.
+        let code = unsafe {
+            (op.run)(
+                temp as usize as *mut c_void,
+                temp_bytes,
+                input as usize as *const c_void,
+                out as usize as *mut c_void,
+                n,
+                stream,
+            )
+        };
+        self.check(run_name, code)
+    }
+
+    /// Scratch bytes [`Cub::sum`] needs for `n` elements.
+    pub fn temp_bytes_sum<T: CubSum>(&self, n: u64) -> Result<usize, CubError> {
+        self.temp_bytes(T::SUM, T::SUM_TEMP, n)
+    }
+
+    /// `out[0] = in[0] + ... + in[n-1]` (0 for n = 0) with `cub::DeviceReduce::Sum`,
+    /// enqueued on `stream`.
+    ///
+    /// # Safety
+    /// `temp` (at least `temp_bytes` >= [`Cub::temp_bytes_sum`]`(n)` bytes), `input` (`n`
+    /// elements of `T`) and `out` (one `T`) are device allocations of the context current on
+    /// this thread, `stream` is a stream of that context (or null), and none of them is
+    /// freed or reused before the stream has finished the work.
+    pub unsafe fn sum<T: CubSum>(
+        &self,
+        temp: u64,
+        temp_bytes: usize,
+        input: u64,
+        out: u64,
+        n: u64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run(T::SUM, temp, temp_bytes, input, out, n, stream) }
+    }
+
+    /// Scratch bytes [`Cub::min`] needs for `n` elements.
+    pub fn temp_bytes_min<T: CubMinMax>(&self, n: u64) -> Result<usize, CubError> {
+        self.temp_bytes(T::MIN, T::MIN_TEMP, n)
+    }
+
+    /// Minimum with `cub::DeviceReduce::Min` (`T::MAX` for n = 0, e.g. `f32::MAX`).
+    ///
+    /// # Safety
+    /// As for [`Cub::sum`], with [`Cub::temp_bytes_min`].
+    pub unsafe fn min<T: CubMinMax>(
+        &self,
+        temp: u64,
+        temp_bytes: usize,
+        input: u64,
+        out: u64,
+        n: u64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run(T::MIN, temp, temp_bytes, input, out, n, stream) }
+    }
+
+    /// Scratch bytes [`Cub::max`] needs for `n` elements.
+    pub fn temp_bytes_max<T: CubMinMax>(&self, n: u64) -> Result<usize, CubError> {
+        self.temp_bytes(T::MAX, T::MAX_TEMP, n)
+    }
+
+    /// Maximum with `cub::DeviceReduce::Max` (the type's lowest value for n = 0).
+    ///
+    /// # Safety
+    /// As for [`Cub::sum`], with [`Cub::temp_bytes_max`].
+    pub unsafe fn max<T: CubMinMax>(
+        &self,
+        temp: u64,
+        temp_bytes: usize,
+        input: u64,
+        out: u64,
+        n: u64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run(T::MAX, temp, temp_bytes, input, out, n, stream) }
+    }
+
+    /// Scratch bytes [`Cub::inclusive_sum`] needs for `n` elements.
+    pub fn temp_bytes_inclusive_sum<T: CubInclusiveSum>(&self, n: u64) -> Result<usize, CubError> {
+        self.temp_bytes(T::INCLUSIVE_SUM, T::INCLUSIVE_SUM_TEMP, n)
+    }
+
+    /// `out[i] = in[0] + ... + in[i]` with `cub::DeviceScan::InclusiveSum`.
+    ///
+    /// # Safety
+    /// As for [`Cub::sum`], with [`Cub::temp_bytes_inclusive_sum`], and `out` holding `n`
+    /// elements; `out` may equal `input` (in place) but must not overlap it otherwise.
+    pub unsafe fn inclusive_sum<T: CubInclusiveSum>(
+        &self,
+        temp: u64,
+        temp_bytes: usize,
+        input: u64,
+        out: u64,
+        n: u64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run(T::INCLUSIVE_SUM, temp, temp_bytes, input, out, n, stream) }
+    }
+
+    /// Scratch bytes [`Cub::exclusive_sum`] needs for `n` elements.
+    pub fn temp_bytes_exclusive_sum<T: CubExclusiveSum>(&self, n: u64) -> Result<usize, CubError> {
+        self.temp_bytes(T::EXCLUSIVE_SUM, T::EXCLUSIVE_SUM_TEMP, n)
+    }
+
+    /// `out[0] = 0`, `out[i] = in[0] + ... + in[i-1]` with `cub::DeviceScan::ExclusiveSum`.
+    ///
+    /// # Safety
+    /// As for [`Cub::inclusive_sum`], with [`Cub::temp_bytes_exclusive_sum`].
+    pub unsafe fn exclusive_sum<T: CubExclusiveSum>(
+        &self,
+        temp: u64,
+        temp_bytes: usize,
+        input: u64,
+        out: u64,
+        n: u64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run(T::EXCLUSIVE_SUM, temp, temp_bytes, input, out, n, stream) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_symbols() -> Vec<&'static [u8]> {
+        let mut v: Vec<&'static [u8]> = OPS.iter().flat_map(|&(r, t)| [r, t]).collect();
+        v.extend([VERSION_SYMBOL, WIDE_SYMBOL, ERROR_STRING_SYMBOL]);
+        v
+    }
+
+    #[test]
+    fn loading_a_missing_library_names_the_path() {
+        let path = Path::new("/nonexistent/dir/libcub_shim_missing.so");
+        let err = Cub::load(path).unwrap_err();
+        match &err {
+            CubError::NotLoadable { path: p, message } => {
+                assert_eq!(p, path);
+                assert!(!message.is_empty());
+            }
+            other => panic!("expected NotLoadable, got {other:?}"),
+        }
+        let text = err.to_string();
+        assert!(
+            text.contains("/nonexistent/dir/libcub_shim_missing.so"),
+            "{text}"
+        );
+        assert!(text.contains("could not be loaded"), "{text}");
+    }
+
+    #[test]
+    fn symbol_names_are_nul_terminated_and_distinct() {
+        let syms = all_symbols();
+        assert_eq!(syms.len(), 2 * 8 + 3);
+        for s in &syms {
+            assert_eq!(s.last(), Some(&0u8), "{s:?} lacks its NUL");
+            assert_eq!(
+                s.iter().filter(|&&b| b == 0).count(),
+                1,
+                "{s:?} has an inner NUL"
+            );
+            let name = std::str::from_utf8(&s[..s.len() - 1]).expect("ASCII name");
+            assert!(name.starts_with("cub_"), "{name}");
+            assert!(
+                name.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            );
+        }
+        let mut sorted = syms.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), syms.len(), "duplicate symbol names");
+    }
+
+    #[test]
+    fn temp_symbols_follow_the_shim_macro() {
+        // CUB_SHIM_OP(NAME, ...) exports cub_NAME and cub_temp_bytes_NAME.
+        for &(run, temp) in OPS {
+            let run = symbol_name(run);
+            let op = run.strip_prefix("cub_").unwrap();
+            assert_eq!(symbol_name(temp), format!("cub_temp_bytes_{op}"));
+        }
+    }
+
+    #[test]
+    fn error_messages_name_function_and_code() {
+        let e = CubError::Cuda {
+            function: "cub_sum_f32".into(),
+            code: 2,
+            message: "out of memory".into(),
+        };
+        let t = e.to_string();
+        assert!(
+            t.contains("cub_sum_f32") && t.contains("CUDA error 2") && t.contains("out of memory")
+        );
+        let m = CubError::MissingSymbol {
+            name: "cub_min_f32".into(),
+            message: "undefined symbol".into(),
+        };
+        assert!(m.to_string().contains("`cub_min_f32`"));
+    }
+
+    #[test]
+    fn symbol_name_strips_the_nul() {
+        assert_eq!(symbol_name(b"cub_sum_f32\0"), "cub_sum_f32");
+        assert_eq!(symbol_name(b"plain"), "plain");
+    }
+
+    #[test]
+    fn default_path_is_next_to_build_script_or_from_env() {
+        // Only checks the fallback shape; the env override is read at call time.
+        if std::env::var_os(LIBRARY_ENV).is_none() {
+            let p = default_library_path();
+            assert!(p.ends_with("cub/libcub_shim.so"), "{}", p.display());
+        }
+    }
+
+    /// A real library without the shim's symbols (glibc) gives MissingSymbol, not a crash.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn a_library_without_the_symbols_is_rejected() {
+        match Cub::load(Path::new("libc.so.6")) {
+            Err(CubError::MissingSymbol { name, .. }) => assert_eq!(name, "cub_version"),
+            other => panic!("expected MissingSymbol, got {other:?}"),
+        }
+    }
+}
