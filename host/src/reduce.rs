@@ -43,7 +43,9 @@ impl Context {
                 out.push(b);
             },
             // SAFETY: the same arguments, as raw addresses of this context's buffers.
-            || unsafe { kernels::reduce::reduce_sum_f32(pin.get(), n, ppart.get(), pcount.get(), pout.get()) },
+            || unsafe {
+                kernels::reduce::reduce_sum_f32(pin.get(), n, ppart.get(), pcount.get(), pout.get())
+            },
         )
     }
 

@@ -31,7 +31,13 @@ impl<T> SimBuf<T> {
     fn new(len: usize, zeroed: bool) -> Result<Self> {
         let layout = Self::layout(len)?;
         // SAFETY: non-zero size.
-        let p = unsafe { if zeroed { alloc_zeroed(layout) } else { alloc(layout) } };
+        let p = unsafe {
+            if zeroed {
+                alloc_zeroed(layout)
+            } else {
+                alloc(layout)
+            }
+        };
         let ptr = NonNull::new(p as *mut T).ok_or(Error::OutOfMemory {
             bytes: layout.size(),
         })?;

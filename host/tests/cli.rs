@@ -35,11 +35,11 @@ fn missing_gpu_or_bad_device_is_a_clean_error() {
     // What this machine has decides which error is due; each branch asserts its own message.
     let (code, text, expect) = match gpu_reduce::device_count() {
         Err(gpu_reduce::Error::NoDriver) => {
-            let (c, t) = host(&["reduce", "--n", "10"]);
+            let (c, t) = host(&["reduce", "--n", "10", "--backend", "cuda"]);
             (c, t, "no CUDA driver")
         }
         Ok(0) => {
-            let (c, t) = host(&["reduce", "--n", "10"]);
+            let (c, t) = host(&["reduce", "--n", "10", "--backend", "cuda"]);
             (c, t, "found no GPU")
         }
         Ok(n) => {
@@ -51,4 +51,27 @@ fn missing_gpu_or_bad_device_is_a_clean_error() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains(expect), "{text}");
     assert!(!text.contains("panicked"), "{text}");
+}
+
+#[test]
+fn simulator_backend_runs_and_says_so() {
+    let (code, text) = host(&["reduce", "--backend", "sim", "--n", "100000", "--seed", "1"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("backend: sim"), "{text}");
+    assert!(text.contains(": correct"), "{text}");
+    assert!(
+        text.contains("SIMULATED") && !text.contains("GB/s"),
+        "{text}"
+    );
+}
+
+#[test]
+fn auto_backend_says_which_it_used() {
+    let (code, text) = host(&["reduce", "--n", "5000", "--iters", "1"]);
+    assert_eq!(code, 0, "{text}");
+    let expect = match gpu_reduce::device_count() {
+        Ok(n) if n > 0 => "backend: cuda",
+        _ => "backend: sim",
+    };
+    assert!(text.contains(expect), "{text}");
 }

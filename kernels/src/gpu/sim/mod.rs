@@ -163,7 +163,10 @@ std::thread_local! {
 /// caller, reported as such.
 pub(crate) fn current() -> &'static ThreadState {
     let p = CURRENT.with(Cell::get);
-    assert!(!p.is_null(), "a gpu:: primitive was called outside a simulated launch");
+    assert!(
+        !p.is_null(),
+        "a gpu:: primitive was called outside a simulated launch"
+    );
     // SAFETY: set by the scheduler to a ThreadState that outlives the resume.
     unsafe { &*p }
 }
@@ -218,7 +221,10 @@ fn validate(kernel: &str, cfg: &LaunchConfig, lim: &Limits) -> Result<(), SimErr
     let (gx, gy, gz) = cfg.grid;
     let threads = bx as u64 * by as u64 * bz as u64;
     if threads == 0 || gx == 0 || gy == 0 || gz == 0 {
-        return Err(err(format!("empty launch: grid {:?}, block {:?}", cfg.grid, cfg.block)));
+        return Err(err(format!(
+            "empty launch: grid {:?}, block {:?}",
+            cfg.grid, cfg.block
+        )));
     }
     if threads > lim.max_threads_per_block as u64 {
         return Err(err(format!(
@@ -228,11 +234,17 @@ fn validate(kernel: &str, cfg: &LaunchConfig, lim: &Limits) -> Result<(), SimErr
     }
     let (mx, my, mz) = lim.max_block_dim;
     if bx > mx || by > my || bz > mz {
-        return Err(err(format!("block {:?} exceeds the limits {:?}", cfg.block, lim.max_block_dim)));
+        return Err(err(format!(
+            "block {:?} exceeds the limits {:?}",
+            cfg.block, lim.max_block_dim
+        )));
     }
     let (mx, my, mz) = lim.max_grid_dim;
     if gx > mx || gy > my || gz > mz {
-        return Err(err(format!("grid {:?} exceeds the limits {:?}", cfg.grid, lim.max_grid_dim)));
+        return Err(err(format!(
+            "grid {:?} exceeds the limits {:?}",
+            cfg.grid, lim.max_grid_dim
+        )));
     }
     if cfg.dynamic_shared_bytes as usize > lim.max_shared_bytes {
         return Err(err(format!(
@@ -245,7 +257,11 @@ fn validate(kernel: &str, cfg: &LaunchConfig, lim: &Limits) -> Result<(), SimErr
 
 /// Run `kernel_fn` (a kernel call with its arguments bound) on every thread of every block of
 /// the launch, with the default device limits.
-pub fn launch<F: Fn() + Sync>(kernel: &str, cfg: &LaunchConfig, kernel_fn: F) -> Result<(), SimError> {
+pub fn launch<F: Fn() + Sync>(
+    kernel: &str,
+    cfg: &LaunchConfig,
+    kernel_fn: F,
+) -> Result<(), SimError> {
     launch_with_limits(kernel, cfg, &DEFAULT_LIMITS, kernel_fn)
 }
 
@@ -279,7 +295,11 @@ pub fn launch_with_limits<F: Fn() + Sync>(
             if b >= blocks {
                 break;
             }
-            let idx = ((b % gx as u64) as u32, ((b / gx as u64) % gy as u64) as u32, (b / (gx as u64 * gy as u64)) as u32);
+            let idx = (
+                (b % gx as u64) as u32,
+                ((b / gx as u64) % gy as u64) as u32,
+                (b / (gx as u64 * gy as u64)) as u32,
+            );
             if let Err(e) = run_block(kernel, idx, cfg, lim, &kernel_fn, &mut stacks) {
                 abort.store(true, Ordering::Relaxed);
                 let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
@@ -368,7 +388,11 @@ fn run_block<F: Fn() + Sync>(
         let stack = match stacks.pop() {
             Some(s) => s,
             None => DefaultStack::new(STACK_BYTES).map_err(|e| {
-                err(None, FaultKind::InvalidLaunch, format!("cannot allocate a thread stack: {e}"))
+                err(
+                    None,
+                    FaultKind::InvalidLaunch,
+                    format!("cannot allocate a thread stack: {e}"),
+                )
             })?,
         };
         let ts: *const ThreadState = t;
@@ -393,7 +417,8 @@ fn run_block<F: Fn() + Sync>(
                 let State::Ready(v) = state[i] else { continue };
                 progressed = true;
                 CURRENT.with(|c| c.set(&threads[i]));
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| coros[i].resume(v)));
+                let r =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| coros[i].resume(v)));
                 CURRENT.with(|c| c.set(core::ptr::null()));
                 state[i] = match r {
                     Ok(CoroutineResult::Yield(Event::Barrier)) => State::AtBarrier,
@@ -433,19 +458,34 @@ fn run_block<F: Fn() + Sync>(
                         continue;
                     }
                     if l >= lanes {
-                        return Err(err(Some(w0), FaultKind::Deadlock, format!(
-                            "warp collective with mask {mask:#010x} names lane {l}, which does not exist in a block of {n} threads")));
+                        return Err(err(
+                            Some(w0),
+                            FaultKind::Deadlock,
+                            format!(
+                                "warp collective with mask {mask:#010x} names lane {l}, which does not exist in a block of {n} threads"
+                            ),
+                        ));
                     }
                     match state[w0 + l] {
                         State::AtWarp(r) if r.op == first.op && r.mask == mask => {}
                         State::AtWarp(r) => {
-                            return Err(err(Some(w0 + l), FaultKind::Deadlock, format!(
-                                "lanes of one warp met different collectives ({:?} mask {:#x} vs {:?} mask {mask:#x})",
-                                r.op, r.mask, first.op)));
+                            return Err(err(
+                                Some(w0 + l),
+                                FaultKind::Deadlock,
+                                format!(
+                                    "lanes of one warp met different collectives ({:?} mask {:#x} vs {:?} mask {mask:#x})",
+                                    r.op, r.mask, first.op
+                                ),
+                            ));
                         }
                         State::Done => {
-                            return Err(err(Some(w0 + l), FaultKind::BarrierDivergence, format!(
-                                "lane {l} named in a warp collective's mask {mask:#010x} has returned")));
+                            return Err(err(
+                                Some(w0 + l),
+                                FaultKind::BarrierDivergence,
+                                format!(
+                                    "lane {l} named in a warp collective's mask {mask:#010x} has returned"
+                                ),
+                            ));
                         }
                         _ => ready = false,
                     }
@@ -453,7 +493,11 @@ fn run_block<F: Fn() + Sync>(
                 if ready {
                     let reqs: [Option<WarpReq>; 32] = core::array::from_fn(|l| {
                         if l < lanes && mask & (1 << l) != 0 {
-                            if let State::AtWarp(r) = state[w0 + l] { Some(r) } else { None }
+                            if let State::AtWarp(r) = state[w0 + l] {
+                                Some(r)
+                            } else {
+                                None
+                            }
                         } else {
                             None
                         }
@@ -472,12 +516,23 @@ fn run_block<F: Fn() + Sync>(
             if live == 0 {
                 return Ok(());
             }
-            let at_barrier = state.iter().filter(|s| matches!(s, State::AtBarrier)).count();
+            let at_barrier = state
+                .iter()
+                .filter(|s| matches!(s, State::AtBarrier))
+                .count();
             if at_barrier == live {
                 if live < n {
-                    let gone = state.iter().position(|s| matches!(s, State::Done)).unwrap_or(0);
-                    return Err(err(Some(gone), FaultKind::BarrierDivergence, format!(
-                        "thread returned while {at_barrier} thread(s) of its block wait at a barrier")));
+                    let gone = state
+                        .iter()
+                        .position(|s| matches!(s, State::Done))
+                        .unwrap_or(0);
+                    return Err(err(
+                        Some(gone),
+                        FaultKind::BarrierDivergence,
+                        format!(
+                            "thread returned while {at_barrier} thread(s) of its block wait at a barrier"
+                        ),
+                    ));
                 }
                 for s in state.iter_mut() {
                     *s = State::Ready(0);
@@ -485,10 +540,21 @@ fn run_block<F: Fn() + Sync>(
                 progressed = true;
             }
             if !progressed {
-                let stuck = state.iter().position(|s| !matches!(s, State::Done)).unwrap_or(0);
-                return Err(err(Some(stuck), FaultKind::Deadlock, format!(
-                    "no thread can make progress ({at_barrier} at a barrier, {} in warp collectives)",
-                    state.iter().filter(|s| matches!(s, State::AtWarp(_))).count())));
+                let stuck = state
+                    .iter()
+                    .position(|s| !matches!(s, State::Done))
+                    .unwrap_or(0);
+                return Err(err(
+                    Some(stuck),
+                    FaultKind::Deadlock,
+                    format!(
+                        "no thread can make progress ({at_barrier} at a barrier, {} in warp collectives)",
+                        state
+                            .iter()
+                            .filter(|s| matches!(s, State::AtWarp(_)))
+                            .count()
+                    ),
+                ));
             }
         }
     })();
@@ -511,3 +577,6 @@ fn run_block<F: Fn() + Sync>(
     }
     result
 }
+
+#[cfg(test)]
+mod tests;

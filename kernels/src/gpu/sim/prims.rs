@@ -8,27 +8,61 @@ use super::{Event, FaultKind, WarpOp, WarpReq, current, fault, suspend};
 use crate::gpu::{SharedArray, ShflValue, shfl_c};
 
 // Indices.
-pub fn thread_idx_x() -> u32 { current().tid.0 }
-pub fn thread_idx_y() -> u32 { current().tid.1 }
-pub fn thread_idx_z() -> u32 { current().tid.2 }
-pub fn block_idx_x() -> u32 { current().block_idx.0 }
-pub fn block_idx_y() -> u32 { current().block_idx.1 }
-pub fn block_idx_z() -> u32 { current().block_idx.2 }
-pub fn block_dim_x() -> u32 { current().block_dim.0 }
-pub fn block_dim_y() -> u32 { current().block_dim.1 }
-pub fn block_dim_z() -> u32 { current().block_dim.2 }
-pub fn grid_dim_x() -> u32 { current().grid_dim.0 }
-pub fn grid_dim_y() -> u32 { current().grid_dim.1 }
-pub fn grid_dim_z() -> u32 { current().grid_dim.2 }
+pub fn thread_idx_x() -> u32 {
+    current().tid.0
+}
+pub fn thread_idx_y() -> u32 {
+    current().tid.1
+}
+pub fn thread_idx_z() -> u32 {
+    current().tid.2
+}
+pub fn block_idx_x() -> u32 {
+    current().block_idx.0
+}
+pub fn block_idx_y() -> u32 {
+    current().block_idx.1
+}
+pub fn block_idx_z() -> u32 {
+    current().block_idx.2
+}
+pub fn block_dim_x() -> u32 {
+    current().block_dim.0
+}
+pub fn block_dim_y() -> u32 {
+    current().block_dim.1
+}
+pub fn block_dim_z() -> u32 {
+    current().block_dim.2
+}
+pub fn grid_dim_x() -> u32 {
+    current().grid_dim.0
+}
+pub fn grid_dim_y() -> u32 {
+    current().grid_dim.1
+}
+pub fn grid_dim_z() -> u32 {
+    current().grid_dim.2
+}
 /// Lane within the warp: warps are consecutive runs of 32 linear thread ids, as on the GPU.
-pub fn lane_id() -> u32 { current().linear % 32 }
+pub fn lane_id() -> u32 {
+    current().linear % 32
+}
 /// Warp index within the block (linear thread id / 32).
-pub fn warp_id() -> u32 { current().linear / 32 }
+pub fn warp_id() -> u32 {
+    current().linear / 32
+}
 
 // Barriers.
-pub fn sync_threads() { suspend(Event::Barrier); }
-pub fn sync_warp(mask: u32) { warp(WarpOp::Sync, mask, 0, 0, 0); }
-pub fn trap() -> ! { fault(FaultKind::Trap, String::from("trap")) }
+pub fn sync_threads() {
+    suspend(Event::Barrier);
+}
+pub fn sync_warp(mask: u32) {
+    warp(WarpOp::Sync, mask, 0, 0, 0);
+}
+pub fn trap() -> ! {
+    fault(FaultKind::Trap, String::from("trap"))
+}
 
 // Shared memory.
 
@@ -51,9 +85,14 @@ pub fn static_shared<T: Copy>(name: &'static str, len: usize) -> SharedArray<T> 
         None => {
             let off = b.static_used.get().next_multiple_of(16);
             if off + bytes + b.dynamic_bytes > b.limit {
-                fault(FaultKind::InvalidLaunch, format!(
-                    "static shared array `{name}` ({bytes} bytes) brings the block to {} bytes of shared memory, over the limit of {}",
-                    off + bytes + b.dynamic_bytes, b.limit));
+                fault(
+                    FaultKind::InvalidLaunch,
+                    format!(
+                        "static shared array `{name}` ({bytes} bytes) brings the block to {} bytes of shared memory, over the limit of {}",
+                        off + bytes + b.dynamic_bytes,
+                        b.limit
+                    ),
+                );
             }
             b.static_used.set(off + bytes);
             statics.push((name, off));
@@ -68,16 +107,33 @@ pub fn static_shared<T: Copy>(name: &'static str, len: usize) -> SharedArray<T> 
 /// The block's dynamic shared memory as `T`s.
 pub fn dynamic_shared<T: Copy>() -> SharedArray<T> {
     let b = unsafe { &*current().block };
-    unsafe { SharedArray::from_raw(b.dynamic.as_ptr() as *mut T, b.dynamic_bytes / core::mem::size_of::<T>()) }
+    unsafe {
+        SharedArray::from_raw(
+            b.dynamic.as_ptr() as *mut T,
+            b.dynamic_bytes / core::mem::size_of::<T>(),
+        )
+    }
 }
 
 // Warp collectives.
 
 fn warp(op: WarpOp, mask: u32, value: u32, arg: u32, c: u32) -> u32 {
     if mask & (1 << lane_id()) == 0 {
-        fault(FaultKind::Deadlock, format!("lane {} calls a warp collective with mask {mask:#010x} that excludes it", lane_id()));
+        fault(
+            FaultKind::Deadlock,
+            format!(
+                "lane {} calls a warp collective with mask {mask:#010x} that excludes it",
+                lane_id()
+            ),
+        );
     }
-    suspend(Event::Warp(WarpReq { op, mask, value, arg, c }))
+    suspend(Event::Warp(WarpReq {
+        op,
+        mask,
+        value,
+        arg,
+        c,
+    }))
 }
 
 /// Compute lane `lane`'s result of a warp collective, with `shfl.sync`'s exact rule (PTX ISA):
@@ -85,19 +141,32 @@ fn warp(op: WarpOp, mask: u32, value: u32, arg: u32, c: u32) -> u32 {
 /// down: `j = lane + b`, valid if `j <= maxLane`; up: `j = lane - b`, valid if `j >= maxLane`;
 /// bfly: `j = lane ^ b`, valid if `j <= maxLane`; idx: `j = minLane | (b & !segmask)`, valid if
 /// `j <= maxLane`; an invalid source gives the lane its own value.
-pub(crate) fn resolve_warp(reqs: &[Option<WarpReq>; 32], lane: u32, r: &WarpReq) -> Result<u32, String> {
+pub(crate) fn resolve_warp(
+    reqs: &[Option<WarpReq>; 32],
+    lane: u32,
+    r: &WarpReq,
+) -> Result<u32, String> {
     let bits = |f: fn(&WarpReq) -> bool| -> u32 {
-        (0..32).filter(|&l| reqs[l].as_ref().is_some_and(f)).fold(0, |m, l| m | (1 << l))
+        (0..32)
+            .filter(|&l| reqs[l].as_ref().is_some_and(f))
+            .fold(0, |m, l| m | (1 << l))
     };
     let shfl = |valid_src: &dyn Fn(i64, i64, i64) -> (i64, bool)| -> Result<u32, String> {
         let segmask = ((r.c >> 8) & 0x1f) as i64;
         let min_lane = lane as i64 & segmask;
         let max_lane = min_lane | ((r.c & 0x1f) as i64 & !segmask);
         let (j, ok) = valid_src(lane as i64, min_lane, max_lane);
-        let src = if ok && (0..32).contains(&j) { j as usize } else { lane as usize };
+        let src = if ok && (0..32).contains(&j) {
+            j as usize
+        } else {
+            lane as usize
+        };
         match &reqs[src] {
             Some(s) => Ok(s.value),
-            None => Err(format!("lane {lane} reads lane {src}, which is not in the shuffle's mask {:#010x}", r.mask)),
+            None => Err(format!(
+                "lane {lane} reads lane {src}, which is not in the shuffle's mask {:#010x}",
+                r.mask
+            )),
         }
     };
     let b = r.arg as i64;
@@ -107,7 +176,12 @@ pub(crate) fn resolve_warp(reqs: &[Option<WarpReq>; 32], lane: u32, r: &WarpReq)
         WarpOp::ShflBfly => shfl(&|l, _min, max| (l ^ b, (l ^ b) <= max)),
         WarpOp::ShflIdx => {
             let segmask = ((r.c >> 8) & 0x1f) as i64;
-            shfl(&|_l, min, max| (min | (b & 0x1f & !segmask), (min | (b & 0x1f & !segmask)) <= max))
+            shfl(&|_l, min, max| {
+                (
+                    min | (b & 0x1f & !segmask),
+                    (min | (b & 0x1f & !segmask)) <= max,
+                )
+            })
         }
         WarpOp::Ballot => Ok(bits(|q| q.value != 0)),
         WarpOp::All => Ok((bits(|q| q.value != 0) == r.mask) as u32),
@@ -122,7 +196,11 @@ macro_rules! shfl_fn {
             let c = shfl_c(width, $up);
             let w = value.to_words();
             let lo = warp($op, mask, w[0], arg, c);
-            let hi = if T::WORDS == 2 { warp($op, mask, w[1], arg, c) } else { 0 };
+            let hi = if T::WORDS == 2 {
+                warp($op, mask, w[1], arg, c)
+            } else {
+                0
+            };
             T::from_words([lo, hi])
         }
     };
@@ -132,15 +210,24 @@ shfl_fn!(shfl_up_sync, WarpOp::ShflUp, true);
 shfl_fn!(shfl_xor_sync, WarpOp::ShflBfly, false);
 shfl_fn!(shfl_sync, WarpOp::ShflIdx, false);
 
-pub fn ballot_sync(mask: u32, pred: bool) -> u32 { warp(WarpOp::Ballot, mask, pred as u32, 0, 0) }
-pub fn all_sync(mask: u32, pred: bool) -> bool { warp(WarpOp::All, mask, pred as u32, 0, 0) != 0 }
-pub fn any_sync(mask: u32, pred: bool) -> bool { warp(WarpOp::Any, mask, pred as u32, 0, 0) != 0 }
+pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
+    warp(WarpOp::Ballot, mask, pred as u32, 0, 0)
+}
+pub fn all_sync(mask: u32, pred: bool) -> bool {
+    warp(WarpOp::All, mask, pred as u32, 0, 0) != 0
+}
+pub fn any_sync(mask: u32, pred: bool) -> bool {
+    warp(WarpOp::Any, mask, pred as u32, 0, 0) != 0
+}
 
 // Atomics: real host atomics on the same memory (blocks run on several OS threads).
 
 fn aligned<T>(addr: *const T, what: &str) {
-    if addr as usize % core::mem::align_of::<T>() != 0 {
-        fault(FaultKind::Misaligned, format!("misaligned address {addr:p} for {what}"));
+    if !(addr as usize).is_multiple_of(core::mem::align_of::<T>()) {
+        fault(
+            FaultKind::Misaligned,
+            format!("misaligned address {addr:p} for {what}"),
+        );
     }
 }
 
@@ -191,7 +278,12 @@ pub unsafe fn atomic_add_f64(addr: *mut f64, val: f64) -> f64 {
 /// `addr` must be valid and aligned.
 pub unsafe fn atomic_cas_u32(addr: *mut u32, compare: u32, val: u32) -> u32 {
     aligned(addr, "atomic_cas_u32");
-    match unsafe { AtomicU32::from_ptr(addr) }.compare_exchange(compare, val, Ordering::AcqRel, Ordering::Acquire) {
+    match unsafe { AtomicU32::from_ptr(addr) }.compare_exchange(
+        compare,
+        val,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
         Ok(v) | Err(v) => v,
     }
 }
@@ -199,15 +291,26 @@ pub unsafe fn atomic_cas_u32(addr: *mut u32, compare: u32, val: u32) -> u32 {
 /// `addr` must be valid and aligned.
 pub unsafe fn atomic_cas_u64(addr: *mut u64, compare: u64, val: u64) -> u64 {
     aligned(addr, "atomic_cas_u64");
-    match unsafe { AtomicU64::from_ptr(addr) }.compare_exchange(compare, val, Ordering::AcqRel, Ordering::Acquire) {
+    match unsafe { AtomicU64::from_ptr(addr) }.compare_exchange(
+        compare,
+        val,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
         Ok(v) | Err(v) => v,
     }
 }
 
 // Fences and ordered accesses.
-pub fn thread_fence() { fence(Ordering::SeqCst) }
-pub fn fence_acq_rel_gpu() { fence(Ordering::AcqRel) }
-pub fn thread_fence_block() { fence(Ordering::SeqCst) }
+pub fn thread_fence() {
+    fence(Ordering::SeqCst)
+}
+pub fn fence_acq_rel_gpu() {
+    fence(Ordering::AcqRel)
+}
+pub fn thread_fence_block() {
+    fence(Ordering::SeqCst)
+}
 
 /// # Safety
 /// `addr` must be valid and aligned.
@@ -245,8 +348,11 @@ pub unsafe fn load_volatile_u32(addr: *const u32) -> u32 {
 /// # Safety
 /// `addr` must point to 16 readable bytes; misalignment is a fault, as on the GPU.
 pub unsafe fn load_nc_v4_b32(addr: *const u32) -> [u32; 4] {
-    if addr as usize % 16 != 0 {
-        fault(FaultKind::Misaligned, format!("misaligned 128-bit load at {addr:p}"));
+    if !(addr as usize).is_multiple_of(16) {
+        fault(
+            FaultKind::Misaligned,
+            format!("misaligned 128-bit load at {addr:p}"),
+        );
     }
     unsafe { (addr as *const [u32; 4]).read() }
 }

@@ -1,0 +1,131 @@
+//! Runs the hardware-layer conformance kernels (`kernels::testing`) on either backend, so the
+//! same checks run on the simulator and on the GPU, and their answers can be compared.
+
+use cudarc::driver::PushKernelArg;
+
+use crate::context::{Context, LaunchShape};
+use crate::error::{Error, Result};
+
+/// Which shuffle `shfl` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shfl {
+    Down = 0,
+    Up = 1,
+    Xor = 2,
+    Idx = 3,
+}
+
+/// How `shfl64` moves the 64-bit value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum As64 {
+    U64 = 0,
+    F64 = 1,
+    I64 = 2,
+}
+
+fn check_threads(threads: u32) -> Result<()> {
+    if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
+        return Err(Error::InvalidArgument(format!(
+            "conformance kernels take whole warps (32..=1024 threads), got {threads}"
+        )));
+    }
+    Ok(())
+}
+
+impl Context {
+    /// One block of `threads`; thread `t` gets `shfl_<op>(lane, arg, width)`.
+    pub fn conformance_shfl(
+        &self,
+        op: Shfl,
+        arg: u32,
+        width: u32,
+        threads: u32,
+    ) -> Result<Vec<u32>> {
+        check_threads(threads)?;
+        if !width.is_power_of_two() || width > 32 {
+            return Err(Error::InvalidArgument(format!(
+                "shuffle width {width} is not a power of two in 1..=32"
+            )));
+        }
+        let out = self.alloc_zeros::<u32>(threads as usize)?;
+        let p = out.sim_ptr();
+        let opc = op as u32;
+        self.launch(
+            "test_shfl",
+            LaunchShape::linear(1, threads, 0),
+            |b| {
+                out.push(b);
+                b.arg(&opc).arg(&arg).arg(&width);
+            },
+            || unsafe { kernels::testing::test_shfl(p.get(), opc, arg, width) },
+        )?;
+        self.dtoh(&out)
+    }
+
+    /// 64-bit `shfl_down(value, arg, 32)` of `input` (whole warps), moved as `kind`.
+    pub fn conformance_shfl64(&self, input: &[u64], kind: As64, arg: u32) -> Result<Vec<u64>> {
+        let threads = input.len() as u32;
+        check_threads(threads)?;
+        let inp = self.htod(input)?;
+        let out = self.alloc_zeros::<u64>(input.len())?;
+        let (pi, po) = (inp.sim_ptr(), out.sim_ptr());
+        let k = kind as u32;
+        self.launch(
+            "test_shfl64",
+            LaunchShape::linear(1, threads, 0),
+            |b| {
+                inp.push(b);
+                out.push(b);
+                b.arg(&k).arg(&arg);
+            },
+            || unsafe { kernels::testing::test_shfl64(pi.get(), po.get(), k, arg) },
+        )?;
+        self.dtoh(&out)
+    }
+
+    /// Ballot, any, all of `pred` (whole warps): three words per thread.
+    pub fn conformance_vote(&self, pred: &[u32]) -> Result<Vec<u32>> {
+        let threads = pred.len() as u32;
+        check_threads(threads)?;
+        let inp = self.htod(pred)?;
+        let out = self.alloc_zeros::<u32>(3 * pred.len())?;
+        let (pi, po) = (inp.sim_ptr(), out.sim_ptr());
+        self.launch(
+            "test_vote",
+            LaunchShape::linear(1, threads, 0),
+            |b| {
+                inp.push(b);
+                out.push(b);
+            },
+            || unsafe { kernels::testing::test_vote(pi.get(), po.get()) },
+        )?;
+        self.dtoh(&out)
+    }
+
+    /// `rounds` of store / barrier / read-neighbour / barrier in dynamic shared memory, over
+    /// `blocks` blocks of `threads` (any size up to 1024).
+    pub fn conformance_barrier_rotate(
+        &self,
+        blocks: u32,
+        threads: u32,
+        rounds: u32,
+    ) -> Result<Vec<u32>> {
+        if threads == 0 || threads > 1024 || blocks == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "bad shape: {blocks} blocks of {threads}"
+            )));
+        }
+        let out = self.alloc_zeros::<u32>((blocks * threads) as usize)?;
+        let po = out.sim_ptr();
+        self.launch(
+            "test_barrier_rotate",
+            LaunchShape::linear(blocks, threads, 4 * threads),
+            |b| {
+                out.push(b);
+                b.arg(&rounds);
+            },
+            || unsafe { kernels::testing::test_barrier_rotate(po.get(), rounds) },
+        )?;
+        self.dtoh(&out)
+    }
+}

@@ -1,0 +1,66 @@
+//! Conformance and reduction tests on the CPU SIMT simulator: run everywhere, CI included.
+
+use integration_tests::*;
+use proptest::prelude::*;
+
+#[test]
+fn seed_002_shuffle_table() {
+    check_seed_002(&sim());
+}
+
+#[test]
+fn shuffle_semantics_every_kind_and_width() {
+    check_shfl_semantics(&sim());
+}
+
+#[test]
+fn shuffle_64_bit_keeps_both_halves() {
+    check_shfl64_bits(&sim());
+}
+
+#[test]
+fn votes() {
+    check_vote(&sim());
+}
+
+#[test]
+fn barriers_and_shared_memory_are_honoured() {
+    check_barrier_rotate(&sim());
+}
+
+#[test]
+fn sum_boundaries() {
+    // Up to 2^16 + 1 (incl. warp/block boundaries); larger sizes run on the GPU.
+    check_sum_boundaries(&sim(), (1 << 16) + 1);
+}
+
+#[test]
+fn sum_exact_integers() {
+    check_sum_exact_integers(&sim(), &[1, 777, 65_537]);
+}
+
+#[test]
+fn sum_offsets() {
+    check_sum_offsets(&sim(), 10_007);
+}
+
+#[test]
+fn sum_repeatable() {
+    check_sum_repeatable(&sim(), 100_003);
+}
+
+#[test]
+fn bad_requests() {
+    check_bad_requests(&sim());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sum_random_sizes_and_data(n in 0usize..40_000, seed: u64, off in 0usize..4, scale in -20i32..20) {
+        let s = 2f32.powi(scale);
+        let data: Vec<f32> = random_f32(n + off, seed).into_iter().map(|x| x * s).collect();
+        check_sum(&sim(), &data[off.min(data.len())..]);
+    }
+}
