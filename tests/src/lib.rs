@@ -44,7 +44,10 @@ pub fn check_seed_002(ctx: &Context) {
 
 /// CUDA's documented semantics, written independently of the PTX formula the simulator uses:
 /// the source lane, or the caller's own lane when the source lies outside what `width` allows.
+/// Only the low 5 bits of the delta/mask/lane argument count (CUDA leaves larger values
+/// undefined; an H200 masks them, e.g. a shuffle down by 33 moves by 1).
 pub fn expected_shfl(op: Shfl, lane: u32, arg: u32, width: u32) -> u32 {
+    let arg = arg & 0x1f;
     let seg = lane / width * width;
     match op {
         Shfl::Down => {

@@ -140,7 +140,8 @@ fn warp(op: WarpOp, mask: u32, value: u32, arg: u32, c: u32) -> u32 {
 /// `segmask = c[12:8]`, `minLane = lane & segmask`, `maxLane = minLane | (c[4:0] & !segmask)`;
 /// down: `j = lane + b`, valid if `j <= maxLane`; up: `j = lane - b`, valid if `j >= maxLane`;
 /// bfly: `j = lane ^ b`, valid if `j <= maxLane`; idx: `j = minLane | (b & !segmask)`, valid if
-/// `j <= maxLane`; an invalid source gives the lane its own value.
+/// `j <= maxLane`; an invalid source gives the lane its own value. The hardware reads only bits
+/// 4..0 of `b` (seen on an H200: `shfl.sync.down` by 33 moves by 1), so the simulator does too.
 pub(crate) fn resolve_warp(
     reqs: &[Option<WarpReq>; 32],
     lane: u32,
@@ -169,7 +170,7 @@ pub(crate) fn resolve_warp(
             )),
         }
     };
-    let b = r.arg as i64;
+    let b = (r.arg & 0x1f) as i64;
     match r.op {
         WarpOp::ShflDown => shfl(&|l, _min, max| (l + b, l + b <= max)),
         WarpOp::ShflUp => shfl(&|l, _min, max| (l - b, l - b >= max)),
