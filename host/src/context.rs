@@ -160,7 +160,8 @@ impl Context {
                 source,
             })?;
         let mut kernels_map = HashMap::new();
-        for &name in kernels::launch::KERNEL_NAMES {
+        let names = kernels::launch::KERNEL_NAMES.iter().chain(kernels::ladder::KERNEL_NAMES);
+        for &name in names {
             let f = module
                 .load_function(name)
                 .map_err(|source| Error::PtxLoad {

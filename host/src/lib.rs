@@ -12,6 +12,7 @@ pub mod conformance;
 pub mod context;
 pub mod cpu;
 pub mod error;
+pub mod ladder;
 pub mod reduce;
 mod simbuf;
 pub mod stats;

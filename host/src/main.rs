@@ -50,6 +50,12 @@ enum Command {
         /// Seed of the random input (random when absent).
         #[arg(long)]
         seed: Option<u64>,
+        /// Run the seeds' kernel ladder instead and print its table.
+        #[arg(long)]
+        ladder: bool,
+        /// Element type of the ladder.
+        #[arg(long, value_enum, default_value_t = gpu_reduce::ladder::LadderDtype::F32)]
+        dtype: gpu_reduce::ladder::LadderDtype,
     },
     /// Print the CUDA devices and the embedded PTX's target.
     Info,
@@ -99,6 +105,8 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             device,
             backend,
             seed,
+            ladder,
+            dtype,
         } => {
             let ctx = match backend {
                 BackendArg::Cuda => Context::new(device)?,
@@ -109,6 +117,18 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             let n = n.unwrap_or(if gpu { 1 << 26 } else { 1 << 20 });
             let iters = iters.unwrap_or(if gpu { 100 } else { 3 }) as usize;
             let warmup = warmup.unwrap_or(if gpu { 10 } else { 1 }) as usize;
+            if ladder {
+                let n = usize::try_from(n).map_err(|_| {
+                    gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory"))
+                })?;
+                let rows = gpu_reduce::ladder::run_ladder(&ctx, n, dtype, iters, warmup)?;
+                println!("{}", gpu_reduce::ladder::format_table(&rows));
+                return Ok(if rows.iter().all(|r| r.checked) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                });
+            }
             reduce(&ctx, n, iters, warmup, seed)
         }
     }

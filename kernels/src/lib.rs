@@ -23,6 +23,7 @@ extern crate std;
 pub mod gpu;
 
 pub mod block;
+pub mod ladder;
 pub mod reduce;
 pub mod testing;
 pub mod warp;
