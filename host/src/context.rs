@@ -75,8 +75,81 @@ impl<T> DeviceBuffer<T> {
 /// Scratch the one-launch reduction needs: one partial per block and the retirement counter
 /// (kept at zero between launches by the kernel itself).
 pub(crate) struct ReduceWorkspace {
-    pub partials: DeviceBuffer<f32>,
+    /// REDUCE_MAX_GRID accumulators of up to 16 bytes.
+    pub partials: DeviceBuffer<u64>,
     pub retire_count: DeviceBuffer<u32>,
+}
+
+/// A borrowed, contiguous part of a [`DeviceBuffer`] (any element offset: the kernels handle
+/// starts that are not 16-byte aligned).
+#[derive(Debug)]
+pub struct DeviceView<'a, T> {
+    buf: &'a DeviceBuffer<T>,
+    start: usize,
+    len: usize,
+}
+
+impl<T> Clone for DeviceView<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DeviceView<'_, T> {}
+
+impl<'a, T> DeviceView<'a, T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn backend(&self) -> BackendKind {
+        self.buf.backend()
+    }
+}
+
+impl<'a, T> From<&'a DeviceBuffer<T>> for DeviceView<'a, T> {
+    fn from(buf: &'a DeviceBuffer<T>) -> Self {
+        DeviceView {
+            buf,
+            start: 0,
+            len: buf.len(),
+        }
+    }
+}
+
+impl<'a, T> From<&'a mut DeviceBuffer<T>> for DeviceView<'a, T> {
+    fn from(buf: &'a mut DeviceBuffer<T>) -> Self {
+        DeviceView::from(&*buf)
+    }
+}
+
+impl<T> DeviceBuffer<T> {
+    /// Elements `range` of the buffer; a range outside it is an error.
+    pub fn view(&self, range: impl std::ops::RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
+        use std::ops::Bound::*;
+        let start = match range.start_bound() {
+            Included(&s) => s,
+            Excluded(&s) => s.saturating_add(1),
+            Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Included(&e) => e.saturating_add(1),
+            Excluded(&e) => e,
+            Unbounded => self.len(),
+        };
+        if start > end || end > self.len() {
+            return Err(Error::InvalidArgument(format!(
+                "range {start}..{end} is outside a buffer of {} elements",
+                self.len()
+            )));
+        }
+        Ok(DeviceView {
+            buf: self,
+            start,
+            len: end - start,
+        })
+    }
 }
 
 pub(crate) struct CudaBackend {
@@ -96,6 +169,7 @@ pub struct Context {
     pub(crate) backend: Backend,
     info: DeviceInfo,
     pub(crate) reduce_ws: Mutex<ReduceWorkspace>,
+    pub(crate) reduce_grid_override: std::sync::atomic::AtomicU32,
 }
 
 /// Number of CUDA devices, with the absence of a driver as an error rather than a panic.
@@ -160,7 +234,9 @@ impl Context {
                 source,
             })?;
         let mut kernels_map = HashMap::new();
-        let names = kernels::launch::KERNEL_NAMES.iter().chain(kernels::ladder::KERNEL_NAMES);
+        let names = kernels::launch::KERNEL_NAMES
+            .iter()
+            .chain(kernels::ladder::KERNEL_NAMES);
         for &name in names {
             let f = module
                 .load_function(name)
@@ -230,13 +306,14 @@ impl Context {
     fn with_backend(backend: Backend, info: DeviceInfo) -> Result<Self> {
         let grid = kernels::launch::REDUCE_MAX_GRID as usize;
         let reduce_ws = Mutex::new(ReduceWorkspace {
-            partials: alloc_zeros_on::<f32>(&backend, grid)?,
+            partials: alloc_zeros_on::<u64>(&backend, 2 * grid)?,
             retire_count: alloc_zeros_on::<u32>(&backend, 1)?,
         });
         Ok(Self {
             backend,
             info,
             reduce_ws,
+            reduce_grid_override: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -278,6 +355,39 @@ impl Context {
                 .clone_dtoh(s)
                 .map_err(Error::driver("copying to the host", buf.num_bytes())),
             (Backend::Sim, Buf::Sim(s)) => Ok(s.to_vec()),
+            _ => Err(Error::wrong_backend()),
+        }
+    }
+
+    /// Copy all of `src` into `dst` starting at element `at` (device to device).
+    pub fn copy_into<T: DeviceRepr + Copy>(
+        &self,
+        src: &DeviceBuffer<T>,
+        dst: &mut DeviceBuffer<T>,
+        at: usize,
+    ) -> Result<()> {
+        let end = at
+            .checked_add(src.len())
+            .filter(|&e| e <= dst.len())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "copying {} elements at {at} overflows a buffer of {}",
+                    src.len(),
+                    dst.len()
+                ))
+            })?;
+        match (&self.backend, &src.inner, &mut dst.inner) {
+            (Backend::Cuda(c), Buf::Cuda(s), Buf::Cuda(d)) => {
+                let mut view = d.slice_mut(at..end);
+                c.stream
+                    .memcpy_dtod(s, &mut view)
+                    .map_err(Error::driver("copying on the device", src.num_bytes()))
+            }
+            (Backend::Sim, Buf::Sim(s), Buf::Sim(d)) => {
+                // SAFETY: both in bounds (checked above); distinct allocations.
+                unsafe { std::ptr::copy_nonoverlapping(s.ptr(), d.ptr().add(at), s.len()) };
+                Ok(())
+            }
             _ => Err(Error::wrong_backend()),
         }
     }
@@ -425,6 +535,25 @@ impl<T> DeviceBuffer<T> {
 }
 
 impl Context {
+    /// The device address of `buf` (a host address on the simulator), for kernel arguments.
+    pub(crate) fn addr<T>(&self, buf: &DeviceBuffer<T>) -> u64 {
+        match (&buf.inner, &self.backend) {
+            (Buf::Sim(s), _) => s.ptr() as u64,
+            (Buf::Cuda(s), Backend::Cuda(c)) => {
+                use cudarc::driver::DevicePtr;
+                let (p, _sync) = s.device_ptr(&c.stream);
+                p
+            }
+            // Rejected by `check` before any launch.
+            (Buf::Cuda(_), Backend::Sim) => 0,
+        }
+    }
+
+    /// The device address of a view's first element.
+    pub(crate) fn view_addr<T>(&self, v: &DeviceView<'_, T>) -> u64 {
+        self.addr(v.buf) + (v.start * std::mem::size_of::<T>()) as u64
+    }
+
     /// Buffers passed to a kernel must come from this context's backend.
     pub(crate) fn check(&self, backends: &[BackendKind]) -> Result<()> {
         if backends.iter().all(|&b| b == self.info.backend) {

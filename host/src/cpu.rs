@@ -7,18 +7,34 @@ pub fn sum_f64(data: &[f32]) -> (f64, f64) {
     })
 }
 
-/// Bound on |gpu - exact| for the f32 sum kernel: rounding errors add up along the longest
-/// chain of additions any element goes through (the per-thread loop, the vector, warp and block
-/// trees, the partials pass), each at most one f32 epsilon of the running magnitude, so
-/// `depth * eps * sum|x|` bounds the error (Higham, 2002, ch. 4).
-pub fn f32_sum_bound(n: u64, sum_abs: f64) -> f64 {
+/// Height of the reduction's summation tree for `n` elements of `elem_bytes`: the longest chain
+/// of additions any element goes through (the per-thread loop, the vector fold, the two
+/// accumulators and the head/tail, the warp butterfly and block tree, the partials loop, and
+/// the last block's trees).
+pub fn reduce_depth(n: u64, elem_bytes: u64) -> u64 {
     use kernels::launch::*;
-    let threads = REDUCE_MAX_GRID as u64 * REDUCE_BLOCK as u64;
-    let per_thread_steps = n.div_ceil(threads * REDUCE_ITEMS_PER_STEP as u64);
-    // vector tree 2 + accumulators 1 + head/tail 2 + warp 5 + block 3, twice (second pass), plus
-    // the partials loop.
-    let depth = per_thread_steps + 2 * 13 + REDUCE_MAX_GRID as u64 / REDUCE_BLOCK as u64;
-    depth as f64 * f32::EPSILON as f64 * sum_abs
+    let partials_loop = REDUCE_MAX_GRID as u64 / REDUCE_BLOCK as u64;
+    reduce_per_thread_steps(n, elem_bytes) + 2 + 2 + (5 + 5) + partials_loop + (5 + 5)
+}
+
+/// Bound on |computed - exact| for a float sum: each addition rounds with relative error at
+/// most `eps`, so `depth * eps * sum|x|` bounds the error (Higham, 2002, ch. 4).
+pub fn sum_bound(n: u64, elem_bytes: u64, eps: f64, sum_abs: f64) -> f64 {
+    reduce_depth(n, elem_bytes) as f64 * eps * sum_abs
+}
+
+/// [`sum_bound`] for the f32 sum.
+pub fn f32_sum_bound(n: u64, sum_abs: f64) -> f64 {
+    sum_bound(n, 4, f32::EPSILON as f64, sum_abs)
+}
+
+/// Bound for the compensated f32 sum (Ogita, Rump and Oishi 2005, Sum2 on a tree of height
+/// `depth`): `eps*|exact| + (depth*eps)^2 * sum|x|`, doubled for the final rounding of
+/// `sum + comp`.
+pub fn compensated_f32_bound(n: u64, exact: f64, sum_abs: f64) -> f64 {
+    let u = f32::EPSILON as f64;
+    let d = reduce_depth(n, 4) as f64;
+    2.0 * (u * exact.abs() + (d * u) * (d * u) * sum_abs)
 }
 
 #[cfg(test)]
@@ -34,6 +50,8 @@ mod tests {
         assert!(f32_sum_bound(1 << 30, 1.0) > f32_sum_bound(1 << 10, 1.0));
         assert!(f32_sum_bound(1 << 26, 1.0) < 1e-4);
         assert_eq!(f32_sum_bound(100, 0.0), 0.0);
+        // The compensated bound is far tighter for large n.
+        assert!(compensated_f32_bound(1 << 26, 0.0, 1.0) < f32_sum_bound(1 << 26, 1.0) / 1000.0);
     }
 
     #[test]

@@ -11,14 +11,16 @@
 pub mod conformance;
 pub mod context;
 pub mod cpu;
+pub mod cub;
 pub mod error;
 pub mod ladder;
 pub mod reduce;
 mod simbuf;
 pub mod stats;
 
-pub use context::{BackendKind, Context, DeviceBuffer, DeviceInfo, device_count};
+pub use context::{BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, device_count};
 pub use error::{Error, Result};
+pub use reduce::{DeviceElement, Reduction};
 
 /// The kernels as PTX, built by `build.rs` with the workspace's PTX builder.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));

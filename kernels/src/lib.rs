@@ -24,6 +24,7 @@ pub mod gpu;
 
 pub mod block;
 pub mod ladder;
+pub mod ops;
 pub mod reduce;
 pub mod testing;
 pub mod warp;
@@ -33,16 +34,17 @@ pub mod launch {
     /// Threads per block of the reduction kernels. A multiple of 32: the warp collectives
     /// assume full warps.
     pub const REDUCE_BLOCK: u32 = 256;
-    /// f32 values each thread loads per grid-stride step (two 16-byte vectors in flight).
-    pub const REDUCE_ITEMS_PER_STEP: u32 = 8;
-    /// Upper bound on the grid of the one-launch reduction; also the length of the
-    /// partials workspace the host allocates. The grid is chosen from `n` alone.
+    /// Bytes each thread loads per grid-stride step (two 16-byte vectors in flight).
+    pub const REDUCE_BYTES_PER_STEP: u64 = 32;
+    /// Upper bound on the tiles of the one-launch reduction; also the length of the partials
+    /// workspace the host allocates.
     pub const REDUCE_MAX_GRID: u32 = 2048;
 
-    /// Grid size for a one-launch reduction over `n` elements: depends on `n` only (never on the
-    /// device), so the combining order, and thus the bits of a float result, are reproducible.
-    pub const fn reduce_grid(n: u64) -> u32 {
-        let per_block = (REDUCE_BLOCK * REDUCE_ITEMS_PER_STEP) as u64;
+    /// Tiles (virtual blocks) of a one-launch reduction over `n` elements of `elem_bytes` bytes:
+    /// depends on those alone (never on the device), so the combining order, and thus the bits
+    /// of a float result, are reproducible everywhere. The physical grid may be smaller.
+    pub const fn reduce_grid(n: u64, elem_bytes: u64) -> u32 {
+        let per_block = REDUCE_BLOCK as u64 * REDUCE_BYTES_PER_STEP / elem_bytes;
         let blocks = n.div_ceil(per_block);
         if blocks == 0 {
             1
@@ -53,9 +55,64 @@ pub mod launch {
         }
     }
 
+    /// Elements one thread of the reduction visits in sequence at most (for error bounds).
+    pub const fn reduce_per_thread_steps(n: u64, elem_bytes: u64) -> u64 {
+        let grid = reduce_grid(n, elem_bytes) as u64;
+        let per_step = REDUCE_BYTES_PER_STEP / elem_bytes;
+        n.div_ceil(grid * REDUCE_BLOCK as u64 * per_step)
+    }
+
     /// Names of the PTX entry points, for the host's kernel registry.
     pub const KERNEL_NAMES: &[&str] = &[
+        "reduce_sum_i32",
+        "reduce_sum_u32",
+        "reduce_sum_i64",
+        "reduce_sum_u64",
         "reduce_sum_f32",
+        "reduce_sum_f64",
+        "reduce_product_i32",
+        "reduce_product_u32",
+        "reduce_product_i64",
+        "reduce_product_u64",
+        "reduce_product_f32",
+        "reduce_product_f64",
+        "reduce_min_i32",
+        "reduce_min_u32",
+        "reduce_min_i64",
+        "reduce_min_u64",
+        "reduce_min_f32",
+        "reduce_min_f64",
+        "reduce_max_i32",
+        "reduce_max_u32",
+        "reduce_max_i64",
+        "reduce_max_u64",
+        "reduce_max_f32",
+        "reduce_max_f64",
+        "reduce_and_i32",
+        "reduce_and_u32",
+        "reduce_and_i64",
+        "reduce_and_u64",
+        "reduce_or_i32",
+        "reduce_or_u32",
+        "reduce_or_i64",
+        "reduce_or_u64",
+        "reduce_xor_i32",
+        "reduce_xor_u32",
+        "reduce_xor_i64",
+        "reduce_xor_u64",
+        "reduce_argmin_i32",
+        "reduce_argmin_u32",
+        "reduce_argmin_i64",
+        "reduce_argmin_u64",
+        "reduce_argmin_f32",
+        "reduce_argmin_f64",
+        "reduce_argmax_i32",
+        "reduce_argmax_u32",
+        "reduce_argmax_i64",
+        "reduce_argmax_u64",
+        "reduce_argmax_f32",
+        "reduce_argmax_f64",
+        "reduce_sum_compensated_f32",
         "test_shfl",
         "test_shfl64",
         "test_vote",
@@ -76,12 +133,14 @@ mod tests {
 
     #[test]
     fn grid_depends_on_n_only_and_is_bounded() {
-        assert_eq!(reduce_grid(0), 1);
-        assert_eq!(reduce_grid(1), 1);
-        let per_block = (REDUCE_BLOCK * REDUCE_ITEMS_PER_STEP) as u64;
-        assert_eq!(reduce_grid(per_block), 1);
-        assert_eq!(reduce_grid(per_block + 1), 2);
-        assert_eq!(reduce_grid(u64::MAX), REDUCE_MAX_GRID);
+        assert_eq!(reduce_grid(0, 4), 1);
+        assert_eq!(reduce_grid(1, 8), 1);
+        let per_block = REDUCE_BLOCK as u64 * 8;
+        assert_eq!(reduce_grid(per_block, 4), 1);
+        assert_eq!(reduce_grid(per_block + 1, 4), 2);
+        assert_eq!(reduce_grid(per_block + 1, 8), 3);
+        assert_eq!(reduce_grid(u64::MAX, 4), REDUCE_MAX_GRID);
+        assert_eq!(reduce_per_thread_steps(1 << 30, 4), 256);
         assert_eq!(REDUCE_BLOCK % 32, 0);
     }
 }

@@ -2,78 +2,115 @@
 //! writes its partial, and the last block to finish (found with an atomic ticket) reduces the
 //! partials in block order and writes the result. No second launch, no host round trip.
 //!
-//! The grid depends on `n` alone (`launch::reduce_grid`), each thread visits a fixed set of
-//! elements in a fixed order and the partials are combined in block order, so a float result's
-//! bits depend only on the input.
+//! Deterministic: the input is cut into a fixed set of *tiles* (virtual blocks) that depends on
+//! `n` and the element size alone ([`launch::reduce_grid`](crate::launch::reduce_grid)); each
+//! tile's partial is computed in a fixed order, whichever physical block runs it, and the
+//! partials are combined in tile order. So the physical grid (chosen per device for speed) does
+//! not change a single bit: a float result depends only on the input (and on its address modulo
+//! 16 bytes, which decides the scalar head; device allocations are 256-byte aligned), the same
+//! on any GPU and on the simulator.
 
 use crate::block::block_reduce;
 use crate::gpu;
 use crate::launch::REDUCE_BLOCK;
+use crate::ops::{
+    ArgMax, ArgMin, BitAnd, BitOr, BitXor, Element, Max, Min, Product, ReduceOp, Sum,
+    SumCompensated,
+};
 
-/// Shared word telling the block whether it retired last.
-const SCRATCH_WORDS: usize = 32;
+/// Combine the elements of one 16-byte vector whose first element has index `base`.
+#[inline(always)]
+fn fold_vec<T: Element, O: ReduceOp<T>>(w: [u32; 4], base: u64) -> O::Acc {
+    let e = T::unpack(w);
+    if T::PER_VEC == 4 {
+        O::combine(
+            O::combine(O::lift(e[0], base), O::lift(e[1], base + 1)),
+            O::combine(O::lift(e[2], base + 2), O::lift(e[3], base + 3)),
+        )
+    } else {
+        O::combine(O::lift(e[0], base), O::lift(e[1], base + 1))
+    }
+}
 
-crate::kernel! {
-/// Sum of `n` f32 values at `input` (4-byte aligned; any 16-byte misalignment is handled by a
-/// scalar head). `partials` holds `gridDim.x` floats of workspace; `retire_count` is a `u32`
-/// that must be 0 at launch and is 0 again when the kernel ends. The sum lands in `out[0]`.
-/// Block size `REDUCE_BLOCK`.
-pub unsafe fn reduce_sum_f32(
-    input: *const f32,
+/// The one-launch reduction of `n` elements at `input` (naturally aligned; a misaligned start
+/// for 16-byte loads is handled by a scalar head) with operator `O`, cut into `tiles` tiles
+/// (any physical grid <= `tiles` gives the same bits). `partials` holds `tiles` accumulators
+/// of workspace; `retire_count` must be 0 at launch and is 0 again at the end. The result lands
+/// in `out[0]`. Block size [`REDUCE_BLOCK`].
+///
+/// # Safety
+/// Pointers valid for the sizes above.
+#[inline(always)]
+pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
+    input: *const T,
     n: u64,
-    partials: *mut f32,
+    tiles: u32,
+    partials: *mut O::Acc,
     retire_count: *mut u32,
-    out: *mut f32,
+    out: *mut O::Acc,
 ) {
-    let scratch = crate::static_shared!(REDUCE_SCRATCH: [f32; SCRATCH_WORDS]);
+    // 32 slots of up to 16 bytes: one per warp, for any accumulator type.
+    let scratch = crate::static_shared!(REDUCE_SCRATCH: [u128; 32]);
+    let scratch = unsafe { scratch.cast::<O::Acc>() };
     let is_last = crate::static_shared!(REDUCE_IS_LAST: [u32; 1]);
 
     let tid = gpu::thread_idx_x() as u64;
-    let block = gpu::block_idx_x() as u64;
     let grid = gpu::grid_dim_x() as u64;
-    let threads = grid * REDUCE_BLOCK as u64;
-    let gtid = block * REDUCE_BLOCK as u64 + tid;
+    let tiles = tiles as u64;
+    let threads = tiles * REDUCE_BLOCK as u64;
+    let size = core::mem::size_of::<T>() as u64;
+    let per_vec = T::PER_VEC as u64;
 
     // Elements before the first 16-byte boundary go through scalar loads, the aligned body
-    // through 128-bit loads, the remainder (< 4 elements) through scalar loads again.
-    let misalign = (input as u64 & 15) / 4;
+    // through 128-bit loads, the remainder (< one vector) through scalar loads again.
+    let misalign = (input as u64 & 15) / size;
     let head = if misalign == 0 {
         0
     } else {
-        (4 - misalign).min(n)
+        (16 / size - misalign).min(n)
     };
-    let vectors = (n - head) / 4;
-    let body = unsafe { input.add(head as usize) };
-    let tail_start = head + vectors * 4;
+    let vectors = (n - head) / per_vec;
+    let body = unsafe { input.add(head as usize) } as *const u32;
+    let tail_start = head + vectors * per_vec;
+    let load = |v: u64| unsafe { gpu::load_nc_v4_b32(body.add(4 * v as usize)) };
 
-    let mut acc0 = 0.0f32;
-    let mut acc1 = 0.0f32;
-    // Two independent 16-byte loads per step keep more bytes in flight per thread.
-    let mut v = gtid;
-    while v + threads < vectors {
-        let a = unsafe { gpu::load_nc_v4_f32(body.add(4 * v as usize)) };
-        let b = unsafe { gpu::load_nc_v4_f32(body.add(4 * (v + threads) as usize)) };
-        acc0 += (a[0] + a[1]) + (a[2] + a[3]);
-        acc1 += (b[0] + b[1]) + (b[2] + b[3]);
-        v += 2 * threads;
+    // Physical block b runs tiles b, b + grid, ...; tile t is what block t of a grid of `tiles`
+    // blocks would do, so its partial does not depend on the physical grid.
+    let mut tile = gpu::block_idx_x() as u64;
+    while tile < tiles {
+        let gtid = tile * REDUCE_BLOCK as u64 + tid;
+        let mut acc0 = O::identity();
+        let mut acc1 = O::identity();
+        // Two independent 16-byte loads per step keep more bytes in flight per thread.
+        let mut v = gtid;
+        while v + threads < vectors {
+            let (a, b) = (load(v), load(v + threads));
+            acc0 = O::combine(acc0, fold_vec::<T, O>(a, head + v * per_vec));
+            acc1 = O::combine(acc1, fold_vec::<T, O>(b, head + (v + threads) * per_vec));
+            v += 2 * threads;
+        }
+        if v < vectors {
+            acc0 = O::combine(acc0, fold_vec::<T, O>(load(v), head + v * per_vec));
+        }
+        if gtid < head {
+            acc1 = O::combine(
+                acc1,
+                O::lift(unsafe { input.add(gtid as usize).read() }, gtid),
+            );
+        }
+        if gtid < n - tail_start {
+            let i = tail_start + gtid;
+            acc1 = O::combine(acc1, O::lift(unsafe { input.add(i as usize).read() }, i));
+        }
+        let tile_acc = block_reduce(O::combine(acc0, acc1), O::identity(), O::combine, scratch);
+        if tid == 0 {
+            unsafe { partials.add(tile as usize).write(tile_acc) };
+        }
+        tile += grid;
     }
-    if v < vectors {
-        let a = unsafe { gpu::load_nc_v4_f32(body.add(4 * v as usize)) };
-        acc0 += (a[0] + a[1]) + (a[2] + a[3]);
-    }
-    if gtid < head {
-        acc1 += unsafe { gpu::load_nc_f32(input.add(gtid as usize)) };
-    }
-    if gtid < n - tail_start {
-        acc1 += unsafe { gpu::load_nc_f32(input.add((tail_start + gtid) as usize)) };
-    }
-
-    let add = |x: f32, y: f32| x + y;
-    let block_sum = block_reduce(acc0 + acc1, 0.0, add, scratch);
 
     if tid == 0 {
-        unsafe { partials.add(block as usize).write(block_sum) };
-        // Make the partial visible GPU-wide before taking a ticket (the threadFenceReduction
+        // Make the partials visible GPU-wide before taking a ticket (the threadFenceReduction
         // pattern of the CUDA samples).
         gpu::thread_fence();
         let ticket = unsafe { gpu::atomic_add_u32(retire_count, 1) };
@@ -84,15 +121,18 @@ pub unsafe fn reduce_sum_f32(
         return;
     }
 
-    // Last block: every other block's partial is visible (their fence came before their ticket).
+    // Last block: every other block's partials are visible (their fence came before their
+    // ticket). Combine them in tile order.
     gpu::thread_fence();
-    let mut acc = 0.0f32;
+    let mut acc = O::identity();
     let mut i = tid;
-    while i < grid {
-        acc += unsafe { core::ptr::read_volatile(partials.add(i as usize)) };
+    while i < tiles {
+        acc = O::combine(acc, unsafe {
+            core::ptr::read_volatile(partials.add(i as usize))
+        });
         i += REDUCE_BLOCK as u64;
     }
-    let total = block_reduce(acc, 0.0, add, scratch);
+    let total = block_reduce(acc, O::identity(), O::combine, scratch);
     if tid == 0 {
         unsafe {
             out.write(total);
@@ -101,4 +141,49 @@ pub unsafe fn reduce_sum_f32(
         }
     }
 }
+
+/// Export `reduce_device::<T, Op>` as named kernels (PTX entries / simulator functions).
+/// A user operator gets its own kernel the same way: `reduce_kernels! { my_kernel: f32, MyOp; }`.
+#[macro_export]
+macro_rules! reduce_kernels {
+    ($($name:ident : $t:ty, $op:ty;)*) => {$(
+        $crate::kernel! {
+            /// One-launch reduction; see [`reduce_device`]($crate::reduce::reduce_device).
+            pub unsafe fn $name(
+                input: *const $t,
+                n: u64,
+                tiles: u32,
+                partials: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
+                retire_count: *mut u32,
+                out: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
+            ) {
+                unsafe { $crate::reduce::reduce_device::<$t, $op>(input, n, tiles, partials, retire_count, out) }
+            }
+        }
+    )*};
+}
+
+reduce_kernels! {
+    reduce_sum_i32: i32, Sum; reduce_sum_u32: u32, Sum; reduce_sum_i64: i64, Sum;
+    reduce_sum_u64: u64, Sum; reduce_sum_f32: f32, Sum; reduce_sum_f64: f64, Sum;
+    reduce_product_i32: i32, Product; reduce_product_u32: u32, Product;
+    reduce_product_i64: i64, Product; reduce_product_u64: u64, Product;
+    reduce_product_f32: f32, Product; reduce_product_f64: f64, Product;
+    reduce_min_i32: i32, Min; reduce_min_u32: u32, Min; reduce_min_i64: i64, Min;
+    reduce_min_u64: u64, Min; reduce_min_f32: f32, Min; reduce_min_f64: f64, Min;
+    reduce_max_i32: i32, Max; reduce_max_u32: u32, Max; reduce_max_i64: i64, Max;
+    reduce_max_u64: u64, Max; reduce_max_f32: f32, Max; reduce_max_f64: f64, Max;
+    reduce_and_i32: i32, BitAnd; reduce_and_u32: u32, BitAnd;
+    reduce_and_i64: i64, BitAnd; reduce_and_u64: u64, BitAnd;
+    reduce_or_i32: i32, BitOr; reduce_or_u32: u32, BitOr;
+    reduce_or_i64: i64, BitOr; reduce_or_u64: u64, BitOr;
+    reduce_xor_i32: i32, BitXor; reduce_xor_u32: u32, BitXor;
+    reduce_xor_i64: i64, BitXor; reduce_xor_u64: u64, BitXor;
+    reduce_argmin_i32: i32, ArgMin; reduce_argmin_u32: u32, ArgMin;
+    reduce_argmin_i64: i64, ArgMin; reduce_argmin_u64: u64, ArgMin;
+    reduce_argmin_f32: f32, ArgMin; reduce_argmin_f64: f64, ArgMin;
+    reduce_argmax_i32: i32, ArgMax; reduce_argmax_u32: u32, ArgMax;
+    reduce_argmax_i64: i64, ArgMax; reduce_argmax_u64: u64, ArgMax;
+    reduce_argmax_f32: f32, ArgMax; reduce_argmax_f64: f64, ArgMax;
+    reduce_sum_compensated_f32: f32, SumCompensated;
 }

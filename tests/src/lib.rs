@@ -2,6 +2,8 @@
 //! (`#[ignore]`d; `cargo xtask test --gpu`). Each takes the context to run on, so the same
 //! function checks both backends.
 
+pub mod reductions;
+
 use gpu_reduce::conformance::{As64, Shfl};
 use gpu_reduce::{Context, Error, cpu};
 use rand::{Rng, SeedableRng, rngs::SmallRng};

@@ -114,3 +114,114 @@ fn gpu_and_simulator_agree() {
         assert_eq!(a.to_bits(), b.to_bits(), "n = {n}: gpu {a} vs sim {b}");
     }
 }
+
+mod reductions {
+    use integration_tests::reductions::*;
+    use integration_tests::{gpu, sim};
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+    fn every_op_and_type() {
+        check_every_op_and_type(
+            &gpu(),
+            &[
+                0,
+                1,
+                2,
+                31,
+                32,
+                33,
+                255,
+                256,
+                257,
+                2047,
+                2049,
+                8197,
+                65_537,
+                1 << 20,
+                (1 << 22) + 3,
+            ],
+        );
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+    fn nan_inf_zero_and_empty() {
+        check_specials(&gpu());
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+    fn integer_overflow_wraps() {
+        check_wrapping(&gpu());
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+    fn compensated_sum() {
+        check_compensated(&gpu(), 10_000_000);
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+    fn deterministic_across_grids() {
+        check_deterministic(&gpu(), 20_000_003);
+    }
+
+    /// Same bits as the simulator for every operator (floats included).
+    #[test]
+    #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+    fn bits_match_the_simulator() {
+        let (g, s) = (gpu(), sim());
+        for n in [0usize, 5, 1000, 70_001, 1 << 20] {
+            let d = data::<f32>(n, n as u64, false);
+            let (bg, bs) = (g.htod(&d).unwrap(), s.htod(&d).unwrap());
+            for op in [
+                gpu_reduce::Reduction::Sum,
+                gpu_reduce::Reduction::Product,
+                gpu_reduce::Reduction::Min,
+            ] {
+                assert_eq!(
+                    g.reduce(&bg, op).unwrap().to_bits(),
+                    s.reduce(&bs, op).unwrap().to_bits(),
+                    "{op:?} n={n}"
+                );
+            }
+            assert_eq!(
+                g.sum_compensated(&bg).unwrap().to_bits(),
+                s.sum_compensated(&bs).unwrap().to_bits()
+            );
+            let d = data::<f64>(n, n as u64, true);
+            let (bg, bs) = (g.htod(&d).unwrap(), s.htod(&d).unwrap());
+            assert_eq!(
+                g.sum(&bg).unwrap().to_bits(),
+                s.sum(&bs).unwrap().to_bits(),
+                "f64 n={n}"
+            );
+            assert_eq!(
+                g.argmax(&bg).unwrap().map(|(i, _)| i),
+                s.argmax(&bs).unwrap().map(|(i, _)| i)
+            );
+        }
+    }
+
+    /// More than 2^32 elements: 64-bit indices end to end (4.3e9 bytes of u8-sized... i32 here:
+    /// 17 GB; skipped cleanly when the GPU has less free memory).
+    #[test]
+    #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+    fn more_than_2_pow_32_elements() {
+        let ctx = gpu();
+        let n = (1usize << 32) + 77;
+        let Ok(mut buf) = ctx.alloc_zeros::<i32>(n) else {
+            eprintln!("more_than_2_pow_32_elements: not enough device memory, not run");
+            return;
+        };
+        // All zeros except a marker near the end: sum, max and argmax see past 2^32.
+        let tail = [5i32, -3, 9];
+        let probe = ctx.htod(&tail).unwrap();
+        ctx.copy_into(&probe, &mut buf, n - 10).unwrap();
+        assert_eq!(ctx.sum(&buf).unwrap(), 11);
+        assert_eq!(ctx.argmax(&buf).unwrap(), Some(((n - 8) as u64, 9)));
+        assert_eq!(ctx.reduce(&buf, gpu_reduce::Reduction::Min).unwrap(), -3);
+    }
+}

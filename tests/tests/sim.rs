@@ -64,3 +64,47 @@ proptest! {
         check_sum(&sim(), &data[off.min(data.len())..]);
     }
 }
+
+mod reductions {
+    use integration_tests::reductions::*;
+    use integration_tests::sim;
+
+    #[test]
+    fn every_op_and_type() {
+        check_every_op_and_type(&sim(), &[0, 1, 2, 31, 33, 257, 2049, 8197]);
+    }
+
+    #[test]
+    fn nan_inf_zero_and_empty() {
+        check_specials(&sim());
+    }
+
+    #[test]
+    fn integer_overflow_wraps() {
+        check_wrapping(&sim());
+    }
+
+    #[test]
+    fn compensated_sum() {
+        check_compensated(&sim(), 50_000);
+    }
+
+    #[test]
+    fn deterministic_across_grids() {
+        check_deterministic(&sim(), 70_001);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_op_random_size_offset(n in 0usize..6000, seed: u64, off in 0usize..3) {
+        use integration_tests::reductions::{check_all_ops, data};
+        let ctx = sim();
+        let d = data::<i64>(n + off, seed, false);
+        check_all_ops::<i64>(&ctx, &d[off..], "proptest");
+        let f = data::<f32>(n + off, seed, seed % 3 == 0);
+        check_all_ops::<f32>(&ctx, &f[off..], "proptest");
+    }
+}

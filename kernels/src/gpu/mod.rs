@@ -31,6 +31,17 @@ pub struct SharedArray<T> {
 }
 
 impl<T: Copy> SharedArray<T> {
+    /// The same bytes as an array of `U` (for scratch shared by several element types).
+    /// # Safety
+    /// The array must be aligned for `U` (static arrays are 16-byte aligned).
+    #[inline(always)]
+    pub unsafe fn cast<U: Copy>(self) -> SharedArray<U> {
+        SharedArray {
+            ptr: self.ptr as *mut U,
+            len: self.len * core::mem::size_of::<T>() / core::mem::size_of::<U>(),
+        }
+    }
+
     /// # Safety
     /// `ptr` must point to `len` elements of the block's shared memory.
     #[inline(always)]
@@ -88,14 +99,15 @@ macro_rules! kernel {
 
 /// A value that a warp shuffle can move: 32-bit values take one `shfl.sync`, 64-bit values are
 /// split into two 32-bit halves and take two (seed 002's `int2` trick), so every bit survives
-/// (NaN payloads, negative zero).
+/// (NaN payloads, negative zero); composite values (a value and its index, a compensated sum)
+/// take up to four.
 pub trait ShflValue: Copy {
-    /// Number of 32-bit words (1 or 2).
+    /// Number of 32-bit words (1 to 4).
     const WORDS: usize;
-    /// The value as 32-bit words, low word first.
-    fn to_words(self) -> [u32; 2];
+    /// The value as 32-bit words, low word first; words past `WORDS` are ignored.
+    fn to_words(self) -> [u32; 4];
     /// Rebuild the value from words produced by [`ShflValue::to_words`].
-    fn from_words(w: [u32; 2]) -> Self;
+    fn from_words(w: [u32; 4]) -> Self;
 }
 
 macro_rules! shfl32 {
@@ -103,9 +115,9 @@ macro_rules! shfl32 {
         impl ShflValue for $t {
             const WORDS: usize = 1;
             #[inline(always)]
-            fn to_words(self) -> [u32; 2] { [self.to_bits_u32(), 0] }
+            fn to_words(self) -> [u32; 4] { [self.to_bits_u32(), 0, 0, 0] }
             #[inline(always)]
-            fn from_words(w: [u32; 2]) -> Self { <$t>::from_bits_u32(w[0]) }
+            fn from_words(w: [u32; 4]) -> Self { <$t>::from_bits_u32(w[0]) }
         }
     )*};
 }
@@ -114,12 +126,12 @@ macro_rules! shfl64 {
         impl ShflValue for $t {
             const WORDS: usize = 2;
             #[inline(always)]
-            fn to_words(self) -> [u32; 2] {
+            fn to_words(self) -> [u32; 4] {
                 let b = self.to_bits_u64();
-                [b as u32, (b >> 32) as u32]
+                [b as u32, (b >> 32) as u32, 0, 0]
             }
             #[inline(always)]
-            fn from_words(w: [u32; 2]) -> Self {
+            fn from_words(w: [u32; 4]) -> Self {
                 <$t>::from_bits_u64((w[0] as u64) | ((w[1] as u64) << 32))
             }
         }

@@ -198,10 +198,12 @@ macro_rules! shfl_fn {
         #[inline(always)]
         pub fn $name<T: ShflValue>(mask: u32, value: T, arg: u32, width: u32) -> T {
             let c = shfl_c(width, $up);
-            let w = value.to_words();
-            let lo = unsafe { $intr(mask, w[0], arg, c) };
-            let hi = if T::WORDS == 2 { unsafe { $intr(mask, w[1], arg, c) } } else { 0 };
-            T::from_words([lo, hi])
+            let mut w = value.to_words();
+            // WORDS is a constant: the loop unrolls to exactly WORDS shuffles.
+            for k in 0..T::WORDS {
+                w[k] = unsafe { $intr(mask, w[k], arg, c) };
+            }
+            T::from_words(w)
         }
     };
 }

@@ -193,6 +193,11 @@ pub(crate) fn suspend(ev: Event) -> u32 {
 /// Stack size of one simulated thread (debug builds of kernel code need room).
 const STACK_BYTES: usize = 256 * 1024;
 
+/// Stacks kept for later launches (enough for two full 1024-thread blocks).
+const MAX_POOLED_STACKS: usize = 2048;
+
+static STACK_POOL: Mutex<Vec<DefaultStack>> = Mutex::new(Vec::new());
+
 /// Fill for fresh shared memory: uninitialised on a GPU, so never zeros here either.
 const POISON: u128 = 0xCDCD_CDCD_CDCD_CDCD_CDCD_CDCD_CDCD_CDCD;
 
@@ -286,7 +291,13 @@ pub fn launch_with_limits<F: Fn() + Sync>(
     let first_error: Mutex<Option<(u64, SimError)>> = Mutex::new(None);
 
     let work = || {
-        let mut stacks: Vec<DefaultStack> = Vec::new();
+        // Thread stacks are mmapped; reuse them across blocks and launches.
+        let threads = (cfg.block.0 * cfg.block.1 * cfg.block.2) as usize;
+        let mut stacks: Vec<DefaultStack> = {
+            let mut pool = STACK_POOL.lock().unwrap_or_else(|p| p.into_inner());
+            let keep = pool.len().saturating_sub(threads);
+            pool.split_off(keep)
+        };
         loop {
             if abort.load(Ordering::Relaxed) {
                 break;
@@ -309,6 +320,9 @@ pub fn launch_with_limits<F: Fn() + Sync>(
                 }
             }
         }
+        let mut pool = STACK_POOL.lock().unwrap_or_else(|p| p.into_inner());
+        let room = MAX_POOLED_STACKS.saturating_sub(pool.len());
+        pool.extend(stacks.into_iter().take(room));
     };
     if workers == 1 {
         work();

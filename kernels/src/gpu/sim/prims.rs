@@ -195,14 +195,11 @@ macro_rules! shfl_fn {
     ($name:ident, $op:expr, $up:expr) => {
         pub fn $name<T: ShflValue>(mask: u32, value: T, arg: u32, width: u32) -> T {
             let c = shfl_c(width, $up);
-            let w = value.to_words();
-            let lo = warp($op, mask, w[0], arg, c);
-            let hi = if T::WORDS == 2 {
-                warp($op, mask, w[1], arg, c)
-            } else {
-                0
-            };
-            T::from_words([lo, hi])
+            let mut w = value.to_words();
+            for k in 0..T::WORDS {
+                w[k] = warp($op, mask, w[k], arg, c);
+            }
+            T::from_words(w)
         }
     };
 }
