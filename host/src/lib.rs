@@ -8,6 +8,7 @@
 //! # Ok::<(), gpu_reduce::Error>(())
 //! ```
 
+pub mod bench;
 pub mod conformance;
 pub mod context;
 pub mod cpu;

@@ -59,6 +59,30 @@ enum Command {
     },
     /// Print the CUDA devices and the embedded PTX's target.
     Info,
+    /// Benchmark the production sum against CUB and a device copy (GPU only).
+    Bench {
+        /// Sizes as powers of two.
+        #[arg(long, value_delimiter = ',', default_values_t = [20u32, 24, 26, 28])]
+        log2: Vec<u32>,
+        /// Element types.
+        #[arg(long, value_delimiter = ',', value_enum, default_values_t = [gpu_reduce::ladder::LadderDtype::F32, gpu_reduce::ladder::LadderDtype::F64, gpu_reduce::ladder::LadderDtype::I32])]
+        dtypes: Vec<gpu_reduce::ladder::LadderDtype>,
+        /// Timed runs per measurement.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+        iters: u32,
+        /// Untimed warm-up runs.
+        #[arg(long, default_value_t = 20)]
+        warmup: u32,
+        /// The CUB shim (built by host/cub/build.sh); without it the CUB rows are left out.
+        #[arg(long, env = "GPU_REDUCE_CUB_LIB")]
+        cub_lib: Option<std::path::PathBuf>,
+        /// CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// Also write the table to this file.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -98,6 +122,23 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Bench {
+            log2,
+            dtypes,
+            iters,
+            warmup,
+            cub_lib,
+            device,
+            out,
+        } => bench(
+            &log2,
+            &dtypes,
+            iters as usize,
+            warmup as usize,
+            cub_lib,
+            device,
+            out,
+        ),
         Command::Reduce {
             n,
             iters,
@@ -205,6 +246,88 @@ fn reduce(
         return Ok(ExitCode::FAILURE);
     }
     Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn bench(
+    log2: &[u32],
+    dtypes: &[gpu_reduce::ladder::LadderDtype],
+    iters: usize,
+    warmup: usize,
+    cub_lib: Option<std::path::PathBuf>,
+    device: usize,
+    out: Option<std::path::PathBuf>,
+) -> Result<ExitCode, gpu_reduce::Error> {
+    use gpu_reduce::bench;
+    use gpu_reduce::ladder::LadderDtype as D;
+    let ctx = Context::new(device)?;
+    let d = ctx.info();
+    let cub = match &cub_lib {
+        Some(p) => match gpu_reduce::cub::Cub::load(p) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("CUB not available ({e}); CUB rows left out");
+                None
+            }
+        },
+        None => {
+            eprintln!("CUB not available (no --cub-lib / GPU_REDUCE_CUB_LIB); CUB rows left out");
+            None
+        }
+    };
+    let mut header = format!(
+        "device: {} (sm_{}{}, {} SMs, L2 {} MiB), CUDA driver {}.{}, PTX {}, CUB {}; {} timed runs after {} warm-up, medians\n",
+        d.name,
+        d.compute_capability.0,
+        d.compute_capability.1,
+        d.multiprocessors,
+        d.l2_bytes >> 20,
+        d.driver_version / 1000,
+        d.driver_version % 1000 / 10,
+        gpu_reduce::PTX_ARCH,
+        cub.as_ref()
+            .map_or("n/a".to_string(), |c| c.version().to_string()),
+        iters,
+        warmup
+    );
+    let mut rows = Vec::new();
+    for &k in log2 {
+        if k > 34 {
+            return Err(gpu_reduce::Error::InvalidArgument(format!(
+                "--log2 {k}: at most 34"
+            )));
+        }
+        let n = 1usize << k;
+        for (i, dt) in dtypes.iter().enumerate() {
+            let seed = (k as u64) << 8 | i as u64;
+            let r = match dt {
+                D::F32 => bench::bench_sum::<f32>(&ctx, cub.as_ref(), n, iters, warmup, seed),
+                D::F64 => bench::bench_sum::<f64>(&ctx, cub.as_ref(), n, iters, warmup, seed),
+                D::I32 => bench::bench_sum::<i32>(&ctx, cub.as_ref(), n, iters, warmup, seed),
+            };
+            match r {
+                Ok(r) => rows.extend(r),
+                Err(gpu_reduce::Error::OutOfMemory { .. }) => {
+                    eprintln!("2^{k} {dt:?}: does not fit, skipped")
+                }
+                Err(e) => return Err(e),
+            }
+            if *dt == D::F32 {
+                rows.push(bench::bench_sum_compensated(&ctx, n, iters, warmup, seed)?);
+            }
+        }
+    }
+    header.push_str(&bench::format_table(&rows));
+    println!("{header}");
+    if let Some(p) = out {
+        std::fs::write(&p, &header).map_err(|e| {
+            gpu_reduce::Error::InvalidArgument(format!("cannot write {}: {e}", p.display()))
+        })?;
+    }
+    Ok(if rows.iter().all(|r| r.checked) {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

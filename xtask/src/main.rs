@@ -279,6 +279,11 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
         return Err("cargo built no GPU test binary".into());
     }
     copy(&ptx, &out.join("kernels.ptx"))?;
+    // The CUB baseline is compiled on the GPU machine (nvcc is there, not here).
+    std::fs::create_dir_all(out.join("cub")).map_err(|e| e.to_string())?;
+    for f in ["cub_shim.cu", "build.sh"] {
+        copy(&root.join("host/cub").join(f), &out.join("cub").join(f))?;
+    }
     let run_sh = out.join("run.sh");
     std::fs::write(&run_sh, RUN_SH).map_err(|e| e.to_string())?;
     set_executable(&run_sh)?;

@@ -1,35 +1,62 @@
 #!/usr/bin/env bash
 # Runs everything on a GPU machine that has the NVIDIA driver but no Rust toolchain:
-# the GPU tests, then `host reduce`. Logs go to $OUT (or ./out); a short table is printed last.
+# the GPU (and simulator) tests, `host reduce`, the reduction ladder, and the benchmark against
+# CUB (whose shim is compiled here with nvcc when nvcc is found). Logs go to $OUT (or ./out);
+# a short summary is printed last. STEPS (default "tests reduce ladder bench") picks steps.
 set -u -o pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-$here/out}"
 mkdir -p "$out"
 N="${N:-$((1 << 26))}"
 ITERS="${ITERS:-100}"
+STEPS="${STEPS:-tests reduce ladder bench}"
+BENCH_ARGS="${BENCH_ARGS:-}"
+has() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } \
     >"$out/device.txt" 2>&1
 cat "$out/device.txt"
 "$here/bin/host" info 2>&1 | tee "$out/info.txt"
 
-tests_rc=0
-for t in "$here"/bin/test-*; do
-    # --include-ignored: the GPU tests and the simulator tests, on the same machine.
-    echo "== $(basename "$t")"
-    "$t" --include-ignored --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || tests_rc=1
-done
-
-reduce_rc=0
-for n in 1000000 "$N"; do
-    echo "== host reduce --n $n --iters $ITERS"
-    "$here/bin/host" reduce --n "$n" --iters "$ITERS" 2>&1 | tee -a "$out/reduce.log" || reduce_rc=1
-done
+rc=0
+if has tests; then
+    for t in "$here"/bin/test-*; do
+        # --include-ignored: the GPU tests and the simulator tests, on the same machine.
+        echo "== $(basename "$t")"
+        "$t" --include-ignored --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || rc=1
+    done
+fi
+if has reduce; then
+    for n in 1000000 "$N"; do
+        echo "== host reduce --n $n --iters $ITERS"
+        "$here/bin/host" reduce --n "$n" --iters "$ITERS" 2>&1 | tee -a "$out/reduce.log" || rc=1
+    done
+fi
+if has ladder; then
+    for dt in f32 i32 f64; do
+        echo "== host reduce --ladder --dtype $dt --n $N"
+        "$here/bin/host" reduce --ladder --dtype "$dt" --n "$N" --iters "$ITERS" 2>&1 \
+            | tee -a "$out/ladder.md" || rc=1
+    done
+fi
+if has bench; then
+    lib=""
+    if bash "$here/cub/build.sh" "$out/libcub_shim.so" >"$out/cub-build.log" 2>&1; then
+        lib="$out/libcub_shim.so"
+    else
+        echo "CUB shim did not build (see cub-build.log): CUB columns will say n/a"
+    fi
+    echo "== host bench $BENCH_ARGS"
+    # shellcheck disable=SC2086
+    GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench $BENCH_ARGS --out "$out/bench.md" \
+        2>&1 | tee "$out/bench.log" || rc=1
+    rm -f "$out/libcub_shim.so"
+fi
 
 echo
-echo "| step | result |"
-echo "|---|---|"
-echo "| device | $(head -2 "$out/device.txt" | tail -1) |"
-echo "| GPU tests | $(grep -h '^test result' "$out/gpu-tests.log" | tr '\n' ' ') rc=$tests_rc |"
-grep -h '^n = \|^time:' "$out/reduce.log" | sed 's/^/| reduce | /; s/$/ |/'
-[ "$tests_rc" = 0 ] && [ "$reduce_rc" = 0 ]
+echo "== summary (rc=$rc)"
+head -2 "$out/device.txt"
+[ -f "$out/gpu-tests.log" ] && grep -h '^test result' "$out/gpu-tests.log"
+[ -f "$out/reduce.log" ] && grep -h '^n = \|^time:' "$out/reduce.log"
+[ -f "$out/bench.md" ] && cat "$out/bench.md"
+exit $rc
