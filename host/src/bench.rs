@@ -220,7 +220,7 @@ pub fn bench_sum_compensated(
     let got = ctx.sum_compensated(&inputs[0])? as f64;
     let (exact, abs) = crate::cpu::sum_f64(&host0);
     let ok = (got - exact).abs() <= crate::cpu::compensated_f32_bound(n as u64, exact, abs);
-    let mut out = ctx.alloc_zeros::<f32>(2)?;
+    let mut out = ctx.alloc_zeros::<f64>(1)?;
     let mut k = 0;
     let t = ctx.time_ms(warmup, iters, || {
         k += 1;
@@ -230,7 +230,7 @@ pub fn bench_sum_compensated(
     Ok(BenchRow {
         dtype: "f32",
         n: n as u64,
-        method: "ours, compensated f32 sum".into(),
+        method: "ours, accurate f32 sum (f64 accumulation)".into(),
         gpu,
         host_roundtrip_ms: None,
         gb_per_s: stats::gb_per_s(bytes as u64, gpu.median),

@@ -28,13 +28,13 @@ pub fn f32_sum_bound(n: u64, sum_abs: f64) -> f64 {
     sum_bound(n, 4, f32::EPSILON as f64, sum_abs)
 }
 
-/// Bound for the compensated f32 sum (Ogita, Rump and Oishi 2005, Sum2 on a tree of height
-/// `depth`): `eps*|exact| + (depth*eps)^2 * sum|x|`, doubled for the final rounding of
-/// `sum + comp`.
+/// Bound for the accurate f32 sum (f64 accumulation, one final rounding to f32):
+/// `u32*|exact| + depth*u64*sum|x|`, with a little slack for the final rounding's interplay.
 pub fn compensated_f32_bound(n: u64, exact: f64, sum_abs: f64) -> f64 {
-    let u = f32::EPSILON as f64;
+    let u32_ = f32::EPSILON as f64 / 2.0;
+    let u64_ = f64::EPSILON / 2.0;
     let d = reduce_depth(n, 4) as f64;
-    2.0 * (u * exact.abs() + (d * u) * (d * u) * sum_abs)
+    1.01 * (u32_ * exact.abs() + d * u64_ * sum_abs) + f32::MIN_POSITIVE as f64
 }
 
 #[cfg(test)]

@@ -155,14 +155,17 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
                 BackendArg::Auto => Context::auto(device)?,
             };
             let gpu = ctx.backend_kind() == BackendKind::Cuda;
-            let n = n.unwrap_or(if gpu { 1 << 26 } else { 1 << 20 });
-            let iters = iters.unwrap_or(if gpu { 100 } else { 3 }) as usize;
-            let warmup = warmup.unwrap_or(if gpu { 10 } else { 1 }) as usize;
             if ladder {
+                // The ladder runs ~15 kernels; on the simulator keep it small.
+                let n = n.unwrap_or(if gpu { 1 << 26 } else { 1 << 14 });
+                let iters = iters.unwrap_or(if gpu { 100 } else { 1 }) as usize;
+                let warmup = warmup.unwrap_or(if gpu { 10 } else { 0 }) as usize;
                 let n = usize::try_from(n).map_err(|_| {
                     gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory"))
                 })?;
-                let rows = gpu_reduce::ladder::run_ladder(&ctx, n, dtype, iters, warmup)?;
+                let seed = seed.unwrap_or_else(rand::random);
+                let rows =
+                    gpu_reduce::ladder::run_ladder_seeded(&ctx, n, dtype, iters, warmup, seed)?;
                 println!("{}", gpu_reduce::ladder::format_table(&rows));
                 return Ok(if rows.iter().all(|r| r.checked) {
                     ExitCode::SUCCESS
@@ -170,6 +173,9 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
                     ExitCode::FAILURE
                 });
             }
+            let n = n.unwrap_or(if gpu { 1 << 26 } else { 1 << 20 });
+            let iters = iters.unwrap_or(if gpu { 100 } else { 3 }) as usize;
+            let warmup = warmup.unwrap_or(if gpu { 10 } else { 1 }) as usize;
             reduce(&ctx, n, iters, warmup, seed)
         }
     }

@@ -10,7 +10,7 @@ use std::fmt::Debug;
 
 use cudarc::driver::{DeviceRepr, PushKernelArg, ValidAsZeroBits};
 use kernels::launch::{REDUCE_BLOCK, reduce_grid};
-use kernels::ops::{ArgAcc, Compensated};
+use kernels::ops::ArgAcc;
 
 use crate::context::{Context, DeviceBuffer, DeviceView, LaunchShape};
 use crate::error::{Error, Result};
@@ -297,28 +297,25 @@ impl Context {
         Ok((a.index != u64::MAX).then_some((a.index, a.value)))
     }
 
-    /// Compensated f32 sum (TwoSum at every addition, see `kernels::ops::SumCompensated`):
-    /// |result - exact| <= eps*|exact| + (depth*eps)^2 * sum|x|, as if summed in double the
-    /// precision and rounded once.
+    /// Accurate f32 sum (f64 accumulation throughout, one rounding at the end; see
+    /// `kernels::ops::SumCompensated`): |result - exact| <= u32*|exact| + depth*u64*sum|x|.
     pub fn sum_compensated<'a>(&self, input: impl Into<DeviceView<'a, f32>>) -> Result<f32> {
-        let k: ReduceKernel<f32, Compensated> = k!(reduce_sum_compensated_f32);
-        let c = self.reduce_to_host(&k, input.into())?;
-        Ok(c.sum + c.comp)
+        let k: ReduceKernel<f32, f64> = k!(reduce_sum_compensated_f32);
+        Ok(self.reduce_to_host(&k, input.into())? as f32)
     }
 
-    /// The compensated sum left on the device: `out` gets the (sum, compensation) pair as two
-    /// f32s (the result is their sum).
+    /// The accurate sum left on the device, as the f64 before its final rounding.
     pub fn sum_compensated_into<'a>(
         &self,
         input: impl Into<DeviceView<'a, f32>>,
-        out: &mut DeviceBuffer<f32>,
+        out: &mut DeviceBuffer<f64>,
     ) -> Result<()> {
-        if out.len() < 2 {
+        if out.is_empty() {
             return Err(Error::InvalidArgument(
-                "the compensated sum needs an output of 2 f32 (sum, compensation)".into(),
+                "the output buffer of a reduction must hold at least 1 element".into(),
             ));
         }
-        let k: ReduceKernel<f32, Compensated> = k!(reduce_sum_compensated_f32);
+        let k: ReduceKernel<f32, f64> = k!(reduce_sum_compensated_f32);
         self.check(&[out.backend()])?;
         self.launch_reduce(&k, input.into(), self.addr(out))
     }

@@ -219,11 +219,12 @@ pub fn check_product<T: TestElem>(ctx: &Context, n: usize, seed: u64) {
 pub fn data<T: TestElem>(n: usize, seed: u64, specials: bool) -> Vec<T> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut v: Vec<T> = (0..n).map(|_| T::random(&mut rng)).collect();
-    if specials && n > 0 {
-        if let Some(nan) = T::nan() {
-            let i = rng.random_range(0..n);
-            v[i] = nan;
-        }
+    if specials
+        && n > 0
+        && let Some(nan) = T::nan()
+    {
+        let i = rng.random_range(0..n);
+        v[i] = nan;
     }
     v
 }
