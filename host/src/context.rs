@@ -155,8 +155,45 @@ impl<T> DeviceBuffer<T> {
 pub(crate) struct CudaBackend {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
+    /// Page-locked, device-mapped host words where reductions write a result the host reads
+    /// right after the stream synchronises: no device-to-host copy on the latency path.
+    pub result: Mutex<MappedResult>,
     _module: Arc<CudaModule>,
     kernels: HashMap<&'static str, CudaFunction>,
+}
+
+/// A device-mapped pinned host buffer of two words and its device address.
+pub(crate) struct MappedResult {
+    pub host: cudarc::driver::PinnedHostSlice<u64>,
+    pub device_addr: u64,
+}
+
+impl MappedResult {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
+        // SAFETY: written by kernels before any read (reads follow a stream synchronisation).
+        let mut host = unsafe { ctx.alloc_pinned_with_flags::<u64>(2, flags) }
+            .map_err(Error::driver("allocating pinned memory", 16))?;
+        let p = host
+            .as_mut_ptr()
+            .map_err(Error::driver("allocating pinned memory", 16))?;
+        let mut device_addr = 0;
+        // SAFETY: `p` is a live DEVICEMAP allocation of this context.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device_addr, p as *mut _, 0) }
+            .result()
+            .map_err(Error::driver("mapping pinned memory", 16))?;
+        Ok(Self { host, device_addr })
+    }
+
+    /// The two words, read after the stream has synchronised.
+    pub fn read(&mut self) -> Result<[u64; 2]> {
+        let p = self
+            .host
+            .as_mut_ptr()
+            .map_err(Error::driver("reading pinned memory", 16))?;
+        // SAFETY: two initialised-by-kernel words; volatile because the device wrote them.
+        Ok(unsafe { [p.read_volatile(), p.add(1).read_volatile()] })
+    }
 }
 
 pub(crate) enum Backend {
@@ -268,9 +305,11 @@ impl Context {
                 .map_err(Error::driver("reading memory size", 0))?,
             driver_version: driver_version()?,
         };
+        let result = Mutex::new(MappedResult::new(&ctx)?);
         let backend = Backend::Cuda(CudaBackend {
             ctx,
             stream,
+            result,
             _module: module,
             kernels: kernels_map,
         });

@@ -216,23 +216,36 @@ impl Context {
         )
     }
 
-    /// Run `k` and read its accumulator back.
+    /// Run `k` and read its accumulator back. On a GPU the kernel writes straight into mapped
+    /// pinned host memory, so the call is one launch and one stream synchronisation.
     fn reduce_to_host<T: DeviceElement, A: Copy>(
         &self,
         k: &ReduceKernel<T, A>,
         input: DeviceView<'_, T>,
     ) -> Result<A> {
-        let out = self.alloc_zeros::<u64>(ACC_WORDS)?;
-        self.launch_reduce(k, input, self.addr(&out))?;
-        let words = self.dtoh(&out).map_err(|e| match e {
+        let as_launch = |e| match e {
             // An asynchronous kernel fault surfaces at the next synchronising call.
             Error::Driver { source, .. } => Error::Launch {
                 kernel: k.name.into(),
                 source,
             },
             e => e,
-        })?;
-        // SAFETY: the kernel wrote one A (<= 16 bytes, plain data) at the start of `out`.
+        };
+        let words: [u64; ACC_WORDS] = match &self.backend {
+            crate::context::Backend::Cuda(c) => {
+                let mut r = c.result.lock().unwrap_or_else(|p| p.into_inner());
+                self.launch_reduce(k, input, r.device_addr)?;
+                self.synchronize().map_err(as_launch)?;
+                r.read()?
+            }
+            crate::context::Backend::Sim => {
+                let out = self.alloc_zeros::<u64>(ACC_WORDS)?;
+                self.launch_reduce(k, input, self.addr(&out))?;
+                let v = self.dtoh(&out)?;
+                [v[0], v[1]]
+            }
+        };
+        // SAFETY: the kernel wrote one A (<= 16 bytes, plain data) at the start of the words.
         Ok(unsafe { std::ptr::read_unaligned(words.as_ptr() as *const A) })
     }
 
