@@ -189,7 +189,11 @@ impl Context {
         let partials = self.addr(&ws.partials);
         let counter = self.addr(&ws.retire_count);
         let tiles = reduce_grid(n, std::mem::size_of::<T>() as u64);
-        let grid = tiles.min(self.reduce_grid_limit());
+        // As few blocks as give every block the same number of tiles within the limit (2048
+        // tiles on 1056 block slots: 1024 blocks of 2 tiles, not 1056 blocks with a ragged
+        // second round).
+        let rounds = tiles.div_ceil(self.reduce_grid_limit().max(1));
+        let grid = tiles.div_ceil(rounds);
         let sim = k.sim;
         self.launch(
             k.name,

@@ -34,8 +34,8 @@ pub mod launch {
     /// Threads per block of the reduction kernels. A multiple of 32: the warp collectives
     /// assume full warps.
     pub const REDUCE_BLOCK: u32 = 256;
-    /// Bytes each thread loads per grid-stride step (four 16-byte vectors in flight).
-    pub const REDUCE_BYTES_PER_STEP: u64 = 64;
+    /// Bytes each thread loads per grid-stride step (two 16-byte vectors in flight).
+    pub const REDUCE_BYTES_PER_STEP: u64 = 32;
     /// Upper bound on the tiles of the one-launch reduction; also the length of the partials
     /// workspace the host allocates.
     pub const REDUCE_MAX_GRID: u32 = 2048;
@@ -135,12 +135,12 @@ mod tests {
     fn grid_depends_on_n_only_and_is_bounded() {
         assert_eq!(reduce_grid(0, 4), 1);
         assert_eq!(reduce_grid(1, 8), 1);
-        let per_block = REDUCE_BLOCK as u64 * 16;
+        let per_block = REDUCE_BLOCK as u64 * 8;
         assert_eq!(reduce_grid(per_block, 4), 1);
         assert_eq!(reduce_grid(per_block + 1, 4), 2);
         assert_eq!(reduce_grid(per_block + 1, 8), 3);
         assert_eq!(reduce_grid(u64::MAX, 4), REDUCE_MAX_GRID);
-        assert_eq!(reduce_per_thread_steps(1 << 30, 4), 128);
+        assert_eq!(reduce_per_thread_steps(1 << 30, 4), 256);
         assert_eq!(REDUCE_BLOCK % 32, 0);
     }
 }
