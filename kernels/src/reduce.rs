@@ -36,7 +36,9 @@ fn fold_vec<T: Element, O: ReduceOp<T>>(w: [u32; 4], base: u64) -> O::Acc {
 /// for 16-byte loads is handled by a scalar head) with operator `O`, cut into `tiles` tiles
 /// (any physical grid <= `tiles` gives the same bits). `partials` holds `tiles` accumulators
 /// of workspace; `retire_count` must be 0 at launch and is 0 again at the end. The result lands
-/// in `out[0]`. Block size [`REDUCE_BLOCK`].
+/// in `out[0]`; then, if `done` is not null, `seq` is stored there with system-scope release
+/// (a flag in mapped host memory: the host reads the result as soon as it sees `seq`, without
+/// waiting for the driver to report the kernel's end). Block size [`REDUCE_BLOCK`].
 ///
 /// # Safety
 /// Pointers valid for the sizes above.
@@ -48,6 +50,8 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
     partials: *mut O::Acc,
     retire_count: *mut u32,
     out: *mut O::Acc,
+    done: *mut u32,
+    seq: u32,
 ) {
     // 32 slots of up to 16 bytes: one per warp, for any accumulator type.
     let scratch = crate::static_shared!(REDUCE_SCRATCH: [u128; 32]);
@@ -139,6 +143,9 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
             out.write(total);
             // Ready for the next launch without a memset.
             retire_count.write(0);
+            if !done.is_null() {
+                gpu::store_release_sys_u32(done, seq);
+            }
         }
     }
 }
@@ -157,8 +164,10 @@ macro_rules! reduce_kernels {
                 partials: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
                 retire_count: *mut u32,
                 out: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
+                done: *mut u32,
+                seq: u32,
             ) {
-                unsafe { $crate::reduce::reduce_device::<$t, $op>(input, n, tiles, partials, retire_count, out) }
+                unsafe { $crate::reduce::reduce_device::<$t, $op>(input, n, tiles, partials, retire_count, out, done, seq) }
             }
         }
     )*};

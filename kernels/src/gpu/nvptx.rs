@@ -391,6 +391,16 @@ pub unsafe fn store_release_u32(addr: *mut u32, v: u32) {
         asm!("st.release.gpu.global.u32 [{a}], {v};", a = in(reg64) to_global(addr), v = in(reg32) v, options(nostack))
     }
 }
+/// `st.release.sys.global.u32`: earlier accesses of this thread are performed, at system scope
+/// (the host included), before it. For a flag in mapped host memory the CPU polls.
+/// # Safety
+/// `addr` must be a valid, aligned pointer to global (or device-mapped host) memory.
+#[inline(always)]
+pub unsafe fn store_release_sys_u32(addr: *mut u32, v: u32) {
+    unsafe {
+        asm!("st.release.sys.global.u32 [{a}], {v};", a = in(reg64) to_global(addr), v = in(reg32) v, options(nostack))
+    }
+}
 /// `st.release.gpu.global.u64`.
 /// # Safety
 /// `addr` must be a valid, aligned pointer to global memory.

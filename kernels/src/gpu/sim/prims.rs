@@ -330,6 +330,12 @@ pub unsafe fn store_release_u32(addr: *mut u32, v: u32) {
 }
 /// # Safety
 /// `addr` must be valid and aligned.
+pub unsafe fn store_release_sys_u32(addr: *mut u32, v: u32) {
+    aligned(addr, "store_release_sys_u32");
+    unsafe { AtomicU32::from_ptr(addr) }.store(v, Ordering::Release)
+}
+/// # Safety
+/// `addr` must be valid and aligned.
 pub unsafe fn store_release_u64(addr: *mut u64, v: u64) {
     aligned(addr, "store_release_u64");
     unsafe { AtomicU64::from_ptr(addr) }.store(v, Ordering::Release)
