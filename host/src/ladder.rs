@@ -581,10 +581,16 @@ mod tests {
             schedule(Ladder::Reduce6, 1 << 20)[0].kernel,
             Ladder::Reduce6Pow2
         );
+        // 2^20 leaves 1024 partials (a power of two again); 300000 leaves 586.
         assert_eq!(
             schedule(Ladder::Reduce6, 1 << 20)[1].kernel,
-            Ladder::Reduce6
+            Ladder::Reduce6Pow2
         );
+        let odd: Vec<Ladder> = schedule(Ladder::Reduce6, 300_000)
+            .iter()
+            .map(|p| p.kernel)
+            .collect();
+        assert_eq!(odd[..2], [Ladder::Reduce6, Ladder::Reduce6]);
     }
 
     #[test]

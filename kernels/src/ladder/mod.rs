@@ -363,8 +363,8 @@ impl Ladder {
         }
     }
 
-    /// Most blocks in a launch: the grid-stride kernels take a fixed grid (reduce6: the
-    /// sample's `maxBlocks = 64`; Kepler: the post's 1024); the others one block per tile.
+    /// Most blocks in a launch: the grid-stride kernels take a fixed grid (reduce6: 1024, the
+    /// sample's `--maxblocks` set to fill a 132-SM GPU; Kepler: the post's 1024); the others one block per tile.
     pub const fn max_grid(self) -> u32 {
         match self {
             Ladder::Reduce6 | Ladder::Reduce6Pow2 => samples::REDUCE6_MAX_GRID,

@@ -12,8 +12,11 @@ use crate::gpu;
 
 /// Threads per block (the sample's default `maxThreads`).
 pub const BLOCK: u32 = 256;
-/// reduce6's grid (the sample's default `maxBlocks`).
-pub const REDUCE6_MAX_GRID: u32 = 64;
+/// reduce6's grid. The sample takes it as `--maxblocks` (default 64, sized for the GPUs of
+/// 2007): 64 blocks leave more than half of an H100/H200's 132 SMs idle, so here 1024 (about
+/// eight 256-thread blocks per SM), which is what the sample's own advice (enough blocks to fill
+/// the machine) gives on today's parts.
+pub const REDUCE6_MAX_GRID: u32 = 1024;
 
 /// reduce0, interleaved addressing: each thread loads one element into shared memory; at step
 /// `s = 1, 2, 4, ...` the threads whose index is a multiple of `2s` add the element `s` to
@@ -216,7 +219,7 @@ pub unsafe fn reduce5<T: Elem, const BS: u32>(input: *const T, out: *mut T, n: u
     }
 }
 
-/// reduce6, many elements per thread: changed from reduce5, a fixed grid (64 blocks) walks
+/// reduce6, many elements per thread: changed from reduce5, a fixed grid (`REDUCE6_MAX_GRID` blocks) walks
 /// the input in a grid-stride loop, each thread summing pairs `i`, `i + BS` in registers
 /// before the block tree, so the per-block tree cost is paid once per block, not per tile.
 /// `POW2` is the sample's `nIsPow2`: when `n` is a power of two (and at least `2 * BS`) every
