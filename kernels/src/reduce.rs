@@ -43,6 +43,7 @@ fn fold_vec<T: Element, O: ReduceOp<T>>(w: [u32; 4], base: u64) -> O::Acc {
 /// # Safety
 /// Pointers valid for the sizes above.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
 pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
     input: *const T,
     n: u64,

@@ -92,7 +92,8 @@ macro_rules! kernel {
 
         $(#[$m])*
         #[cfg(not(target_arch = "nvptx64"))]
-        #[allow(clippy::missing_safety_doc)]
+        // A kernel's parameters are its launch ABI, as many as the algorithm needs.
+        #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
         pub unsafe fn $name($($arg: $ty),*) $body
     };
 }
