@@ -345,7 +345,8 @@ impl Context {
         let mut reduce_blocks = HashMap::new();
         let names = kernels::launch::KERNEL_NAMES
             .iter()
-            .chain(kernels::ladder::KERNEL_NAMES);
+            .chain(kernels::ladder::KERNEL_NAMES)
+            .chain(kernels::scan_ladder::KERNEL_NAMES);
         for &name in names {
             let f = module
                 .load_function(name)

@@ -17,6 +17,7 @@ pub mod error;
 pub mod ladder;
 pub mod reduce;
 pub mod scan;
+pub mod scan_ladder;
 mod simbuf;
 pub mod stats;
 

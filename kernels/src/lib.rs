@@ -26,6 +26,7 @@ pub mod block;
 pub mod ladder;
 pub mod ops;
 pub mod reduce;
+pub mod scan_ladder;
 pub mod testing;
 pub mod warp;
 

@@ -3,6 +3,7 @@
 //! function checks both backends.
 
 pub mod reductions;
+pub mod scans;
 
 use gpu_reduce::conformance::{As64, Shfl};
 use gpu_reduce::{Context, Error, cpu};
