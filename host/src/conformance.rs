@@ -129,3 +129,54 @@ impl Context {
         self.dtoh(&out)
     }
 }
+
+impl Context {
+    /// One warp's look-back for `tile` over prepared status words (`epoch << 2 | status`),
+    /// aggregates and prefixes (`(head, value)` pairs under the segmented sum). Returns the
+    /// exclusive prefix found. Every predecessor of `tile` must be published (else it spins).
+    pub fn conformance_lookback(
+        &self,
+        flags: &[u32],
+        aggregates: &[(u32, u32)],
+        prefixes: &[(u32, u32)],
+        tile: u64,
+        epoch: u32,
+    ) -> Result<(u32, u32)> {
+        if tile == 0 || tile as usize > flags.len() {
+            return Err(Error::InvalidArgument(format!(
+                "look-back of tile {tile} over {} tiles",
+                flags.len()
+            )));
+        }
+        let words =
+            |v: &[(u32, u32)]| -> Vec<u32> { v.iter().flat_map(|&(h, x)| [h, x]).collect() };
+        let f = self.htod(flags)?;
+        let a = self.htod(&words(aggregates))?;
+        let p = self.htod(&words(prefixes))?;
+        let out = self.alloc_zeros::<u32>(2)?;
+        let (pf, pa, pp, po) = (f.sim_ptr(), a.sim_ptr(), p.sim_ptr(), out.sim_ptr());
+        self.launch(
+            "test_lookback",
+            LaunchShape::linear(1, 32, 0),
+            |b| {
+                f.push(b);
+                a.push(b);
+                p.push(b);
+                b.arg(&tile).arg(&epoch);
+                out.push(b);
+            },
+            || unsafe {
+                kernels::testing::test_lookback(
+                    pf.get(),
+                    pa.get() as *mut _,
+                    pp.get() as *mut _,
+                    tile,
+                    epoch,
+                    po.get() as *mut _,
+                )
+            },
+        )?;
+        let o = self.dtoh(&out)?;
+        Ok((o[0], o[1]))
+    }
+}

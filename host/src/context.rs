@@ -277,6 +277,7 @@ pub struct Context {
     pub(crate) backend: Backend,
     info: DeviceInfo,
     pub(crate) reduce_ws: Mutex<ReduceWorkspace>,
+    pub(crate) scan_ws: Mutex<crate::scan::ScanWorkspace>,
     pub(crate) reduce_grid_override: std::sync::atomic::AtomicU32,
 }
 
@@ -346,6 +347,7 @@ impl Context {
         let names = kernels::launch::KERNEL_NAMES
             .iter()
             .chain(kernels::ladder::KERNEL_NAMES)
+            .chain(kernels::scan::KERNEL_NAMES)
             .chain(kernels::scan_ladder::KERNEL_NAMES);
         for &name in names {
             let f = module
@@ -438,6 +440,7 @@ impl Context {
             backend,
             info,
             reduce_ws,
+            scan_ws: Mutex::new(Default::default()),
             reduce_grid_override: std::sync::atomic::AtomicU32::new(0),
         })
     }
@@ -480,6 +483,26 @@ impl Context {
                 .clone_dtoh(s)
                 .map_err(Error::driver("copying to the host", buf.num_bytes())),
             (Backend::Sim, Buf::Sim(s)) => Ok(s.to_vec()),
+            _ => Err(Error::wrong_backend()),
+        }
+    }
+
+    /// Set every byte of `buf` to zero (`cuMemsetD8Async` on a GPU).
+    pub fn memset_zeros<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        buf: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        let bytes = buf.len() * std::mem::size_of::<T>();
+        match (&self.backend, &mut buf.inner) {
+            (Backend::Cuda(c), Buf::Cuda(d)) => c
+                .stream
+                .memset_zeros(d)
+                .map_err(Error::driver("clearing device memory", bytes)),
+            (Backend::Sim, Buf::Sim(d)) => {
+                // SAFETY: `bytes` bytes of a live allocation; all-zero is a valid T.
+                unsafe { std::ptr::write_bytes(d.ptr() as *mut u8, 0, bytes) };
+                Ok(())
+            }
             _ => Err(Error::wrong_backend()),
         }
     }

@@ -18,6 +18,7 @@ pub mod ladder;
 pub mod reduce;
 pub mod scan;
 pub mod scan_ladder;
+pub mod scan_table;
 mod simbuf;
 pub mod stats;
 

@@ -57,6 +57,35 @@ enum Command {
         #[arg(long, value_enum, default_value_t = gpu_reduce::ladder::LadderDtype::F32)]
         dtype: gpu_reduce::ladder::LadderDtype,
     },
+    /// Seed 003's table: BIT, BCAO and the decoupled look-back scan (and CUB when its shim is
+    /// given) on the same input, each checked against a CPU scan, times over lengths.
+    Scan {
+        /// Lengths [default: 100,1e3,...,1e9 (those that fit) on a GPU; 100,1e3,1e4 on the
+        /// simulator]. Accepts 1e6-style values.
+        #[arg(long, value_delimiter = ',', value_parser = parse_len)]
+        n: Vec<u64>,
+        /// Element type.
+        #[arg(long, value_enum, default_value_t = gpu_reduce::ladder::LadderDtype::I32)]
+        dtype: gpu_reduce::ladder::LadderDtype,
+        /// Timed runs per cell [default: 100 up to 1e7 elements, 20 above; 2 on the simulator].
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        iters: Option<u32>,
+        /// CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// Where to run: cuda, sim, or auto (GPU if present, else the simulator).
+        #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+        backend: BackendArg,
+        /// The CUB shim (built by host/cub/build.sh); without it the CUB row says n/a.
+        #[arg(long, env = "GPU_REDUCE_CUB_LIB")]
+        cub_lib: Option<std::path::PathBuf>,
+        /// Seed of the random input.
+        #[arg(long, default_value_t = 3)]
+        seed: u64,
+        /// Also write the table to this file.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
     /// Print the CUDA devices and the embedded PTX's target.
     Info,
     /// Benchmark the production sum against CUB and a device copy (GPU only).
@@ -139,6 +168,31 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             device,
             out,
         ),
+        Command::Scan {
+            n,
+            dtype,
+            iters,
+            device,
+            backend,
+            cub_lib,
+            seed,
+            out,
+        } => {
+            let ctx = match backend {
+                BackendArg::Cuda => Context::new(device)?,
+                BackendArg::Sim => Context::sim()?,
+                BackendArg::Auto => Context::auto(device)?,
+            };
+            scan(
+                &ctx,
+                n,
+                dtype,
+                iters.map(|i| i as usize),
+                cub_lib,
+                seed,
+                out,
+            )
+        }
         Command::Reduce {
             n,
             iters,
@@ -179,6 +233,94 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             reduce(&ctx, n, iters, warmup, seed)
         }
     }
+}
+
+/// A length: an integer, or `1e6`-style.
+fn parse_len(s: &str) -> Result<u64, String> {
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(n);
+    }
+    match s.split_once(['e', 'E']) {
+        Some((m, e)) => {
+            let (m, e) = (m.parse::<u64>(), e.parse::<u32>());
+            match (m, e) {
+                (Ok(m), Ok(e)) => 10u64
+                    .checked_pow(e)
+                    .and_then(|p| p.checked_mul(m))
+                    .ok_or_else(|| format!("{s} is too large")),
+                _ => Err(format!("{s} is not a length (e.g. 1000000 or 1e6)")),
+            }
+        }
+        None => Err(format!("{s} is not a length (e.g. 1000000 or 1e6)")),
+    }
+}
+
+fn scan(
+    ctx: &Context,
+    lengths: Vec<u64>,
+    dtype: gpu_reduce::ladder::LadderDtype,
+    iters: Option<usize>,
+    cub_lib: Option<std::path::PathBuf>,
+    seed: u64,
+    out: Option<std::path::PathBuf>,
+) -> Result<ExitCode, gpu_reduce::Error> {
+    use gpu_reduce::ladder::LadderDtype as D;
+    use gpu_reduce::scan_table::{SEED_LENGTHS, run_scan_table};
+    let gpu = ctx.backend_kind() == BackendKind::Cuda;
+    let lengths = if !lengths.is_empty() {
+        lengths
+    } else if gpu {
+        SEED_LENGTHS.to_vec()
+    } else {
+        SEED_LENGTHS[..3].to_vec()
+    };
+    let cub = match (&cub_lib, gpu) {
+        (Some(p), true) => match gpu_reduce::cub::Cub::load(p) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("CUB not available ({e}); its row says n/a");
+                None
+            }
+        },
+        _ => None,
+    };
+    let d = ctx.info();
+    let mut text = match d.backend {
+        BackendKind::Cuda => format!(
+            "device: {} (sm_{}{}, {} SMs), CUDA driver {}.{}, PTX {}, CUB {}\n",
+            d.name,
+            d.compute_capability.0,
+            d.compute_capability.1,
+            d.multiprocessors,
+            d.driver_version / 1000,
+            d.driver_version % 1000 / 10,
+            gpu_reduce::PTX_ARCH,
+            cub.as_ref()
+                .map_or("n/a".to_string(), |c| c.version().to_string())
+        ),
+        BackendKind::Sim => {
+            "backend: simulator (CPU) — times are SIMULATED wall-clock, not GPU times\n".to_string()
+        }
+    };
+    let progress = |m: &str| eprintln!("scan: {m}");
+    let table = match dtype {
+        D::I32 => run_scan_table::<i32>(ctx, cub.as_ref(), &lengths, iters, seed, progress)?,
+        D::F32 => run_scan_table::<f32>(ctx, cub.as_ref(), &lengths, iters, seed, progress)?,
+        D::F64 => run_scan_table::<f64>(ctx, cub.as_ref(), &lengths, iters, seed, progress)?,
+    };
+    text += &table.to_markdown();
+    print!("{text}");
+    if let Some(p) = out {
+        std::fs::write(&p, &text).map_err(|e| {
+            gpu_reduce::Error::InvalidArgument(format!("writing {}: {e}", p.display()))
+        })?;
+    }
+    Ok(if table.all_checked() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("a scan result did not match the CPU scan");
+        ExitCode::FAILURE
+    })
 }
 
 fn reduce(

@@ -77,3 +77,517 @@ pub fn cpu_scan<T: DeviceElement>(data: &[T], op: ScanOperator, kind: ScanKind) 
         })
         .collect()
 }
+
+// ---------------------------------------------------------------------------------------------
+// The production scan: single pass, decoupled look-back.
+
+use cudarc::driver::PushKernelArg;
+use kernels::launch::{SCAN_BLOCK, scan_tiles};
+use kernels::scan::Headed;
+use kernels::scan::lookback::EPOCH_MASK;
+
+use crate::context::{Context, DeviceBuffer, DeviceView, LaunchShape};
+use crate::error::{Error, Result};
+
+/// The simulator's entry point of a scan kernel: input, output, n, counter, flags,
+/// aggregates, prefixes, epoch.
+pub type SimScanFn<T> = unsafe fn(*const T, *mut T, u64, *mut u32, *mut u32, *mut T, *mut T, u32);
+/// The simulator's entry point of a scan-by-key kernel.
+pub type SimScanByKeyFn<K, T> = unsafe fn(
+    *const K,
+    *const T,
+    *mut T,
+    u64,
+    *mut u32,
+    *mut u32,
+    *mut Headed<T>,
+    *mut Headed<T>,
+    u32,
+);
+
+/// A scan kernel: its PTX name and its simulator function.
+#[derive(Clone, Copy)]
+pub struct ScanKernel<F> {
+    pub name: &'static str,
+    pub sim: F,
+}
+
+/// Element types of the device scans: i32, u32, i64, u64, f32, f64.
+pub trait ScanElement: DeviceElement {
+    fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<SimScanFn<Self>>;
+}
+
+macro_rules! scan_element {
+    ($t:ty, $($o:ident, $k:ident => $name:ident;)*) => {
+        impl ScanElement for $t {
+            fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<SimScanFn<Self>> {
+                match (op, kind) {
+                    $((ScanOperator::$o, ScanKind::$k) => ScanKernel {
+                        name: stringify!($name),
+                        sim: kernels::scan::$name,
+                    },)*
+                }
+            }
+        }
+    };
+}
+
+#[rustfmt::skip]
+scan_element!(i32,
+    Sum, Inclusive => scan_inclusive_sum_i32;
+    Sum, Exclusive => scan_exclusive_sum_i32;
+    Min, Inclusive => scan_inclusive_min_i32;
+    Min, Exclusive => scan_exclusive_min_i32;
+    Max, Inclusive => scan_inclusive_max_i32;
+    Max, Exclusive => scan_exclusive_max_i32;
+);
+#[rustfmt::skip]
+scan_element!(u32,
+    Sum, Inclusive => scan_inclusive_sum_u32;
+    Sum, Exclusive => scan_exclusive_sum_u32;
+    Min, Inclusive => scan_inclusive_min_u32;
+    Min, Exclusive => scan_exclusive_min_u32;
+    Max, Inclusive => scan_inclusive_max_u32;
+    Max, Exclusive => scan_exclusive_max_u32;
+);
+#[rustfmt::skip]
+scan_element!(i64,
+    Sum, Inclusive => scan_inclusive_sum_i64;
+    Sum, Exclusive => scan_exclusive_sum_i64;
+    Min, Inclusive => scan_inclusive_min_i64;
+    Min, Exclusive => scan_exclusive_min_i64;
+    Max, Inclusive => scan_inclusive_max_i64;
+    Max, Exclusive => scan_exclusive_max_i64;
+);
+#[rustfmt::skip]
+scan_element!(u64,
+    Sum, Inclusive => scan_inclusive_sum_u64;
+    Sum, Exclusive => scan_exclusive_sum_u64;
+    Min, Inclusive => scan_inclusive_min_u64;
+    Min, Exclusive => scan_exclusive_min_u64;
+    Max, Inclusive => scan_inclusive_max_u64;
+    Max, Exclusive => scan_exclusive_max_u64;
+);
+#[rustfmt::skip]
+scan_element!(f32,
+    Sum, Inclusive => scan_inclusive_sum_f32;
+    Sum, Exclusive => scan_exclusive_sum_f32;
+    Min, Inclusive => scan_inclusive_min_f32;
+    Min, Exclusive => scan_exclusive_min_f32;
+    Max, Inclusive => scan_inclusive_max_f32;
+    Max, Exclusive => scan_exclusive_max_f32;
+);
+#[rustfmt::skip]
+scan_element!(f64,
+    Sum, Inclusive => scan_inclusive_sum_f64;
+    Sum, Exclusive => scan_exclusive_sum_f64;
+    Min, Inclusive => scan_inclusive_min_f64;
+    Min, Exclusive => scan_exclusive_min_f64;
+    Max, Inclusive => scan_inclusive_max_f64;
+    Max, Exclusive => scan_exclusive_max_f64;
+);
+
+/// The scan-by-key kernel of key type `K` for value type `T`, per (operator, kind).
+pub trait ByKeyKernel<K>: ScanElement {
+    fn by_key_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<SimScanByKeyFn<K, Self>>;
+}
+
+macro_rules! by_key {
+    ($key:ty, $t:ty, $($o:ident, $k:ident => $name:ident;)*) => {
+        impl ByKeyKernel<$key> for $t {
+            fn by_key_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<SimScanByKeyFn<$key, Self>> {
+                match (op, kind) {
+                    $((ScanOperator::$o, ScanKind::$k) => ScanKernel {
+                        name: stringify!($name),
+                        sim: kernels::scan::$name,
+                    },)*
+                }
+            }
+        }
+    };
+}
+
+#[rustfmt::skip]
+by_key!(u32, i32,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u32_i32;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u32_i32;
+    Min, Inclusive => scan_by_key_inclusive_min_u32_i32;
+    Min, Exclusive => scan_by_key_exclusive_min_u32_i32;
+    Max, Inclusive => scan_by_key_inclusive_max_u32_i32;
+    Max, Exclusive => scan_by_key_exclusive_max_u32_i32;
+);
+#[rustfmt::skip]
+by_key!(u32, u32,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u32_u32;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u32_u32;
+    Min, Inclusive => scan_by_key_inclusive_min_u32_u32;
+    Min, Exclusive => scan_by_key_exclusive_min_u32_u32;
+    Max, Inclusive => scan_by_key_inclusive_max_u32_u32;
+    Max, Exclusive => scan_by_key_exclusive_max_u32_u32;
+);
+#[rustfmt::skip]
+by_key!(u32, i64,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u32_i64;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u32_i64;
+    Min, Inclusive => scan_by_key_inclusive_min_u32_i64;
+    Min, Exclusive => scan_by_key_exclusive_min_u32_i64;
+    Max, Inclusive => scan_by_key_inclusive_max_u32_i64;
+    Max, Exclusive => scan_by_key_exclusive_max_u32_i64;
+);
+#[rustfmt::skip]
+by_key!(u32, u64,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u32_u64;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u32_u64;
+    Min, Inclusive => scan_by_key_inclusive_min_u32_u64;
+    Min, Exclusive => scan_by_key_exclusive_min_u32_u64;
+    Max, Inclusive => scan_by_key_inclusive_max_u32_u64;
+    Max, Exclusive => scan_by_key_exclusive_max_u32_u64;
+);
+#[rustfmt::skip]
+by_key!(u32, f32,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u32_f32;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u32_f32;
+    Min, Inclusive => scan_by_key_inclusive_min_u32_f32;
+    Min, Exclusive => scan_by_key_exclusive_min_u32_f32;
+    Max, Inclusive => scan_by_key_inclusive_max_u32_f32;
+    Max, Exclusive => scan_by_key_exclusive_max_u32_f32;
+);
+#[rustfmt::skip]
+by_key!(u32, f64,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u32_f64;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u32_f64;
+    Min, Inclusive => scan_by_key_inclusive_min_u32_f64;
+    Min, Exclusive => scan_by_key_exclusive_min_u32_f64;
+    Max, Inclusive => scan_by_key_inclusive_max_u32_f64;
+    Max, Exclusive => scan_by_key_exclusive_max_u32_f64;
+);
+#[rustfmt::skip]
+by_key!(u64, i32,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u64_i32;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u64_i32;
+    Min, Inclusive => scan_by_key_inclusive_min_u64_i32;
+    Min, Exclusive => scan_by_key_exclusive_min_u64_i32;
+    Max, Inclusive => scan_by_key_inclusive_max_u64_i32;
+    Max, Exclusive => scan_by_key_exclusive_max_u64_i32;
+);
+#[rustfmt::skip]
+by_key!(u64, u32,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u64_u32;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u64_u32;
+    Min, Inclusive => scan_by_key_inclusive_min_u64_u32;
+    Min, Exclusive => scan_by_key_exclusive_min_u64_u32;
+    Max, Inclusive => scan_by_key_inclusive_max_u64_u32;
+    Max, Exclusive => scan_by_key_exclusive_max_u64_u32;
+);
+#[rustfmt::skip]
+by_key!(u64, i64,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u64_i64;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u64_i64;
+    Min, Inclusive => scan_by_key_inclusive_min_u64_i64;
+    Min, Exclusive => scan_by_key_exclusive_min_u64_i64;
+    Max, Inclusive => scan_by_key_inclusive_max_u64_i64;
+    Max, Exclusive => scan_by_key_exclusive_max_u64_i64;
+);
+#[rustfmt::skip]
+by_key!(u64, u64,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u64_u64;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u64_u64;
+    Min, Inclusive => scan_by_key_inclusive_min_u64_u64;
+    Min, Exclusive => scan_by_key_exclusive_min_u64_u64;
+    Max, Inclusive => scan_by_key_inclusive_max_u64_u64;
+    Max, Exclusive => scan_by_key_exclusive_max_u64_u64;
+);
+#[rustfmt::skip]
+by_key!(u64, f32,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u64_f32;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u64_f32;
+    Min, Inclusive => scan_by_key_inclusive_min_u64_f32;
+    Min, Exclusive => scan_by_key_exclusive_min_u64_f32;
+    Max, Inclusive => scan_by_key_inclusive_max_u64_f32;
+    Max, Exclusive => scan_by_key_exclusive_max_u64_f32;
+);
+#[rustfmt::skip]
+by_key!(u64, f64,
+    Sum, Inclusive => scan_by_key_inclusive_sum_u64_f64;
+    Sum, Exclusive => scan_by_key_exclusive_sum_u64_f64;
+    Min, Inclusive => scan_by_key_inclusive_min_u64_f64;
+    Min, Exclusive => scan_by_key_exclusive_min_u64_f64;
+    Max, Inclusive => scan_by_key_inclusive_max_u64_f64;
+    Max, Exclusive => scan_by_key_exclusive_max_u64_f64;
+);
+
+/// The look-back's tile-status arrays and tile counter, grown on demand and reused by every
+/// scan of a context (launches on its stream run one after the other).
+#[derive(Default)]
+pub(crate) struct ScanWorkspace {
+    counter: Option<DeviceBuffer<u32>>,
+    flags: Option<DeviceBuffer<u32>>,
+    /// Aggregates then prefixes: 16 bytes per tile each.
+    values: Option<DeviceBuffer<u64>>,
+    tiles: u64,
+    epoch: u32,
+}
+
+/// The addresses one scan launch needs.
+struct ScanArgs {
+    counter: u64,
+    flags: u64,
+    aggregates: u64,
+    prefixes: u64,
+    epoch: u32,
+}
+
+impl Context {
+    /// Workspace for `tiles` tiles and a fresh epoch.
+    fn scan_workspace(&self, ws: &mut ScanWorkspace, tiles: u64) -> Result<ScanArgs> {
+        if ws.counter.is_none() {
+            ws.counter = Some(self.alloc_zeros::<u32>(1)?);
+        }
+        ws.epoch += 1;
+        if tiles > ws.tiles || ws.flags.is_none() || ws.epoch > EPOCH_MASK {
+            // Fresh, zeroed status words: no stale word can match an epoch.
+            let cap = tiles.max(ws.tiles).max(1024).next_power_of_two();
+            let len = usize::try_from(cap).map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
+            ws.flags = None;
+            ws.values = None;
+            // One u64 per tile: a status word, or a status word and a 4-byte value packed.
+            ws.flags = Some(self.alloc_zeros::<u32>(2 * len)?);
+            ws.values = Some(self.alloc_zeros::<u64>(4 * len)?);
+            ws.tiles = cap;
+            ws.epoch = 1;
+        }
+        let (Some(counter), Some(flags), Some(values)) = (&ws.counter, &ws.flags, &ws.values)
+        else {
+            unreachable!("allocated above")
+        };
+        let values = self.addr(values);
+        Ok(ScanArgs {
+            counter: self.addr(counter),
+            flags: self.addr(flags),
+            aggregates: values,
+            prefixes: values + 16 * ws.tiles,
+            epoch: ws.epoch,
+        })
+    }
+
+    /// Grid of a scan over `n` elements of `T`, or an error when it exceeds the launch limit.
+    fn scan_grid<T>(n: u64) -> Result<u32> {
+        let tiles = scan_tiles(n, std::mem::size_of::<T>() as u64);
+        u32::try_from(tiles)
+            .ok()
+            .filter(|&t| t < i32::MAX as u32)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("a scan of {n} elements needs too many tiles"))
+            })
+    }
+
+    fn launch_scan<T: ScanElement>(
+        &self,
+        k: ScanKernel<SimScanFn<T>>,
+        input: u64,
+        output: u64,
+        n: u64,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let grid = Self::scan_grid::<T>(n)?;
+        let mut ws = self.scan_ws.lock().unwrap_or_else(|p| p.into_inner());
+        let a = self.scan_workspace(&mut ws, grid as u64)?;
+        let sim = k.sim;
+        self.launch(
+            k.name,
+            LaunchShape::linear(grid, SCAN_BLOCK, 0),
+            |b| {
+                b.arg(&input)
+                    .arg(&output)
+                    .arg(&n)
+                    .arg(&a.counter)
+                    .arg(&a.flags)
+                    .arg(&a.aggregates)
+                    .arg(&a.prefixes)
+                    .arg(&a.epoch);
+            },
+            // SAFETY: the same arguments, as addresses of this context's (host) memory.
+            || unsafe {
+                sim(
+                    input as *const T,
+                    output as *mut T,
+                    n,
+                    a.counter as *mut u32,
+                    a.flags as *mut u32,
+                    a.aggregates as *mut T,
+                    a.prefixes as *mut T,
+                    a.epoch,
+                )
+            },
+        )
+    }
+
+    /// Scan `input` with `op` into `output[..input.len()]`, in one pass (decoupled look-back).
+    /// Inclusive: `output[i] = input[0] ⊕ … ⊕ input[i]`; exclusive: `input[0] ⊕ … ⊕ input[i-1]`
+    /// (the identity at 0). Empty input is a no-op. Integer results are exact (sums wrap);
+    /// float results may differ in the last bits from run to run (the association order
+    /// depends on timing).
+    pub fn scan<'a, T: ScanElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        output: &mut DeviceBuffer<T>,
+        op: ScanOperator,
+        kind: ScanKind,
+    ) -> Result<()> {
+        let input = input.into();
+        self.check(&[input.backend(), output.backend()])?;
+        if output.len() < input.len() {
+            return Err(Error::InvalidArgument(format!(
+                "scan output holds {} elements, the input {}",
+                output.len(),
+                input.len()
+            )));
+        }
+        let (i, o) = (self.view_addr(&input), self.addr(output));
+        self.launch_scan(T::scan_kernel(op, kind), i, o, input.len() as u64)
+    }
+
+    /// [`Context::scan`] in place: `data` is overwritten with its scan.
+    pub fn scan_in_place<T: ScanElement>(
+        &self,
+        data: &mut DeviceBuffer<T>,
+        op: ScanOperator,
+        kind: ScanKind,
+    ) -> Result<()> {
+        self.check(&[data.backend()])?;
+        let a = self.addr(data);
+        self.launch_scan(T::scan_kernel(op, kind), a, a, data.len() as u64)
+    }
+
+    /// Inclusive sum, the most common scan.
+    pub fn inclusive_sum<'a, T: ScanElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        self.scan(input, output, ScanOperator::Sum, ScanKind::Inclusive)
+    }
+
+    /// A user operator's scan: `kernel` is a kernel exported with `kernels::scan_kernels!` and
+    /// listed in the PTX registry, `sim` the same function for the simulator.
+    ///
+    /// # Safety
+    /// `kernel` and `sim` must be the same `scan_device::<T, O, _>` instance.
+    pub unsafe fn scan_custom<'a, T: ScanElement>(
+        &self,
+        kernel: &'static str,
+        sim: SimScanFn<T>,
+        input: impl Into<DeviceView<'a, T>>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        let input = input.into();
+        self.check(&[input.backend(), output.backend()])?;
+        if output.len() < input.len() {
+            return Err(Error::InvalidArgument(format!(
+                "scan output holds {} elements, the input {}",
+                output.len(),
+                input.len()
+            )));
+        }
+        let (i, o) = (self.view_addr(&input), self.addr(output));
+        let k = ScanKernel { name: kernel, sim };
+        self.launch_scan(k, i, o, input.len() as u64)
+    }
+
+    /// Scan by key: segments are runs of equal consecutive `keys`; `output[i]` is the scan of
+    /// `values` within `i`'s segment (exclusive: the identity at each segment's first element).
+    /// `keys` and `values` must have the same length. One pass, like [`Context::scan`].
+    pub fn scan_by_key<'a, 'b, K: DeviceElement, T: ByKeyKernel<K>>(
+        &self,
+        keys: impl Into<DeviceView<'a, K>>,
+        values: impl Into<DeviceView<'b, T>>,
+        output: &mut DeviceBuffer<T>,
+        op: ScanOperator,
+        kind: ScanKind,
+    ) -> Result<()> {
+        let (keys, values) = (keys.into(), values.into());
+        self.check(&[keys.backend(), values.backend(), output.backend()])?;
+        if keys.len() != values.len() {
+            return Err(Error::InvalidArgument(format!(
+                "scan by key: {} keys for {} values",
+                keys.len(),
+                values.len()
+            )));
+        }
+        if output.len() < values.len() {
+            return Err(Error::InvalidArgument(format!(
+                "scan output holds {} elements, the input {}",
+                output.len(),
+                values.len()
+            )));
+        }
+        let n = values.len() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        let k = T::by_key_kernel(op, kind);
+        let (kp, vp, op_) = (
+            self.view_addr(&keys),
+            self.view_addr(&values),
+            self.addr(output),
+        );
+        let grid = Self::scan_grid::<T>(n)?;
+        let mut ws = self.scan_ws.lock().unwrap_or_else(|p| p.into_inner());
+        let a = self.scan_workspace(&mut ws, grid as u64)?;
+        let sim = k.sim;
+        self.launch(
+            k.name,
+            LaunchShape::linear(grid, SCAN_BLOCK, 0),
+            |b| {
+                b.arg(&kp)
+                    .arg(&vp)
+                    .arg(&op_)
+                    .arg(&n)
+                    .arg(&a.counter)
+                    .arg(&a.flags)
+                    .arg(&a.aggregates)
+                    .arg(&a.prefixes)
+                    .arg(&a.epoch);
+            },
+            // SAFETY: the same arguments, as addresses of this context's (host) memory.
+            || unsafe {
+                sim(
+                    kp as *const K,
+                    vp as *const T,
+                    op_ as *mut T,
+                    n,
+                    a.counter as *mut u32,
+                    a.flags as *mut u32,
+                    a.aggregates as *mut Headed<T>,
+                    a.prefixes as *mut Headed<T>,
+                    a.epoch,
+                )
+            },
+        )
+    }
+}
+
+/// The CPU scan by key the device is checked against.
+pub fn cpu_scan_by_key<K: PartialEq + Copy, T: DeviceElement>(
+    keys: &[K],
+    values: &[T],
+    op: ScanOperator,
+    kind: ScanKind,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(values.len());
+    let mut acc = op.identity::<T>();
+    for (i, &v) in values.iter().enumerate() {
+        if i == 0 || keys[i] != keys[i - 1] {
+            acc = op.identity::<T>();
+        }
+        let before = acc;
+        acc = op.combine(acc, v);
+        out.push(match kind {
+            ScanKind::Inclusive => acc,
+            ScanKind::Exclusive => before,
+        });
+    }
+    out
+}

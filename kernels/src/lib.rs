@@ -26,6 +26,7 @@ pub mod block;
 pub mod ladder;
 pub mod ops;
 pub mod reduce;
+pub mod scan;
 pub mod scan_ladder;
 pub mod testing;
 pub mod warp;
@@ -40,6 +41,21 @@ pub mod launch {
     /// Upper bound on the tiles of the one-launch reduction; also the length of the partials
     /// workspace the host allocates.
     pub const REDUCE_MAX_GRID: u32 = 2048;
+
+    /// Threads per block of the single-pass scan (8 warps).
+    pub const SCAN_BLOCK: u32 = 256;
+    /// 16-byte vectors each thread scans per tile.
+    pub const SCAN_ROWS: u32 = 4;
+
+    /// Elements per tile of the single-pass scan for elements of `elem_bytes` bytes.
+    pub const fn scan_tile_elems(elem_bytes: u64) -> u64 {
+        SCAN_BLOCK as u64 * SCAN_ROWS as u64 * 16 / elem_bytes
+    }
+
+    /// Tiles (= blocks) of a single-pass scan over `n` elements.
+    pub const fn scan_tiles(n: u64, elem_bytes: u64) -> u64 {
+        n.div_ceil(scan_tile_elems(elem_bytes))
+    }
 
     /// Tiles (virtual blocks) of a one-launch reduction over `n` elements of `elem_bytes` bytes:
     /// depends on those alone (never on the device), so the combining order, and thus the bits
@@ -117,6 +133,7 @@ pub mod launch {
         "test_shfl",
         "test_shfl64",
         "test_vote",
+        "test_lookback",
         "test_barrier_rotate",
     ];
 }

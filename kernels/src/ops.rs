@@ -23,6 +23,8 @@ pub trait Element: ShflValue + Copy + PartialEq + 'static {
     const PER_VEC: usize;
     /// Unpack one 16-byte load (`ld.global.nc.v4.b32`) into elements, in memory order.
     fn unpack(w: [u32; 4]) -> [Self; 4];
+    /// Pack the first `PER_VEC` elements into the words of one 16-byte store.
+    fn pack(e: [Self; 4]) -> [u32; 4];
 }
 
 macro_rules! element32 {
@@ -32,6 +34,10 @@ macro_rules! element32 {
             #[inline(always)]
             fn unpack(w: [u32; 4]) -> [Self; 4] {
                 w.map(|x| <$t as ShflValue>::from_words([x, 0, 0, 0]))
+            }
+            #[inline(always)]
+            fn pack(e: [Self; 4]) -> [u32; 4] {
+                e.map(|x| x.to_words()[0])
             }
         }
     )*};
@@ -45,6 +51,11 @@ macro_rules! element64 {
                 let a = <$t as ShflValue>::from_words([w[0], w[1], 0, 0]);
                 let b = <$t as ShflValue>::from_words([w[2], w[3], 0, 0]);
                 [a, b, a, b] // only the first PER_VEC are used
+            }
+            #[inline(always)]
+            fn pack(e: [Self; 4]) -> [u32; 4] {
+                let (a, b) = (e[0].to_words(), e[1].to_words());
+                [a[0], a[1], b[0], b[1]]
             }
         }
     )*};

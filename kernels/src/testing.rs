@@ -70,3 +70,26 @@ pub unsafe fn test_barrier_rotate(out: *mut u32, rounds: u32) {
     unsafe { out.add((gpu::block_idx_x() * n + t) as usize).write(v) };
 }
 }
+
+crate::kernel! {
+/// One warp runs the decoupled look-back of `tile` over prepared status arrays (values are
+/// `Headed<u32>` under the segmented sum, a non-commutative operator, so the combining order
+/// shows) and writes the exclusive prefix it finds to `out`.
+pub unsafe fn test_lookback(
+    flags: *mut u32,
+    aggregates: *mut crate::scan::Headed<u32>,
+    prefixes: *mut crate::scan::Headed<u32>,
+    tile: u64,
+    epoch: u32,
+    out: *mut crate::scan::Headed<u32>,
+) {
+    let status = crate::scan::lookback::TileStatus { flags, aggregates, prefixes, epoch };
+    let identity = crate::scan::Headed { head: 0, value: 0u32 };
+    let p = unsafe {
+        status.exclusive_prefix(tile, identity, crate::scan::segmented::<u32, crate::ops::Sum>)
+    };
+    if gpu::lane_id() == 0 {
+        unsafe { out.write(p) };
+    }
+}
+}

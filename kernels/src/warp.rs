@@ -1,6 +1,6 @@
 //! Warp-level collectives, built on the hardware layer's shuffles.
 
-use crate::gpu::{FULL_MASK, ShflValue, shfl_xor_sync};
+use crate::gpu::{FULL_MASK, ShflValue, shfl_up_sync, shfl_xor_sync};
 
 /// Reduce `value` over the 32 lanes of a full warp with `op` (associative). Every lane gets the
 /// result. A butterfly (`shfl.sync.bfly` with lane masks 16, 8, 4, 2, 1): five shuffles, and each
@@ -17,6 +17,42 @@ pub fn warp_reduce<T: ShflValue, F: Fn(T, T) -> T>(mut value: T, op: F) -> T {
             op(other, value)
         };
         offset >>= 1;
+    }
+    value
+}
+
+/// Reduce over the 32 lanes in reverse lane order: every lane gets `v[31] ⊕ … ⊕ v[1] ⊕ v[0]`
+/// (higher lane on the left). The look-back reads predecessor tiles with lane 0 the nearest,
+/// so this keeps tile order for non-commutative operators. The butterfly runs with lane masks
+/// 1, 2, 4, 8, 16 (`shfl.sync.bfly`): each step joins two adjacent runs of lanes, so every
+/// partial is a contiguous range and the order holds (masks 16 … 1 would interleave).
+#[inline(always)]
+pub fn warp_reduce_rev<T: ShflValue, F: Fn(T, T) -> T>(mut value: T, op: F) -> T {
+    let mut offset = 1;
+    while offset < 32 {
+        let other = shfl_xor_sync(FULL_MASK, value, offset, 32);
+        value = if crate::gpu::lane_id() & offset == 0 {
+            op(other, value)
+        } else {
+            op(value, other)
+        };
+        offset <<= 1;
+    }
+    value
+}
+
+/// Inclusive scan over the 32 lanes in lane order: lane `i` gets `v[0] ⊕ … ⊕ v[i]`.
+/// Kogge-Stone with `shfl.sync.up.b32` (deltas 1, 2, 4, 8, 16): five shuffles per 32-bit word.
+#[inline(always)]
+pub fn warp_inclusive_scan<T: ShflValue, F: Fn(T, T) -> T>(mut value: T, op: F) -> T {
+    let lane = crate::gpu::lane_id();
+    let mut delta = 1;
+    while delta < 32 {
+        let other = shfl_up_sync(FULL_MASK, value, delta, 32);
+        if lane >= delta {
+            value = op(other, value);
+        }
+        delta <<= 1;
     }
     value
 }

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Runs everything on a GPU machine that has the NVIDIA driver but no Rust toolchain:
 # the GPU (and simulator) tests, `host reduce`, the reduction ladder, and the benchmark against
-# CUB (whose shim is compiled here with nvcc when nvcc is found). Logs go to $OUT (or ./out);
-# a short summary is printed last. STEPS (default "tests reduce ladder bench") picks steps.
+# CUB (whose shim is compiled here with nvcc when nvcc is found), and seed 003's scan table
+# (BIT, BCAO, decoupled look-back, CUB). Logs go to $OUT (or ./out); a short summary is printed
+# last. STEPS (default "tests reduce ladder bench scan") picks steps; SCAN_ARGS are passed to
+# `host scan`.
 set -u -o pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-$here/out}"
 mkdir -p "$out"
 N="${N:-$((1 << 26))}"
 ITERS="${ITERS:-100}"
-STEPS="${STEPS:-tests reduce ladder bench}"
+STEPS="${STEPS:-tests reduce ladder bench scan}"
+SCAN_ARGS="${SCAN_ARGS:-}"
 BENCH_ARGS="${BENCH_ARGS:-}"
 has() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
@@ -39,19 +42,29 @@ if has ladder; then
             | tee -a "$out/ladder.md" || rc=1
     done
 fi
-if has bench; then
-    lib=""
+lib=""
+if has bench || has scan; then
     if bash "$here/cub/build.sh" "$out/libcub_shim.so" >"$out/cub-build.log" 2>&1; then
         lib="$out/libcub_shim.so"
     else
         echo "CUB shim did not build (see cub-build.log): CUB columns will say n/a"
     fi
+fi
+if has bench; then
     echo "== host bench $BENCH_ARGS"
     # shellcheck disable=SC2086
     GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench $BENCH_ARGS --out "$out/bench.md" \
         2>&1 | tee "$out/bench.log" || rc=1
-    rm -f "$out/libcub_shim.so"
 fi
+if has scan; then
+    for dt in i32 f32; do
+        echo "== host scan --dtype $dt $SCAN_ARGS"
+        # shellcheck disable=SC2086
+        GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" scan --backend cuda --dtype "$dt" $SCAN_ARGS \
+            --out "$out/scan-$dt.md" 2>&1 | tee -a "$out/scan.log" || rc=1
+    done
+fi
+rm -f "$out/libcub_shim.so"
 
 echo
 echo "== summary (rc=$rc)"
@@ -59,4 +72,5 @@ head -2 "$out/device.txt"
 [ -f "$out/gpu-tests.log" ] && grep -h '^test result' "$out/gpu-tests.log"
 [ -f "$out/reduce.log" ] && grep -h '^n = \|^time:' "$out/reduce.log"
 [ -f "$out/bench.md" ] && cat "$out/bench.md"
+for f in "$out"/scan-*.md; do [ -f "$f" ] && cat "$f"; done
 exit $rc

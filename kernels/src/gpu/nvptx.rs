@@ -454,6 +454,41 @@ pub unsafe fn load_nc_v4_f32(addr: *const f32) -> [f32; 4] {
     ]
 }
 
+/// One coherent 128-bit load: `ld.global.v4.b32`. For data the kernel also writes (an in-place
+/// scan reads its tile before overwriting it), where the `.nc` path is not allowed.
+/// # Safety
+/// `addr` must point to 16 readable bytes of global memory, 16-byte aligned.
+#[inline(always)]
+pub unsafe fn load_v4_b32(addr: *const u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        asm!("ld.global.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+             a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+             p = in(reg64) to_global(addr), options(readonly, nostack));
+    }
+    [a, b, c, d]
+}
+
+/// One 128-bit store: `st.global.v4.b32`.
+/// # Safety
+/// `addr` must point to 16 writable bytes of global memory, 16-byte aligned.
+#[inline(always)]
+pub unsafe fn store_v4_b32(addr: *mut u32, w: [u32; 4]) {
+    unsafe {
+        asm!("st.global.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
+             p = in(reg64) to_global(addr),
+             a = in(reg32) w[0], b = in(reg32) w[1], c = in(reg32) w[2], d = in(reg32) w[3],
+             options(nostack));
+    }
+}
+
+/// Suspend the thread for about `ns` nanoseconds: `nanosleep.u32` (sm_70+). Back-off for spin
+/// loops, so waiting warps leave issue slots to the warps they wait for.
+#[inline(always)]
+pub fn nanosleep(ns: u32) {
+    unsafe { asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) }
+}
+
 /// One 32-bit load through the read-only path: `ld.global.nc.b32`.
 /// # Safety
 /// `addr` must point to 4 readable, aligned bytes of global memory no thread writes during the

@@ -367,6 +367,32 @@ pub unsafe fn load_nc_v4_f32(addr: *const f32) -> [f32; 4] {
     w.map(f32::from_bits)
 }
 /// # Safety
+/// As on the GPU: 16 readable bytes, 16-byte aligned (a misaligned address faults).
+pub unsafe fn load_v4_b32(addr: *const u32) -> [u32; 4] {
+    if !(addr as usize).is_multiple_of(16) {
+        fault(
+            FaultKind::Misaligned,
+            format!("misaligned 128-bit load at {addr:p}"),
+        );
+    }
+    unsafe { (addr as *const [u32; 4]).read_volatile() }
+}
+/// # Safety
+/// As on the GPU: 16 writable bytes, 16-byte aligned (a misaligned address faults).
+pub unsafe fn store_v4_b32(addr: *mut u32, w: [u32; 4]) {
+    if !(addr as usize).is_multiple_of(16) {
+        fault(
+            FaultKind::Misaligned,
+            format!("misaligned 128-bit store at {addr:p}"),
+        );
+    }
+    unsafe { (addr as *mut [u32; 4]).write_volatile(w) }
+}
+/// The simulator's back-off: let the OS run the threads being waited for.
+pub fn nanosleep(_ns: u32) {
+    std::thread::yield_now();
+}
+/// # Safety
 /// `addr` must point to an aligned readable f32.
 pub unsafe fn load_nc_f32(addr: *const f32) -> f32 {
     aligned(addr, "load_nc_f32");

@@ -1,0 +1,144 @@
+//! Decoupled look-back (Merrill & Garland, "Single-pass Parallel Prefix Scan with Decoupled
+//! Look-back", 2016): every tile publishes its aggregate as soon as it knows it, and its
+//! inclusive prefix once it knows that; a tile finds its exclusive prefix by walking back over
+//! its predecessors' published values until it meets an inclusive prefix.
+//!
+//! One status word per tile: `epoch << 2 | status`. The host gives every launch a new epoch,
+//! so words left by earlier launches read as "not yet published" and the status array never
+//! needs clearing between launches (the host clears it only when the 30-bit epoch wraps).
+//! A 4-byte accumulator travels in the same 64-bit word as its status (value low, status
+//! high): one load per predecessor, no ordering between two locations to get right. Larger
+//! accumulators live in two arrays beside the status words; a value is written before its
+//! status word with release semantics and read after the word with acquire semantics (two
+//! dependent loads per look-back window instead of one).
+
+use crate::gpu::{self, FULL_MASK, ShflValue};
+use crate::warp::warp_reduce_rev;
+
+/// Published: the tile's aggregate (the combination of its own elements).
+pub const STATUS_AGGREGATE: u32 = 1;
+/// Published: the tile's inclusive prefix (everything up to and including the tile).
+pub const STATUS_PREFIX: u32 = 2;
+/// Epochs are 30-bit: `epoch << 2` must fit a u32.
+pub const EPOCH_MASK: u32 = (1 << 30) - 1;
+
+/// The tile-status arrays of one launch. `flags` has room for one u64 per tile.
+#[derive(Clone, Copy)]
+pub struct TileStatus<A> {
+    pub flags: *mut u32,
+    pub aggregates: *mut A,
+    pub prefixes: *mut A,
+    /// This launch's epoch, 1..=EPOCH_MASK.
+    pub epoch: u32,
+}
+
+impl<A: ShflValue> TileStatus<A> {
+    /// Value and status share one 64-bit word.
+    const PACKED: bool = A::WORDS == 1;
+
+    #[inline(always)]
+    fn word(&self, status: u32) -> u32 {
+        (self.epoch << 2) | status
+    }
+
+    #[inline(always)]
+    fn publish(&self, tile: u64, value: A, status: u32, values: *mut A) {
+        unsafe {
+            if Self::PACKED {
+                let w = ((self.word(status) as u64) << 32) | value.to_words()[0] as u64;
+                gpu::store_release_u64((self.flags as *mut u64).add(tile as usize), w);
+            } else {
+                core::ptr::write_volatile(values.add(tile as usize), value);
+                gpu::store_release_u32(self.flags.add(tile as usize), self.word(status));
+            }
+        }
+    }
+
+    /// Publish `tile`'s aggregate (one thread).
+    /// # Safety
+    /// `tile` is within the arrays.
+    #[inline(always)]
+    pub unsafe fn publish_aggregate(&self, tile: u64, aggregate: A) {
+        self.publish(tile, aggregate, STATUS_AGGREGATE, self.aggregates)
+    }
+
+    /// Publish `tile`'s inclusive prefix (one thread).
+    /// # Safety
+    /// `tile` is within the arrays.
+    #[inline(always)]
+    pub unsafe fn publish_prefix(&self, tile: u64, prefix: A) {
+        self.publish(tile, prefix, STATUS_PREFIX, self.prefixes)
+    }
+
+    /// The exclusive prefix of `tile` (>= 1): called by all 32 lanes of one warp, which read 32
+    /// predecessors at a time (lane 0 the nearest), wait until all 32 have published something,
+    /// and combine back to the nearest inclusive prefix. Every lane returns the prefix.
+    ///
+    /// Never deadlocks when tiles are handed out in launch order by an atomic counter: every
+    /// predecessor belongs to a block that is already running.
+    /// # Safety
+    /// `tile` and its predecessors are within the arrays; tile 0 publishes its prefix.
+    #[inline(always)]
+    pub unsafe fn exclusive_prefix<F: Fn(A, A) -> A + Copy>(
+        &self,
+        tile: u64,
+        identity: A,
+        op: F,
+    ) -> A {
+        let lane = gpu::lane_id() as u64;
+        let mut exclusive = identity;
+        // The window holds tiles end-1, end-2, ..., end-32 (lane 0 first).
+        let mut end = tile;
+        loop {
+            let valid = end > lane;
+            let pred = end.wrapping_sub(1 + lane) as usize;
+            let mut status;
+            let mut packed_value = 0u32;
+            loop {
+                // Lanes past tile 0 count as "prefix" so they never hold the window up; they
+                // lie beyond tile 0's lane, which is a prefix, so they are never combined.
+                status = if !valid {
+                    STATUS_PREFIX
+                } else if Self::PACKED {
+                    let w = unsafe { gpu::load_acquire_u64((self.flags as *const u64).add(pred)) };
+                    packed_value = w as u32;
+                    let hi = (w >> 32) as u32;
+                    if hi >> 2 == self.epoch { hi & 3 } else { 0 }
+                } else {
+                    let w = unsafe { gpu::load_acquire_u32(self.flags.add(pred)) };
+                    if w >> 2 == self.epoch { w & 3 } else { 0 }
+                };
+                if gpu::all_sync(FULL_MASK, status != 0) {
+                    break;
+                }
+                gpu::nanosleep(20);
+            }
+            let prefixes = gpu::ballot_sync(FULL_MASK, status == STATUS_PREFIX);
+            // Combine lanes 0..=stop: aggregates, then the nearest inclusive prefix.
+            let stop = if prefixes != 0 {
+                prefixes.trailing_zeros() as u64
+            } else {
+                31
+            };
+            let value = if !(valid && lane <= stop) {
+                identity
+            } else if Self::PACKED {
+                A::from_words([packed_value, 0, 0, 0])
+            } else {
+                unsafe {
+                    if status == STATUS_PREFIX {
+                        core::ptr::read_volatile(self.prefixes.add(pred))
+                    } else {
+                        core::ptr::read_volatile(self.aggregates.add(pred))
+                    }
+                }
+            };
+            let window = warp_reduce_rev(value, op);
+            exclusive = op(window, exclusive);
+            if prefixes != 0 {
+                return exclusive;
+            }
+            end -= 32;
+        }
+    }
+}

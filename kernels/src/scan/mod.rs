@@ -1,0 +1,469 @@
+//! Device-wide prefix scan in ONE pass over the data: the decoupled look-back scan
+//! ([`lookback`]), one tile per block, tiles handed out by an atomic counter in the order blocks
+//! start (so a tile only ever waits on tiles whose blocks are already running: no deadlock
+//! whatever the scheduling order), every tile read once and written once.
+//!
+//! Also the scan by key: segments are runs of equal consecutive keys; the scan restarts at
+//! every segment head. It is the same single-pass scan over (head flag, value) pairs with the
+//! segmented operator `(f1, a) ⊕ (f2, b) = (f1 | f2, if f2 { b } else { a ⊕ b })`, which is
+//! associative whenever ⊕ is.
+//!
+//! Float results are not bitwise deterministic across runs: where a tile's look-back stops
+//! (at an aggregate or an inclusive prefix) depends on timing, and so does the association
+//! order. Integer results are exact (sums wrap).
+
+pub mod lookback;
+pub mod tile;
+
+use crate::gpu::{self, ShflValue};
+use crate::ops::{Element, Max, Min, ReduceOp, Sum};
+use lookback::TileStatus;
+use tile::{TileIo, scan_tile};
+
+/// The block's tile id from the launch's counter; the block that draws the last ticket puts the
+/// counter back to 0 for the next launch (every other ticket is drawn by then).
+#[inline(always)]
+unsafe fn next_tile(counter: *mut u32) -> u64 {
+    let slot = crate::static_shared!(SCAN_TILE_ID: [u32; 1]);
+    if gpu::thread_idx_x() == 0 {
+        let t = unsafe { gpu::atomic_add_u32(counter, 1) };
+        if t == gpu::grid_dim_x() - 1 {
+            unsafe { gpu::atomic_exch_u32(counter, 0) };
+        }
+        unsafe { slot.write(0, t) };
+    }
+    gpu::sync_threads();
+    unsafe { slot.read(0) as u64 }
+}
+
+/// Inclusive (`EXCLUSIVE = false`) or exclusive scan of `n` elements from `input` to `output`
+/// (the same address for in place) with operator `O`. One block of `SCAN_BLOCK` threads per
+/// tile, `grid = ceil(n / scan_tile_elems)`. `counter` is 0 at launch and 0 again after;
+/// `flags`/`aggregates`/`prefixes` hold one entry per tile, `epoch` is new for this launch.
+///
+/// # Safety
+/// Pointers valid for the sizes above; `input` and `output` naturally aligned.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
+pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: bool>(
+    input: *const T,
+    output: *mut T,
+    n: u64,
+    counter: *mut u32,
+    flags: *mut u32,
+    aggregates: *mut T,
+    prefixes: *mut T,
+    epoch: u32,
+) {
+    let warp_aggs = crate::static_shared!(SCAN_WARP_AGGS: [u128; 32]);
+    let tile_prefix = crate::static_shared!(SCAN_TILE_PREFIX: [u128; 1]);
+    let tile = unsafe { next_tile(counter) };
+    let aligned = (input as usize | output as usize) & 15 == 0;
+    let per_vec = T::PER_VEC;
+    let identity = O::identity();
+    let io = TileIo {
+        per_vec,
+        n,
+        identity,
+        load: |first: u64, fast: bool| -> [T; 4] {
+            if fast {
+                T::unpack(unsafe { gpu::load_v4_b32(input.add(first as usize) as *const u32) })
+            } else {
+                // Constant indices only (an indexed local array would go to local memory).
+                let one = |j: usize| {
+                    let i = first + j as u64;
+                    if j < per_vec && i < n {
+                        unsafe { input.add(i as usize).read() }
+                    } else {
+                        identity
+                    }
+                };
+                [one(0), one(1), one(2), one(3)]
+            }
+        },
+        store: |first: u64, fast: bool, excl: [T; 4], incl: [T; 4]| {
+            let r = if EXCLUSIVE { excl } else { incl };
+            if fast {
+                unsafe { gpu::store_v4_b32(output.add(first as usize) as *mut u32, T::pack(r)) };
+            } else {
+                for (j, &x) in r.iter().enumerate() {
+                    let i = first + j as u64;
+                    if j < per_vec && i < n {
+                        unsafe { output.add(i as usize).write(x) };
+                    }
+                }
+            }
+        },
+    };
+    let status = TileStatus {
+        flags,
+        aggregates,
+        prefixes,
+        epoch,
+    };
+    unsafe {
+        scan_tile(
+            tile,
+            aligned,
+            io,
+            status,
+            O::combine,
+            warp_aggs.cast::<T>(),
+            tile_prefix.cast::<T>(),
+        )
+    };
+}
+
+/// A value with a segment-head flag: the accumulator of the scan by key.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
+pub struct Headed<T> {
+    /// 1 when a segment head lies in the combined range.
+    pub head: u32,
+    pub value: T,
+}
+
+impl<T: ShflValue> ShflValue for Headed<T> {
+    const WORDS: usize = 1 + T::WORDS;
+    #[inline(always)]
+    fn to_words(self) -> [u32; 4] {
+        let v = self.value.to_words();
+        [self.head, v[0], v[1], v[2]]
+    }
+    #[inline(always)]
+    fn from_words(w: [u32; 4]) -> Self {
+        Headed {
+            head: w[0],
+            value: T::from_words([w[1], w[2], w[3], 0]),
+        }
+    }
+}
+
+/// The segmented operator over [`Headed`] values.
+#[inline(always)]
+pub fn segmented<T: Element, O: ReduceOp<T, Acc = T>>(a: Headed<T>, b: Headed<T>) -> Headed<T> {
+    Headed {
+        head: a.head | b.head,
+        value: if b.head != 0 {
+            b.value
+        } else {
+            O::combine(a.value, b.value)
+        },
+    }
+}
+
+/// Scan by key: `output[i]` is the scan of `values` restricted to the run of equal consecutive
+/// `keys` that contains `i` (inclusive: up to and including `i`; exclusive: up to `i - 1`, the
+/// identity at a run's first element). Launch as [`scan_device`], with tiles of `T`'s size.
+///
+/// # Safety
+/// As [`scan_device`]; `keys` holds `n` elements.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
+pub unsafe fn scan_by_key_device<
+    K: Element,
+    T: Element,
+    O: ReduceOp<T, Acc = T>,
+    const EXCLUSIVE: bool,
+>(
+    keys: *const K,
+    values: *const T,
+    output: *mut T,
+    n: u64,
+    counter: *mut u32,
+    flags: *mut u32,
+    aggregates: *mut Headed<T>,
+    prefixes: *mut Headed<T>,
+    epoch: u32,
+) {
+    let warp_aggs = crate::static_shared!(SCAN_KEY_WARP_AGGS: [u128; 32]);
+    let tile_prefix = crate::static_shared!(SCAN_KEY_TILE_PREFIX: [u128; 1]);
+    let tile = unsafe { next_tile(counter) };
+    let per_vec = T::PER_VEC;
+    let identity = Headed {
+        head: 0,
+        value: O::identity(),
+    };
+    // Scalar loads: keys and values may differ in size and alignment; the per-thread run of
+    // `per_vec` elements keeps the production scan's layout and its look-back.
+    let head_at = |i: u64| -> u32 {
+        (i == 0 || unsafe { keys.add(i as usize).read() != keys.add(i as usize - 1).read() }) as u32
+    };
+    let io = TileIo {
+        per_vec,
+        n,
+        identity,
+        load: |first: u64, _fast: bool| -> [Headed<T>; 4] {
+            let one = |j: usize| {
+                let i = first + j as u64;
+                if j < per_vec && i < n {
+                    Headed {
+                        head: head_at(i),
+                        value: unsafe { values.add(i as usize).read() },
+                    }
+                } else {
+                    identity
+                }
+            };
+            [one(0), one(1), one(2), one(3)]
+        },
+        store: |first: u64, _fast: bool, excl: [Headed<T>; 4], incl: [Headed<T>; 4]| {
+            for j in 0..4 {
+                let i = first + j as u64;
+                if j < per_vec && i < n {
+                    let r = if !EXCLUSIVE {
+                        incl[j].value
+                    } else if head_at(i) != 0 {
+                        O::identity()
+                    } else {
+                        excl[j].value
+                    };
+                    unsafe { output.add(i as usize).write(r) };
+                }
+            }
+        },
+    };
+    let status = TileStatus {
+        flags,
+        aggregates,
+        prefixes,
+        epoch,
+    };
+    unsafe {
+        scan_tile(
+            tile,
+            false,
+            io,
+            status,
+            segmented::<T, O>,
+            warp_aggs.cast::<Headed<T>>(),
+            tile_prefix.cast::<Headed<T>>(),
+        )
+    };
+}
+
+/// Export `scan_device::<T, Op, false/true>` as an inclusive and an exclusive kernel. A user
+/// operator (any `ReduceOp<T, Acc = T>`: associative, with identity) gets its kernels the same
+/// way: `scan_kernels! { my_incl, my_excl: f32, MyOp; }`.
+#[macro_export]
+macro_rules! scan_kernels {
+    ($($incl:ident, $excl:ident : $t:ty, $op:ty;)*) => {$(
+        $crate::kernel! {
+            /// Inclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
+            pub unsafe fn $incl(
+                input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
+                aggregates: *mut $t, prefixes: *mut $t, epoch: u32,
+            ) {
+                unsafe { $crate::scan::scan_device::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch) }
+            }
+        }
+        $crate::kernel! {
+            /// Exclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
+            pub unsafe fn $excl(
+                input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
+                aggregates: *mut $t, prefixes: *mut $t, epoch: u32,
+            ) {
+                unsafe { $crate::scan::scan_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch) }
+            }
+        }
+    )*};
+}
+
+/// Export `scan_by_key_device::<K, T, Op, false/true>` as an inclusive and an exclusive kernel.
+#[macro_export]
+macro_rules! scan_by_key_kernels {
+    ($($incl:ident, $excl:ident : $k:ty, $t:ty, $op:ty;)*) => {$(
+        $crate::kernel! {
+            /// Inclusive scan by key; see [`scan_by_key_device`]($crate::scan::scan_by_key_device).
+            pub unsafe fn $incl(
+                keys: *const $k, values: *const $t, output: *mut $t, n: u64, counter: *mut u32,
+                flags: *mut u32, aggregates: *mut $crate::scan::Headed<$t>,
+                prefixes: *mut $crate::scan::Headed<$t>, epoch: u32,
+            ) {
+                unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op, false>(keys, values, output, n, counter, flags, aggregates, prefixes, epoch) }
+            }
+        }
+        $crate::kernel! {
+            /// Exclusive scan by key; see [`scan_by_key_device`]($crate::scan::scan_by_key_device).
+            pub unsafe fn $excl(
+                keys: *const $k, values: *const $t, output: *mut $t, n: u64, counter: *mut u32,
+                flags: *mut u32, aggregates: *mut $crate::scan::Headed<$t>,
+                prefixes: *mut $crate::scan::Headed<$t>, epoch: u32,
+            ) {
+                unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op, true>(keys, values, output, n, counter, flags, aggregates, prefixes, epoch) }
+            }
+        }
+    )*};
+}
+
+scan_kernels! {
+    scan_inclusive_sum_i32, scan_exclusive_sum_i32: i32, Sum;
+    scan_inclusive_sum_u32, scan_exclusive_sum_u32: u32, Sum;
+    scan_inclusive_sum_i64, scan_exclusive_sum_i64: i64, Sum;
+    scan_inclusive_sum_u64, scan_exclusive_sum_u64: u64, Sum;
+    scan_inclusive_sum_f32, scan_exclusive_sum_f32: f32, Sum;
+    scan_inclusive_sum_f64, scan_exclusive_sum_f64: f64, Sum;
+    scan_inclusive_min_i32, scan_exclusive_min_i32: i32, Min;
+    scan_inclusive_min_u32, scan_exclusive_min_u32: u32, Min;
+    scan_inclusive_min_i64, scan_exclusive_min_i64: i64, Min;
+    scan_inclusive_min_u64, scan_exclusive_min_u64: u64, Min;
+    scan_inclusive_min_f32, scan_exclusive_min_f32: f32, Min;
+    scan_inclusive_min_f64, scan_exclusive_min_f64: f64, Min;
+    scan_inclusive_max_i32, scan_exclusive_max_i32: i32, Max;
+    scan_inclusive_max_u32, scan_exclusive_max_u32: u32, Max;
+    scan_inclusive_max_i64, scan_exclusive_max_i64: i64, Max;
+    scan_inclusive_max_u64, scan_exclusive_max_u64: u64, Max;
+    scan_inclusive_max_f32, scan_exclusive_max_f32: f32, Max;
+    scan_inclusive_max_f64, scan_exclusive_max_f64: f64, Max;
+}
+
+scan_by_key_kernels! {
+    scan_by_key_inclusive_sum_u32_i32, scan_by_key_exclusive_sum_u32_i32: u32, i32, Sum;
+    scan_by_key_inclusive_sum_u32_u32, scan_by_key_exclusive_sum_u32_u32: u32, u32, Sum;
+    scan_by_key_inclusive_sum_u32_i64, scan_by_key_exclusive_sum_u32_i64: u32, i64, Sum;
+    scan_by_key_inclusive_sum_u32_u64, scan_by_key_exclusive_sum_u32_u64: u32, u64, Sum;
+    scan_by_key_inclusive_sum_u32_f32, scan_by_key_exclusive_sum_u32_f32: u32, f32, Sum;
+    scan_by_key_inclusive_sum_u32_f64, scan_by_key_exclusive_sum_u32_f64: u32, f64, Sum;
+    scan_by_key_inclusive_min_u32_i32, scan_by_key_exclusive_min_u32_i32: u32, i32, Min;
+    scan_by_key_inclusive_min_u32_u32, scan_by_key_exclusive_min_u32_u32: u32, u32, Min;
+    scan_by_key_inclusive_min_u32_i64, scan_by_key_exclusive_min_u32_i64: u32, i64, Min;
+    scan_by_key_inclusive_min_u32_u64, scan_by_key_exclusive_min_u32_u64: u32, u64, Min;
+    scan_by_key_inclusive_min_u32_f32, scan_by_key_exclusive_min_u32_f32: u32, f32, Min;
+    scan_by_key_inclusive_min_u32_f64, scan_by_key_exclusive_min_u32_f64: u32, f64, Min;
+    scan_by_key_inclusive_max_u32_i32, scan_by_key_exclusive_max_u32_i32: u32, i32, Max;
+    scan_by_key_inclusive_max_u32_u32, scan_by_key_exclusive_max_u32_u32: u32, u32, Max;
+    scan_by_key_inclusive_max_u32_i64, scan_by_key_exclusive_max_u32_i64: u32, i64, Max;
+    scan_by_key_inclusive_max_u32_u64, scan_by_key_exclusive_max_u32_u64: u32, u64, Max;
+    scan_by_key_inclusive_max_u32_f32, scan_by_key_exclusive_max_u32_f32: u32, f32, Max;
+    scan_by_key_inclusive_max_u32_f64, scan_by_key_exclusive_max_u32_f64: u32, f64, Max;
+    scan_by_key_inclusive_sum_u64_i32, scan_by_key_exclusive_sum_u64_i32: u64, i32, Sum;
+    scan_by_key_inclusive_sum_u64_u32, scan_by_key_exclusive_sum_u64_u32: u64, u32, Sum;
+    scan_by_key_inclusive_sum_u64_i64, scan_by_key_exclusive_sum_u64_i64: u64, i64, Sum;
+    scan_by_key_inclusive_sum_u64_u64, scan_by_key_exclusive_sum_u64_u64: u64, u64, Sum;
+    scan_by_key_inclusive_sum_u64_f32, scan_by_key_exclusive_sum_u64_f32: u64, f32, Sum;
+    scan_by_key_inclusive_sum_u64_f64, scan_by_key_exclusive_sum_u64_f64: u64, f64, Sum;
+    scan_by_key_inclusive_min_u64_i32, scan_by_key_exclusive_min_u64_i32: u64, i32, Min;
+    scan_by_key_inclusive_min_u64_u32, scan_by_key_exclusive_min_u64_u32: u64, u32, Min;
+    scan_by_key_inclusive_min_u64_i64, scan_by_key_exclusive_min_u64_i64: u64, i64, Min;
+    scan_by_key_inclusive_min_u64_u64, scan_by_key_exclusive_min_u64_u64: u64, u64, Min;
+    scan_by_key_inclusive_min_u64_f32, scan_by_key_exclusive_min_u64_f32: u64, f32, Min;
+    scan_by_key_inclusive_min_u64_f64, scan_by_key_exclusive_min_u64_f64: u64, f64, Min;
+    scan_by_key_inclusive_max_u64_i32, scan_by_key_exclusive_max_u64_i32: u64, i32, Max;
+    scan_by_key_inclusive_max_u64_u32, scan_by_key_exclusive_max_u64_u32: u64, u32, Max;
+    scan_by_key_inclusive_max_u64_i64, scan_by_key_exclusive_max_u64_i64: u64, i64, Max;
+    scan_by_key_inclusive_max_u64_u64, scan_by_key_exclusive_max_u64_u64: u64, u64, Max;
+    scan_by_key_inclusive_max_u64_f32, scan_by_key_exclusive_max_u64_f32: u64, f32, Max;
+    scan_by_key_inclusive_max_u64_f64, scan_by_key_exclusive_max_u64_f64: u64, f64, Max;
+}
+
+/// Names of the scan kernels, for the host's kernel registry.
+pub const KERNEL_NAMES: &[&str] = &[
+    "scan_inclusive_sum_i32",
+    "scan_exclusive_sum_i32",
+    "scan_inclusive_sum_u32",
+    "scan_exclusive_sum_u32",
+    "scan_inclusive_sum_i64",
+    "scan_exclusive_sum_i64",
+    "scan_inclusive_sum_u64",
+    "scan_exclusive_sum_u64",
+    "scan_inclusive_sum_f32",
+    "scan_exclusive_sum_f32",
+    "scan_inclusive_sum_f64",
+    "scan_exclusive_sum_f64",
+    "scan_inclusive_min_i32",
+    "scan_exclusive_min_i32",
+    "scan_inclusive_min_u32",
+    "scan_exclusive_min_u32",
+    "scan_inclusive_min_i64",
+    "scan_exclusive_min_i64",
+    "scan_inclusive_min_u64",
+    "scan_exclusive_min_u64",
+    "scan_inclusive_min_f32",
+    "scan_exclusive_min_f32",
+    "scan_inclusive_min_f64",
+    "scan_exclusive_min_f64",
+    "scan_inclusive_max_i32",
+    "scan_exclusive_max_i32",
+    "scan_inclusive_max_u32",
+    "scan_exclusive_max_u32",
+    "scan_inclusive_max_i64",
+    "scan_exclusive_max_i64",
+    "scan_inclusive_max_u64",
+    "scan_exclusive_max_u64",
+    "scan_inclusive_max_f32",
+    "scan_exclusive_max_f32",
+    "scan_inclusive_max_f64",
+    "scan_exclusive_max_f64",
+    "scan_by_key_inclusive_sum_u32_i32",
+    "scan_by_key_exclusive_sum_u32_i32",
+    "scan_by_key_inclusive_sum_u32_u32",
+    "scan_by_key_exclusive_sum_u32_u32",
+    "scan_by_key_inclusive_sum_u32_i64",
+    "scan_by_key_exclusive_sum_u32_i64",
+    "scan_by_key_inclusive_sum_u32_u64",
+    "scan_by_key_exclusive_sum_u32_u64",
+    "scan_by_key_inclusive_sum_u32_f32",
+    "scan_by_key_exclusive_sum_u32_f32",
+    "scan_by_key_inclusive_sum_u32_f64",
+    "scan_by_key_exclusive_sum_u32_f64",
+    "scan_by_key_inclusive_min_u32_i32",
+    "scan_by_key_exclusive_min_u32_i32",
+    "scan_by_key_inclusive_min_u32_u32",
+    "scan_by_key_exclusive_min_u32_u32",
+    "scan_by_key_inclusive_min_u32_i64",
+    "scan_by_key_exclusive_min_u32_i64",
+    "scan_by_key_inclusive_min_u32_u64",
+    "scan_by_key_exclusive_min_u32_u64",
+    "scan_by_key_inclusive_min_u32_f32",
+    "scan_by_key_exclusive_min_u32_f32",
+    "scan_by_key_inclusive_min_u32_f64",
+    "scan_by_key_exclusive_min_u32_f64",
+    "scan_by_key_inclusive_max_u32_i32",
+    "scan_by_key_exclusive_max_u32_i32",
+    "scan_by_key_inclusive_max_u32_u32",
+    "scan_by_key_exclusive_max_u32_u32",
+    "scan_by_key_inclusive_max_u32_i64",
+    "scan_by_key_exclusive_max_u32_i64",
+    "scan_by_key_inclusive_max_u32_u64",
+    "scan_by_key_exclusive_max_u32_u64",
+    "scan_by_key_inclusive_max_u32_f32",
+    "scan_by_key_exclusive_max_u32_f32",
+    "scan_by_key_inclusive_max_u32_f64",
+    "scan_by_key_exclusive_max_u32_f64",
+    "scan_by_key_inclusive_sum_u64_i32",
+    "scan_by_key_exclusive_sum_u64_i32",
+    "scan_by_key_inclusive_sum_u64_u32",
+    "scan_by_key_exclusive_sum_u64_u32",
+    "scan_by_key_inclusive_sum_u64_i64",
+    "scan_by_key_exclusive_sum_u64_i64",
+    "scan_by_key_inclusive_sum_u64_u64",
+    "scan_by_key_exclusive_sum_u64_u64",
+    "scan_by_key_inclusive_sum_u64_f32",
+    "scan_by_key_exclusive_sum_u64_f32",
+    "scan_by_key_inclusive_sum_u64_f64",
+    "scan_by_key_exclusive_sum_u64_f64",
+    "scan_by_key_inclusive_min_u64_i32",
+    "scan_by_key_exclusive_min_u64_i32",
+    "scan_by_key_inclusive_min_u64_u32",
+    "scan_by_key_exclusive_min_u64_u32",
+    "scan_by_key_inclusive_min_u64_i64",
+    "scan_by_key_exclusive_min_u64_i64",
+    "scan_by_key_inclusive_min_u64_u64",
+    "scan_by_key_exclusive_min_u64_u64",
+    "scan_by_key_inclusive_min_u64_f32",
+    "scan_by_key_exclusive_min_u64_f32",
+    "scan_by_key_inclusive_min_u64_f64",
+    "scan_by_key_exclusive_min_u64_f64",
+    "scan_by_key_inclusive_max_u64_i32",
+    "scan_by_key_exclusive_max_u64_i32",
+    "scan_by_key_inclusive_max_u64_u32",
+    "scan_by_key_exclusive_max_u64_u32",
+    "scan_by_key_inclusive_max_u64_i64",
+    "scan_by_key_exclusive_max_u64_i64",
+    "scan_by_key_inclusive_max_u64_u64",
+    "scan_by_key_exclusive_max_u64_u64",
+    "scan_by_key_inclusive_max_u64_f32",
+    "scan_by_key_exclusive_max_u64_f32",
+    "scan_by_key_inclusive_max_u64_f64",
+    "scan_by_key_exclusive_max_u64_f64",
+];

@@ -1,0 +1,134 @@
+//! One tile of the single-pass scan: load, scan within the block, look back, store.
+//!
+//! Layout: a tile is `SCAN_BLOCK` threads × `SCAN_ROWS` rows × one 16-byte vector per thread
+//! (4 elements of 4 bytes, or 2 of 8). Each warp owns a contiguous stretch of the tile; in row
+//! `k`, lane `l` holds the vector at `(k * 32 + l)` of that stretch, so every load and store
+//! instruction of a warp touches 512 contiguous bytes (fully coalesced 128-bit accesses), and a
+//! thread's elements within a row are contiguous, so a row is scanned with a thread-local scan
+//! and one warp scan of the thread totals (five shuffles per 512 bytes of a warp).
+
+use crate::gpu::{self, FULL_MASK, SharedArray, ShflValue};
+use crate::launch::{SCAN_BLOCK, SCAN_ROWS};
+use crate::scan::lookback::TileStatus;
+use crate::warp::warp_inclusive_scan;
+
+const WARPS: usize = SCAN_BLOCK as usize / 32;
+const ROWS: usize = SCAN_ROWS as usize;
+
+/// What one tile scan needs from its caller.
+pub struct TileIo<A, L, S> {
+    /// Elements per thread per row (`16 / element size`).
+    pub per_vec: usize,
+    /// Total number of elements.
+    pub n: u64,
+    /// `load(first, fast)`: the accumulators of elements `first..first + per_vec`; `fast`
+    /// when the whole tile is in range and 16-byte aligned (vector loads allowed); otherwise
+    /// out-of-range elements must come back as the identity.
+    pub load: L,
+    /// `store(first, fast, exclusive, inclusive)`: the scan results of those elements.
+    pub store: S,
+    pub identity: A,
+}
+
+/// Scan tile `tile` (the block's dynamic tile id) with `op`, fetching and publishing through
+/// `status`. Called by every thread of a `SCAN_BLOCK`-thread block.
+///
+/// # Safety
+/// The loads and stores are valid for the tile's in-range elements; `status` spans the launch.
+#[inline(always)]
+pub unsafe fn scan_tile<A, F, L, S>(
+    tile: u64,
+    aligned: bool,
+    io: TileIo<A, L, S>,
+    status: TileStatus<A>,
+    op: F,
+    warp_aggregates: SharedArray<A>,
+    tile_prefix: SharedArray<A>,
+) where
+    A: ShflValue,
+    F: Fn(A, A) -> A + Copy,
+    L: Fn(u64, bool) -> [A; 4],
+    S: Fn(u64, bool, [A; 4], [A; 4]),
+{
+    let per_vec = io.per_vec as u64;
+    let lane = gpu::lane_id() as u64;
+    let warp = gpu::warp_id() as usize;
+    let warp_elems = ROWS as u64 * 32 * per_vec;
+    let tile_elems = WARPS as u64 * warp_elems;
+    let tile_start = tile * tile_elems;
+    let fast = aligned && tile_start + tile_elems <= io.n;
+    let warp_start = tile_start + warp as u64 * warp_elems;
+    let first = |k: usize| warp_start + (k as u64 * 32 + lane) * per_vec;
+
+    // Loads first (all rows in flight at once), then the per-row scans.
+    let mut vals = [[io.identity; 4]; ROWS];
+    for (k, v) in vals.iter_mut().enumerate() {
+        *v = (io.load)(first(k), fast);
+    }
+    // Row k: thread-local inclusive scan, then a warp scan of the thread totals; `row_prefix[k]`
+    // is what comes before this thread's first element of the row, within the warp's stretch.
+    let mut carry = io.identity;
+    let mut row_prefix = [io.identity; ROWS];
+    for k in 0..ROWS {
+        for j in 1..4 {
+            if j < io.per_vec {
+                vals[k][j] = op(vals[k][j - 1], vals[k][j]);
+            }
+        }
+        let incl = warp_inclusive_scan(vals[k][io.per_vec - 1], op);
+        let excl = gpu::shfl_up_sync(FULL_MASK, incl, 1, 32);
+        let excl = if lane == 0 { io.identity } else { excl };
+        row_prefix[k] = op(carry, excl);
+        carry = op(carry, gpu::shfl_sync(FULL_MASK, incl, 31, 32));
+    }
+    if lane == 0 {
+        unsafe { warp_aggregates.write(warp, carry) };
+    }
+    gpu::sync_threads();
+    let mut warp_exclusive = io.identity;
+    let mut aggregate = io.identity;
+    for w in 0..WARPS {
+        let a = unsafe { warp_aggregates.read(w) };
+        if w < warp {
+            warp_exclusive = op(warp_exclusive, a);
+        }
+        aggregate = op(aggregate, a);
+    }
+
+    // Warp 0 publishes the aggregate, looks back, publishes the inclusive prefix.
+    if warp == 0 {
+        let prefix = if tile == 0 {
+            if lane == 0 {
+                unsafe { status.publish_prefix(0, aggregate) };
+            }
+            io.identity
+        } else {
+            if lane == 0 {
+                unsafe { status.publish_aggregate(tile, aggregate) };
+            }
+            let p = unsafe { status.exclusive_prefix(tile, io.identity, op) };
+            if lane == 0 {
+                unsafe { status.publish_prefix(tile, op(p, aggregate)) };
+            }
+            p
+        };
+        if lane == 0 {
+            unsafe { tile_prefix.write(0, prefix) };
+        }
+    }
+    gpu::sync_threads();
+    let before_warp = op(unsafe { tile_prefix.read(0) }, warp_exclusive);
+
+    for k in 0..ROWS {
+        let pre = op(before_warp, row_prefix[k]);
+        let mut incl = [io.identity; 4];
+        let mut excl = [io.identity; 4];
+        for j in 0..4 {
+            if j < io.per_vec {
+                excl[j] = if j == 0 { pre } else { incl[j - 1] };
+                incl[j] = op(pre, vals[k][j]);
+            }
+        }
+        (io.store)(first(k), fast, excl, incl);
+    }
+}
