@@ -19,6 +19,10 @@ fn main() {
         println!("cargo:rerun-if-changed={}", workspace.join(p).display());
     }
     println!("cargo:rerun-if-env-changed=KERNELS_ARCH");
+    // Build-time tuning knobs of the kernels (read with option_env! on both sides).
+    println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_BLOCK");
+    println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_ROWS");
+    println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_LOOKBACK");
     let arch = std::env::var("KERNELS_ARCH").unwrap_or_else(|_| ptx_builder::DEFAULT_ARCH.into());
 
     let artifact = ptx_builder::PtxBuild::new(&workspace, &arch)

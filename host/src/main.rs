@@ -67,6 +67,9 @@ enum Command {
         /// Element type.
         #[arg(long, value_enum, default_value_t = gpu_reduce::ladder::LadderDtype::I32)]
         dtype: gpu_reduce::ladder::LadderDtype,
+        /// Rows to run (the others say n/a).
+        #[arg(long, value_delimiter = ',', value_enum, default_values_t = gpu_reduce::scan_table::Method::ALL)]
+        methods: Vec<gpu_reduce::scan_table::Method>,
         /// Timed runs per cell [default: 100 up to 1e7 elements, 20 above; 2 on the simulator].
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         iters: Option<u32>,
@@ -171,6 +174,7 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
         Command::Scan {
             n,
             dtype,
+            methods,
             iters,
             device,
             backend,
@@ -187,6 +191,7 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
                 &ctx,
                 n,
                 dtype,
+                &methods,
                 iters.map(|i| i as usize),
                 cub_lib,
                 seed,
@@ -259,6 +264,7 @@ fn scan(
     ctx: &Context,
     lengths: Vec<u64>,
     dtype: gpu_reduce::ladder::LadderDtype,
+    methods: &[gpu_reduce::scan_table::Method],
     iters: Option<usize>,
     cub_lib: Option<std::path::PathBuf>,
     seed: u64,
@@ -304,9 +310,15 @@ fn scan(
     };
     let progress = |m: &str| eprintln!("scan: {m}");
     let table = match dtype {
-        D::I32 => run_scan_table::<i32>(ctx, cub.as_ref(), &lengths, iters, seed, progress)?,
-        D::F32 => run_scan_table::<f32>(ctx, cub.as_ref(), &lengths, iters, seed, progress)?,
-        D::F64 => run_scan_table::<f64>(ctx, cub.as_ref(), &lengths, iters, seed, progress)?,
+        D::I32 => {
+            run_scan_table::<i32>(ctx, cub.as_ref(), methods, &lengths, iters, seed, progress)?
+        }
+        D::F32 => {
+            run_scan_table::<f32>(ctx, cub.as_ref(), methods, &lengths, iters, seed, progress)?
+        }
+        D::F64 => {
+            run_scan_table::<f64>(ctx, cub.as_ref(), methods, &lengths, iters, seed, progress)?
+        }
     };
     text += &table.to_markdown();
     print!("{text}");

@@ -157,6 +157,26 @@ pub struct ScanTable {
     pub iters: Vec<usize>,
 }
 
+/// A row of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Method {
+    Bit,
+    Bcao,
+    Ours,
+    Cub,
+    Copy,
+}
+
+impl Method {
+    pub const ALL: [Method; 5] = [
+        Method::Bit,
+        Method::Bcao,
+        Method::Ours,
+        Method::Cub,
+        Method::Copy,
+    ];
+}
+
 /// The methods, in table order.
 pub const METHODS: [&str; 5] = [
     "BIT (seed 003, Fenwick tree)",
@@ -180,6 +200,7 @@ pub fn default_iters(n: u64, backend: BackendKind) -> usize {
 pub fn run_scan_table<T: TableElement>(
     ctx: &Context,
     cub: Option<&Cub>,
+    methods: &[Method],
     lengths: &[u64],
     iters: Option<usize>,
     seed: u64,
@@ -219,21 +240,43 @@ pub fn run_scan_table<T: TableElement>(
             Ok(Cell::Time { median_ms, checked })
         };
         let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
-        cells[0].push(time(&mut out, &|o| ctx.scan_bit(&input, o, op, incl))?);
-        cells[1].push(time(&mut out, &|o| ctx.scan_bcao(&input, o, op, incl))?);
-        cells[2].push(time(&mut out, &|o| ctx.scan(&input, o, op, incl))?);
-        let cub_cell = match cub {
-            None => Cell::NotAvailable("no CUB shim"),
-            Some(c) => match T::cub_inclusive_sum(c, ctx, &input, &mut out) {
-                None => Cell::NotAvailable("not in the shim"),
-                Some(r) => {
-                    let r = r?;
-                    time(&mut out, &|_| r.run())?
-                }
-            },
+        let skipped = || Cell::NotAvailable("not selected");
+        let on = |m: Method| methods.contains(&m);
+        cells[0].push(if on(Method::Bit) {
+            time(&mut out, &|o| ctx.scan_bit(&input, o, op, incl))?
+        } else {
+            skipped()
+        });
+        cells[1].push(if on(Method::Bcao) {
+            time(&mut out, &|o| ctx.scan_bcao(&input, o, op, incl))?
+        } else {
+            skipped()
+        });
+        cells[2].push(if on(Method::Ours) {
+            time(&mut out, &|o| ctx.scan(&input, o, op, incl))?
+        } else {
+            skipped()
+        });
+        let cub_cell = if !on(Method::Cub) {
+            skipped()
+        } else {
+            match cub {
+                None => Cell::NotAvailable("no CUB shim"),
+                Some(c) => match T::cub_inclusive_sum(c, ctx, &input, &mut out) {
+                    None => Cell::NotAvailable("not in the shim"),
+                    Some(r) => {
+                        let r = r?;
+                        time(&mut out, &|_| r.run())?
+                    }
+                },
+            }
         };
         cells[3].push(cub_cell);
-        let copy = time(&mut out, &|o| ctx.copy_into(&input, o, 0))?;
+        let copy = if on(Method::Copy) {
+            time(&mut out, &|o| ctx.copy_into(&input, o, 0))?
+        } else {
+            skipped()
+        };
         // The copy "checks" when it copied.
         cells[4].push(match copy {
             Cell::Time { median_ms, .. } => Cell::Time {

@@ -42,10 +42,32 @@ pub mod launch {
     /// workspace the host allocates.
     pub const REDUCE_MAX_GRID: u32 = 2048;
 
-    /// Threads per block of the single-pass scan (8 warps).
-    pub const SCAN_BLOCK: u32 = 256;
-    /// 16-byte vectors each thread scans per tile.
-    pub const SCAN_ROWS: u32 = 4;
+    /// Threads per block of the single-pass scan. Build-time tunable for experiments
+    /// (`GPU_REDUCE_SCAN_BLOCK`, a multiple of 32 up to 1024).
+    pub const SCAN_BLOCK: u32 = env_u32(option_env!("GPU_REDUCE_SCAN_BLOCK"), 256);
+    /// 16-byte vectors each thread scans per tile (`GPU_REDUCE_SCAN_ROWS` at build time): 16,
+    /// i.e. 64 KiB tiles. A tile's block waits at a barrier while one warp looks back, so big
+    /// tiles pay that wait over more bytes; measured on an H200 at 1e9 i32 (BENCHMARKS.md):
+    /// 4 rows 0.75x CUB, 8 rows 0.93x, 16 rows 0.97x.
+    pub const SCAN_ROWS: u32 = env_u32(option_env!("GPU_REDUCE_SCAN_ROWS"), 16);
+    const _: () = assert!(SCAN_BLOCK % 32 == 0 && SCAN_BLOCK <= 1024 && SCAN_ROWS >= 1);
+
+    /// A decimal build-time setting, or `default` when unset.
+    pub(crate) const fn env_u32(v: Option<&str>, default: u32) -> u32 {
+        let Some(s) = v else { return default };
+        let b = s.as_bytes();
+        let mut i = 0;
+        let mut x = 0u32;
+        while i < b.len() {
+            assert!(
+                b[i].is_ascii_digit(),
+                "build-time setting must be a decimal number"
+            );
+            x = x * 10 + (b[i] - b'0') as u32;
+            i += 1;
+        }
+        x
+    }
 
     /// Elements per tile of the single-pass scan for elements of `elem_bytes` bytes.
     pub const fn scan_tile_elems(elem_bytes: u64) -> u64 {

@@ -122,9 +122,15 @@ impl PtxBuild {
             cmd.env_remove(var);
         }
         // One target-cpu for every crate, `core` included: mixing CPUs breaks the LTO link.
+        // A higher full-unroll threshold: kernels keep per-thread arrays (a scan tile's rows)
+        // in registers only when loops over them unroll; LLVM's default (300) leaves the larger
+        // row loops rolled and the arrays in local memory.
         cmd.env(
             "CARGO_ENCODED_RUSTFLAGS",
-            format!("-Ctarget-cpu={}", self.arch),
+            format!(
+                "-Ctarget-cpu={}\x1f-Cllvm-args=-unroll-threshold=2000",
+                self.arch
+            ),
         );
         run(&mut cmd, "cargo rustc (kernels, nvptx64)")?;
         if !bc.exists() {

@@ -86,15 +86,18 @@ pub fn check_scan_every_op_and_type(ctx: &Context, sizes: &[usize]) {
     each::<f64>(ctx, sizes);
 }
 
-/// Sizes around the tile and block boundaries of both element sizes (tiles of 4096 4-byte or
-/// 2048 8-byte elements; rows of 128/64 elements per warp), up to `max`.
+/// Sizes around the row, tile and multi-tile boundaries of both element sizes, up to `max`.
 pub fn scan_boundary_sizes(max: usize) -> Vec<usize> {
     let mut v = vec![
         0, 1, 2, 3, 4, 5, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513,
     ];
-    for t in [1024usize, 2048, 4096, 8192, 3 * 4096, 33 * 4096] {
+    let t4 = kernels::launch::scan_tile_elems(4) as usize;
+    let t8 = kernels::launch::scan_tile_elems(8) as usize;
+    for t in [t8 / 2, t8, t4, 2 * t4, 3 * t4, 33 * t4] {
         v.extend([t - 1, t, t + 1]);
     }
+    v.sort_unstable();
+    v.dedup();
     v.retain(|&n| n <= max);
     v
 }

@@ -27,8 +27,8 @@ fn scan_by_key_every_operator() {
 #[test]
 #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
 fn scan_stress_many_tiles_waiting() {
-    // 2^24 + 17 i32: 4097 tiles, ~4x what the GPU holds at once, so tiles wait on tiles that
-    // are still running; 100 runs, every element checked.
+    // 2^24 + 17 i32: over a thousand tiles, more than the GPU holds at once, so tiles wait on
+    // tiles that are still running; 100 runs, every element checked.
     check_scan_stress(&gpu(), (1 << 24) + 17, 100);
 }
 

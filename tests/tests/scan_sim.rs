@@ -6,7 +6,9 @@ use proptest::prelude::*;
 
 #[test]
 fn scan_every_operator_type_and_kind_at_boundaries() {
-    check_scan_every_op_and_type(&sim(), &scan_boundary_sizes(3 * 4096 + 1));
+    // Up to three 4-byte tiles and one past (six 8-byte tiles).
+    let tile = kernels::launch::scan_tile_elems(4) as usize;
+    check_scan_every_op_and_type(&sim(), &scan_boundary_sizes(3 * tile + 1));
 }
 
 #[test]
@@ -16,13 +18,14 @@ fn scan_in_place_offsets_and_errors() {
 
 #[test]
 fn scan_by_key_every_operator() {
-    check_scan_by_key(&sim(), &[0, 1, 100, 4097, 20_000]);
+    check_scan_by_key(&sim(), &[0, 1, 100, 16_385, 40_000]);
 }
 
 #[test]
 fn scan_stress_many_tiles() {
-    // 64 tiles waiting on each other, repeatedly (the simulator runs blocks on OS threads).
-    check_scan_stress(&sim(), 64 * 4096 + 17, 4);
+    // 40 tiles waiting on each other, repeatedly (the simulator runs blocks on OS threads).
+    let tile = kernels::launch::scan_tile_elems(4) as usize;
+    check_scan_stress(&sim(), 40 * tile + 17, 3);
 }
 
 #[test]

@@ -382,6 +382,18 @@ pub unsafe fn load_acquire_u64(addr: *const u64) -> u64 {
     }
     v
 }
+/// `ld.relaxed.gpu.global.u64`: a coherent 64-bit load with no ordering (for a word that
+/// carries its own payload, like a packed look-back status).
+/// # Safety
+/// `addr` must be a valid, aligned pointer to global memory.
+#[inline(always)]
+pub unsafe fn load_relaxed_u64(addr: *const u64) -> u64 {
+    let v: u64;
+    unsafe {
+        asm!("ld.relaxed.gpu.global.u64 {v}, [{a}];", v = out(reg64) v, a = in(reg64) to_global(addr), options(nostack))
+    }
+    v
+}
 /// `st.release.gpu.global.u32`: earlier accesses of this thread are performed before it.
 /// # Safety
 /// `addr` must be a valid, aligned pointer to global memory.

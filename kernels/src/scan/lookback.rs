@@ -19,6 +19,11 @@ use crate::warp::warp_reduce_rev;
 pub const STATUS_AGGREGATE: u32 = 1;
 /// Published: the tile's inclusive prefix (everything up to and including the tile).
 pub const STATUS_PREFIX: u32 = 2;
+/// Predecessors each lane reads per look-back round (build-time tunable for experiments:
+/// `GPU_REDUCE_SCAN_LOOKBACK`).
+const PER_LANE: usize = crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_LOOKBACK"), 1) as usize;
+/// Predecessors a warp reads per look-back round.
+pub const LOOKBACK_WINDOW: u64 = 32 * PER_LANE as u64;
 /// Epochs are 30-bit: `epoch << 2` must fit a u32.
 pub const EPOCH_MASK: u32 = (1 << 30) - 1;
 
@@ -70,9 +75,12 @@ impl<A: ShflValue> TileStatus<A> {
         self.publish(tile, prefix, STATUS_PREFIX, self.prefixes)
     }
 
-    /// The exclusive prefix of `tile` (>= 1): called by all 32 lanes of one warp, which read 32
-    /// predecessors at a time (lane 0 the nearest), wait until all 32 have published something,
-    /// and combine back to the nearest inclusive prefix. Every lane returns the prefix.
+    /// The exclusive prefix of `tile` (>= 1): called by all 32 lanes of one warp. Each round
+    /// reads the next [`LOOKBACK_WINDOW`] predecessors (lane `l` the four at distances
+    /// `4l+1 ..= 4l+4`, four independent loads in flight per lane), waits until all have
+    /// published something, and combines back to the nearest inclusive prefix. Every lane
+    /// returns the prefix. Wide windows matter: a tile far behind the prefix front walks over
+    /// many tiles that have only published aggregates, one dependent L2 round trip per window.
     ///
     /// Never deadlocks when tiles are handed out in launch order by an atomic counter: every
     /// predecessor belongs to a block that is already running.
@@ -87,58 +95,70 @@ impl<A: ShflValue> TileStatus<A> {
     ) -> A {
         let lane = gpu::lane_id() as u64;
         let mut exclusive = identity;
-        // The window holds tiles end-1, end-2, ..., end-32 (lane 0 first).
         let mut end = tile;
         loop {
-            let valid = end > lane;
-            let pred = end.wrapping_sub(1 + lane) as usize;
-            let mut status;
-            let mut packed_value = 0u32;
+            let dist = |j: usize| lane * PER_LANE as u64 + j as u64;
+            let valid = |j: usize| end > dist(j);
+            let pred = |j: usize| end.wrapping_sub(1 + dist(j)) as usize;
+            let mut status = [0u32; PER_LANE];
+            let mut packed = [0u32; PER_LANE];
             loop {
-                // Lanes past tile 0 count as "prefix" so they never hold the window up; they
-                // lie beyond tile 0's lane, which is a prefix, so they are never combined.
-                status = if !valid {
-                    STATUS_PREFIX
-                } else if Self::PACKED {
-                    let w = unsafe { gpu::load_acquire_u64((self.flags as *const u64).add(pred)) };
-                    packed_value = w as u32;
-                    let hi = (w >> 32) as u32;
-                    if hi >> 2 == self.epoch { hi & 3 } else { 0 }
-                } else {
-                    let w = unsafe { gpu::load_acquire_u32(self.flags.add(pred)) };
-                    if w >> 2 == self.epoch { w & 3 } else { 0 }
-                };
-                if gpu::all_sync(FULL_MASK, status != 0) {
+                for j in 0..PER_LANE {
+                    // Tiles before tile 0 count as "prefix" so they never hold the window up;
+                    // they lie beyond tile 0, which is a prefix, so they are never combined.
+                    status[j] = if !valid(j) {
+                        STATUS_PREFIX
+                    } else if Self::PACKED {
+                        // Relaxed is enough: the value travels in the word it is read with.
+                        let w = unsafe {
+                            gpu::load_relaxed_u64((self.flags as *const u64).add(pred(j)))
+                        };
+                        packed[j] = w as u32;
+                        let hi = (w >> 32) as u32;
+                        if hi >> 2 == self.epoch { hi & 3 } else { 0 }
+                    } else {
+                        let w = unsafe { gpu::load_acquire_u32(self.flags.add(pred(j))) };
+                        if w >> 2 == self.epoch { w & 3 } else { 0 }
+                    };
+                }
+                let ready = status.iter().all(|&s| s != 0);
+                if gpu::all_sync(FULL_MASK, ready) {
                     break;
                 }
                 gpu::nanosleep(20);
             }
-            let prefixes = gpu::ballot_sync(FULL_MASK, status == STATUS_PREFIX);
-            // Combine lanes 0..=stop: aggregates, then the nearest inclusive prefix.
+            // This lane's tiles, nearest first, up to (and including) its nearest prefix:
+            // earlier tiles go on the left.
+            let mut acc = identity;
+            let mut has_prefix = false;
+            for j in 0..PER_LANE {
+                if !has_prefix {
+                    let v = if !valid(j) {
+                        identity
+                    } else if Self::PACKED {
+                        A::from_words([packed[j], 0, 0, 0])
+                    } else if status[j] == STATUS_PREFIX {
+                        unsafe { core::ptr::read_volatile(self.prefixes.add(pred(j))) }
+                    } else {
+                        unsafe { core::ptr::read_volatile(self.aggregates.add(pred(j))) }
+                    };
+                    acc = op(v, acc);
+                    has_prefix = status[j] == STATUS_PREFIX;
+                }
+            }
+            let prefixes = gpu::ballot_sync(FULL_MASK, has_prefix);
             let stop = if prefixes != 0 {
                 prefixes.trailing_zeros() as u64
             } else {
                 31
             };
-            let value = if !(valid && lane <= stop) {
-                identity
-            } else if Self::PACKED {
-                A::from_words([packed_value, 0, 0, 0])
-            } else {
-                unsafe {
-                    if status == STATUS_PREFIX {
-                        core::ptr::read_volatile(self.prefixes.add(pred))
-                    } else {
-                        core::ptr::read_volatile(self.aggregates.add(pred))
-                    }
-                }
-            };
-            let window = warp_reduce_rev(value, op);
+            let contribution = if lane <= stop { acc } else { identity };
+            let window = warp_reduce_rev(contribution, op);
             exclusive = op(window, exclusive);
             if prefixes != 0 {
                 return exclusive;
             }
-            end -= 32;
+            end -= LOOKBACK_WINDOW;
         }
     }
 }

@@ -61,9 +61,17 @@ pub unsafe fn scan_tile<A, F, L, S>(
     let first = |k: usize| warp_start + (k as u64 * 32 + lane) * per_vec;
 
     // Loads first (all rows in flight at once), then the per-row scans.
+    // The `fast` test sits outside the loops so that each loop body stays small enough for LLVM
+    // to unroll fully: `vals` must live in registers, never in local memory.
     let mut vals = [[io.identity; 4]; ROWS];
-    for (k, v) in vals.iter_mut().enumerate() {
-        *v = (io.load)(first(k), fast);
+    if fast {
+        for (k, v) in vals.iter_mut().enumerate() {
+            *v = (io.load)(first(k), true);
+        }
+    } else {
+        for (k, v) in vals.iter_mut().enumerate() {
+            *v = (io.load)(first(k), false);
+        }
     }
     // Row k: thread-local inclusive scan, then a warp scan of the thread totals; `row_prefix[k]`
     // is what comes before this thread's first element of the row, within the warp's stretch.
@@ -119,7 +127,7 @@ pub unsafe fn scan_tile<A, F, L, S>(
     gpu::sync_threads();
     let before_warp = op(unsafe { tile_prefix.read(0) }, warp_exclusive);
 
-    for k in 0..ROWS {
+    let results = |k: usize| {
         let pre = op(before_warp, row_prefix[k]);
         let mut incl = [io.identity; 4];
         let mut excl = [io.identity; 4];
@@ -129,6 +137,17 @@ pub unsafe fn scan_tile<A, F, L, S>(
                 incl[j] = op(pre, vals[k][j]);
             }
         }
-        (io.store)(first(k), fast, excl, incl);
+        (excl, incl)
+    };
+    if fast {
+        for k in 0..ROWS {
+            let (excl, incl) = results(k);
+            (io.store)(first(k), true, excl, incl);
+        }
+    } else {
+        for k in 0..ROWS {
+            let (excl, incl) = results(k);
+            (io.store)(first(k), false, excl, incl);
+        }
     }
 }

@@ -324,6 +324,12 @@ pub unsafe fn load_acquire_u64(addr: *const u64) -> u64 {
 }
 /// # Safety
 /// `addr` must be valid and aligned.
+pub unsafe fn load_relaxed_u64(addr: *const u64) -> u64 {
+    aligned(addr, "load_relaxed_u64");
+    unsafe { AtomicU64::from_ptr(addr as *mut u64) }.load(Ordering::Relaxed)
+}
+/// # Safety
+/// `addr` must be valid and aligned.
 pub unsafe fn store_release_u32(addr: *mut u32, v: u32) {
     aligned(addr, "store_release_u32");
     unsafe { AtomicU32::from_ptr(addr) }.store(v, Ordering::Release)
