@@ -50,7 +50,7 @@ pub mod launch {
     /// tiles pay that wait over more bytes; measured on an H200 at 1e9 i32 (BENCHMARKS.md):
     /// 4 rows 0.75x CUB, 8 rows 0.93x, 16 rows 0.97x.
     pub const SCAN_ROWS: u32 = env_u32(option_env!("GPU_REDUCE_SCAN_ROWS"), 16);
-    const _: () = assert!(SCAN_BLOCK % 32 == 0 && SCAN_BLOCK <= 1024 && SCAN_ROWS >= 1);
+    const _: () = assert!(SCAN_BLOCK.is_multiple_of(32) && SCAN_BLOCK <= 1024 && SCAN_ROWS >= 1);
 
     /// A decimal build-time setting, or `default` when unset.
     pub(crate) const fn env_u32(v: Option<&str>, default: u32) -> u32 {
