@@ -189,13 +189,15 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             };
             scan(
                 &ctx,
-                n,
-                dtype,
-                &methods,
-                iters.map(|i| i as usize),
-                cub_lib,
-                seed,
-                out,
+                ScanArgs {
+                    lengths: n,
+                    dtype,
+                    methods,
+                    iters: iters.map(|i| i as usize),
+                    cub_lib,
+                    seed,
+                    out,
+                },
             )
         }
         Command::Reduce {
@@ -260,16 +262,28 @@ fn parse_len(s: &str) -> Result<u64, String> {
     }
 }
 
-fn scan(
-    ctx: &Context,
+/// What `host scan` was asked for.
+struct ScanArgs {
     lengths: Vec<u64>,
     dtype: gpu_reduce::ladder::LadderDtype,
-    methods: &[gpu_reduce::scan_table::Method],
+    methods: Vec<gpu_reduce::scan_table::Method>,
     iters: Option<usize>,
     cub_lib: Option<std::path::PathBuf>,
     seed: u64,
     out: Option<std::path::PathBuf>,
-) -> Result<ExitCode, gpu_reduce::Error> {
+}
+
+fn scan(ctx: &Context, args: ScanArgs) -> Result<ExitCode, gpu_reduce::Error> {
+    let ScanArgs {
+        lengths,
+        dtype,
+        methods,
+        iters,
+        cub_lib,
+        seed,
+        out,
+    } = args;
+    let methods = &methods[..];
     use gpu_reduce::ladder::LadderDtype as D;
     use gpu_reduce::scan_table::{SEED_LENGTHS, run_scan_table};
     let gpu = ctx.backend_kind() == BackendKind::Cuda;
