@@ -287,11 +287,31 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
     let run_sh = out.join("run.sh");
     std::fs::write(&run_sh, RUN_SH).map_err(|e| e.to_string())?;
     set_executable(&run_sh)?;
+    // One compressed archive beside the folder: the binaries embed ~13 MB of PTX text each,
+    // which compresses ~10x, and a device run can carry only so much.
+    let name = out
+        .file_name()
+        .ok_or_else(|| format!("{} has no file name", out.display()))?;
+    let parent = out.parent().unwrap_or(Path::new("."));
+    let archive = parent.join(format!("{}.tar.gz", name.to_string_lossy()));
+    let status = Command::new("tar")
+        .arg("-czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(parent)
+        .arg(name)
+        .status()
+        .map_err(|e| format!("running tar: {e}"))?;
+    if !status.success() {
+        return Err(format!("tar failed to write {}", archive.display()));
+    }
     println!(
-        "bundle: {} ({} test binaries, PTX {arch}); run it with `bash {}/run.sh`",
+        "bundle: {} ({} test binaries, PTX {arch}); run it with `bash {}/run.sh`; \
+         packed as {} (`tar xzf` it on the GPU machine)",
         out.display(),
         tests.len(),
-        out.display()
+        out.display(),
+        archive.display()
     );
     Ok(())
 }
