@@ -320,12 +320,18 @@ by_key!(u64, f64,
 /// scan of a context (launches on its stream run one after the other).
 #[derive(Default)]
 pub(crate) struct ScanWorkspace {
-    counter: Option<DeviceBuffer<u32>>,
-    flags: Option<DeviceBuffer<u32>>,
-    /// Aggregates then prefixes: 16 bytes per tile each.
-    values: Option<DeviceBuffer<u64>>,
+    bufs: Option<ScanBuffers>,
+    /// Tiles the buffers have room for.
     tiles: u64,
     epoch: u32,
+}
+
+struct ScanBuffers {
+    counter: DeviceBuffer<u32>,
+    /// One u64 per tile: a status word, or a status word and a 4-byte value packed.
+    flags: DeviceBuffer<u32>,
+    /// Aggregates then prefixes: 16 bytes per tile each.
+    values: DeviceBuffer<u64>,
 }
 
 /// The addresses one scan launch needs.
@@ -340,34 +346,67 @@ struct ScanArgs {
 impl Context {
     /// Workspace for `tiles` tiles and a fresh epoch.
     fn scan_workspace(&self, ws: &mut ScanWorkspace, tiles: u64) -> Result<ScanArgs> {
-        if ws.counter.is_none() {
-            ws.counter = Some(self.alloc_zeros::<u32>(1)?);
-        }
-        ws.epoch += 1;
-        if tiles > ws.tiles || ws.flags.is_none() || ws.epoch > EPOCH_MASK {
-            // Fresh, zeroed status words: no stale word can match an epoch.
-            let cap = tiles.max(ws.tiles).max(1024).next_power_of_two();
-            let len = usize::try_from(cap).map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
-            ws.flags = None;
-            ws.values = None;
-            // One u64 per tile: a status word, or a status word and a 4-byte value packed.
-            ws.flags = Some(self.alloc_zeros::<u32>(2 * len)?);
-            ws.values = Some(self.alloc_zeros::<u64>(4 * len)?);
-            ws.tiles = cap;
-            ws.epoch = 1;
-        }
-        let (Some(counter), Some(flags), Some(values)) = (&ws.counter, &ws.flags, &ws.values)
-        else {
-            unreachable!("allocated above")
+        // New, zeroed buffers when there are none, they are too small, or the epoch would wrap
+        // (zeroed status words match no epoch).
+        let fresh = ws.bufs.is_none() || tiles > ws.tiles || ws.epoch >= EPOCH_MASK;
+        let cap = if fresh {
+            tiles.max(ws.tiles).max(1024).next_power_of_two()
+        } else {
+            ws.tiles
         };
-        let values = self.addr(values);
+        let b = match &mut ws.bufs {
+            Some(b) if !fresh => b,
+            slot => {
+                let len =
+                    usize::try_from(cap).map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
+                *slot = None; // free the old ones first
+                ws.epoch = 0;
+                slot.insert(ScanBuffers {
+                    counter: self.alloc_zeros::<u32>(1)?,
+                    flags: self.alloc_zeros::<u32>(2 * len)?,
+                    values: self.alloc_zeros::<u64>(4 * len)?,
+                })
+            }
+        };
+        ws.tiles = cap;
+        ws.epoch += 1;
+        let values = self.addr(&b.values);
         Ok(ScanArgs {
-            counter: self.addr(counter),
-            flags: self.addr(flags),
+            counter: self.addr(&b.counter),
+            flags: self.addr(&b.flags),
             aggregates: values,
             prefixes: values + 16 * ws.tiles,
             epoch: ws.epoch,
         })
+    }
+
+    /// The checks every scan makes: one backend, and room for `n` results.
+    fn check_scan_output<T>(
+        &self,
+        backends: &[crate::BackendKind],
+        n: usize,
+        output: &DeviceBuffer<T>,
+    ) -> Result<()> {
+        self.check(backends)?;
+        if output.len() < n {
+            return Err(Error::InvalidArgument(format!(
+                "scan output holds {} elements, the input {n}",
+                output.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Scan `input` into `output` with kernel `k`, after the checks.
+    fn scan_view<T: ScanElement>(
+        &self,
+        k: ScanKernel<SimScanFn<T>>,
+        input: DeviceView<'_, T>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        self.check_scan_output(&[input.backend(), output.backend()], input.len(), output)?;
+        let (i, o) = (self.view_addr(&input), self.addr(output));
+        self.launch_scan(k, i, o, input.len() as u64)
     }
 
     /// Grid of a scan over `n` elements of `T`, or an error when it exceeds the launch limit.
@@ -436,17 +475,7 @@ impl Context {
         op: ScanOperator,
         kind: ScanKind,
     ) -> Result<()> {
-        let input = input.into();
-        self.check(&[input.backend(), output.backend()])?;
-        if output.len() < input.len() {
-            return Err(Error::InvalidArgument(format!(
-                "scan output holds {} elements, the input {}",
-                output.len(),
-                input.len()
-            )));
-        }
-        let (i, o) = (self.view_addr(&input), self.addr(output));
-        self.launch_scan(T::scan_kernel(op, kind), i, o, input.len() as u64)
+        self.scan_view(T::scan_kernel(op, kind), input.into(), output)
     }
 
     /// [`Context::scan`] in place: `data` is overwritten with its scan.
@@ -482,18 +511,7 @@ impl Context {
         input: impl Into<DeviceView<'a, T>>,
         output: &mut DeviceBuffer<T>,
     ) -> Result<()> {
-        let input = input.into();
-        self.check(&[input.backend(), output.backend()])?;
-        if output.len() < input.len() {
-            return Err(Error::InvalidArgument(format!(
-                "scan output holds {} elements, the input {}",
-                output.len(),
-                input.len()
-            )));
-        }
-        let (i, o) = (self.view_addr(&input), self.addr(output));
-        let k = ScanKernel { name: kernel, sim };
-        self.launch_scan(k, i, o, input.len() as u64)
+        self.scan_view(ScanKernel { name: kernel, sim }, input.into(), output)
     }
 
     /// Scan by key: segments are runs of equal consecutive `keys`; `output[i]` is the scan of
@@ -508,18 +526,12 @@ impl Context {
         kind: ScanKind,
     ) -> Result<()> {
         let (keys, values) = (keys.into(), values.into());
-        self.check(&[keys.backend(), values.backend(), output.backend()])?;
+        let backends = [keys.backend(), values.backend(), output.backend()];
+        self.check_scan_output(&backends, values.len(), output)?;
         if keys.len() != values.len() {
             return Err(Error::InvalidArgument(format!(
                 "scan by key: {} keys for {} values",
                 keys.len(),
-                values.len()
-            )));
-        }
-        if output.len() < values.len() {
-            return Err(Error::InvalidArgument(format!(
-                "scan output holds {} elements, the input {}",
-                output.len(),
                 values.len()
             )));
         }
