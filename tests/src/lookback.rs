@@ -359,3 +359,93 @@ pub fn check_scan_huge(ctx: &Context) {
         assert_eq!(got[i], i as u32 as i32, "element {i}");
     }
 }
+
+/// The persistent scan under every launch setting: 0 to `MAX_STAGES` tiles fetched ahead,
+/// one block for everything, a few blocks, one block per SM; aligned, misaligned (direct
+/// loads) and in place; each result checked against the CPU. The default setting is restored.
+pub fn check_scan_tunings(ctx: &Context, n: usize) {
+    use gpu_reduce::ScanTuning;
+    let x: Vec<i32> = data(n + 3, 41, false);
+    let y: Vec<f64> = data(n, 42, false);
+    let xd = ctx.htod(&x).unwrap();
+    let yd = ctx.htod(&y).unwrap();
+    let mut out = ctx.alloc_zeros::<i32>(n + 3).unwrap();
+    let mut outf = ctx.alloc_zeros::<f64>(n).unwrap();
+    let default = ctx.scan_tuning();
+    for stages in 0..=kernels::scan::MAX_STAGES as u32 {
+        for (blocks_per_sm, max_grid) in [
+            (None, None),
+            (None, Some(1)),
+            (None, Some(3)),
+            (Some(1), None),
+        ] {
+            let t = ScanTuning {
+                stages,
+                blocks_per_sm,
+                max_grid,
+            };
+            ctx.set_scan_tuning(t).unwrap();
+            let what = |s: &str| format!("{s} with {t:?}");
+            ctx.scan(&xd, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+                .unwrap();
+            check_scan_result(
+                &ctx.dtoh(&out).unwrap(),
+                &x,
+                ScanOperator::Sum,
+                ScanKind::Inclusive,
+                &what("i32 sum"),
+            );
+            ctx.scan(
+                xd.view(3..).unwrap(),
+                &mut out,
+                ScanOperator::Sum,
+                ScanKind::Exclusive,
+            )
+            .unwrap();
+            check_scan_result(
+                &ctx.dtoh(&out).unwrap()[..n],
+                &x[3..],
+                ScanOperator::Sum,
+                ScanKind::Exclusive,
+                &what("i32 sum at offset 3"),
+            );
+            ctx.scan(&yd, &mut outf, ScanOperator::Max, ScanKind::Exclusive)
+                .unwrap();
+            check_scan_result(
+                &ctx.dtoh(&outf).unwrap(),
+                &y,
+                ScanOperator::Max,
+                ScanKind::Exclusive,
+                &what("f64 max"),
+            );
+            let mut inplace = ctx.htod(&x).unwrap();
+            ctx.scan_in_place(&mut inplace, ScanOperator::Sum, ScanKind::Exclusive)
+                .unwrap();
+            check_scan_result(
+                &ctx.dtoh(&inplace).unwrap(),
+                &x,
+                ScanOperator::Sum,
+                ScanKind::Exclusive,
+                &what("i32 sum in place"),
+            );
+        }
+    }
+    // Settings out of range are refused, and leave the current one in place.
+    let bad = ScanTuning {
+        stages: kernels::scan::MAX_STAGES as u32 + 1,
+        ..ScanTuning::default()
+    };
+    assert!(matches!(
+        ctx.set_scan_tuning(bad),
+        Err(Error::InvalidArgument(_))
+    ));
+    let bad = ScanTuning {
+        max_grid: Some(0),
+        ..ScanTuning::default()
+    };
+    assert!(matches!(
+        ctx.set_scan_tuning(bad),
+        Err(Error::InvalidArgument(_))
+    ));
+    ctx.set_scan_tuning(default).unwrap();
+}

@@ -513,3 +513,61 @@ pub unsafe fn load_nc_f32(addr: *const f32) -> f32 {
     }
     f32::from_bits(v)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Asynchronous global -> shared copies (sm_80+). They keep loads in flight without holding
+// registers: a block can fetch its next tiles while it waits on something else.
+
+/// The 32-bit shared-state-space address of a generic pointer into shared memory:
+/// `cvta.to.shared.u64` then `cvt.u32.u64`.
+#[inline(always)]
+fn to_shared_u32<T>(p: *const T) -> u32 {
+    let s: u64;
+    unsafe {
+        asm!("cvta.to.shared.u64 {s}, {p};", s = out(reg64) s, p = in(reg64) p, options(pure, nomem, nostack))
+    }
+    s as u32
+}
+
+/// Start copying 16 bytes from global `src` to element `i` of `dst`:
+/// `cp.async.cg.shared.global [dst], [src], 16;` (through L2 only, no L1 allocation). The data
+/// is there after the `cp_async_wait_group` that retires the group it was committed with.
+/// # Safety
+/// `i < dst.len()`; `src` points to 16 readable bytes of global memory, 16-byte aligned.
+#[inline(always)]
+pub unsafe fn cp_async_16(dst: super::SharedArray<[u32; 4]>, i: usize, src: *const u32) {
+    unsafe {
+        let d = to_shared_u32(dst.ptr.add(i));
+        asm!("cp.async.cg.shared.global [{d}], [{s}], 16;", d = in(reg32) d, s = in(reg64) to_global(src), options(nostack));
+    }
+}
+
+/// Close the thread's current group of [`cp_async_16`] copies: `cp.async.commit_group;`
+/// (an empty group is allowed and completes at once).
+#[inline(always)]
+pub fn cp_async_commit() {
+    unsafe { asm!("cp.async.commit_group;", options(nostack)) }
+}
+
+/// Wait until at most `N` of the thread's committed copy groups are still in flight:
+/// `cp.async.wait_group N;`. Makes the retired copies visible to this thread only (other
+/// threads need a barrier too).
+#[inline(always)]
+pub fn cp_async_wait_group<const N: u32>() {
+    unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) }
+}
+
+/// Element `i` of a 16-byte shared array: `ld.shared.v4.b32`.
+/// # Safety
+/// `i < src.len()`, and no other thread writes element `i` between the same two barriers.
+#[inline(always)]
+pub unsafe fn load_shared_v4(src: super::SharedArray<[u32; 4]>, i: usize) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        let p = to_shared_u32(src.ptr.add(i));
+        asm!("ld.shared.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+             a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+             p = in(reg32) p, options(readonly, nostack));
+    }
+    [a, b, c, d]
+}

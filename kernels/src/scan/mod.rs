@@ -18,7 +18,7 @@ pub mod tile;
 use crate::gpu::{self, ShflValue};
 use crate::ops::{Element, Max, Min, ReduceOp, Sum};
 use lookback::TileStatus;
-use tile::{TileIo, scan_tile};
+use tile::{Hooks, NO_HOOKS, TileIo, scan_tile};
 
 /// The block's tile id from the launch's counter; the block that draws the last ticket puts the
 /// counter back to 0 for the next launch (every other ticket is drawn by then).
@@ -36,10 +36,27 @@ unsafe fn next_tile(counter: *mut u32) -> u64 {
     unsafe { slot.read(0) as u64 }
 }
 
+/// Most tiles a block keeps in flight ahead of the one it scans (see [`scan_device`]).
+pub const MAX_STAGES: usize = 4;
+
 /// Inclusive (`EXCLUSIVE = false`) or exclusive scan of `n` elements from `input` to `output`
-/// (the same address for in place) with operator `O`. One block of `SCAN_BLOCK` threads per
-/// tile, `grid = ceil(n / scan_tile_elems)`. `counter` is 0 at launch and 0 again after;
-/// `flags`/`aggregates`/`prefixes` hold one entry per tile, `epoch` is new for this launch.
+/// (the same address for in place) with operator `O`, in one pass.
+///
+/// The grid is persistent: any number of blocks of `SCAN_BLOCK` threads (the host launches as
+/// many as fit on the device at once, at most one per tile), each scanning tile after tile.
+/// Tile ids come from `counter` in the order blocks ask for them, so a tile only ever waits on
+/// tiles that running blocks hold and have already started: the smallest unfinished tile
+/// never waits, whatever the scheduling, and there is no deadlock. A block keeps `stages` tile
+/// ids ahead, where `stages` = dynamic shared memory / tile bytes (at most [`MAX_STAGES`]):
+/// for each it has already issued `cp.async` copies of the tile into its own stage of shared
+/// memory, so the memory system keeps working while the block scans, waits for its look-back
+/// and stores. With no dynamic shared memory (`stages` = 0) it loads each tile when it gets to
+/// it. Each thread copies and reads back only its own 16-byte slots, so the stages need no
+/// barrier of their own; tiles that are partial or misaligned are loaded directly.
+///
+/// `counter` is 0 at launch and 0 again after (the block that draws the last of the
+/// `tiles + grid * max(stages, 1)` tickets resets it); `flags`/`aggregates`/`prefixes` hold
+/// one entry per tile; `epoch` is new for this launch.
 ///
 /// # Safety
 /// Pointers valid for the sizes above; `input` and `output` naturally aligned.
@@ -57,61 +74,167 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
 ) {
     let warp_aggs = crate::static_shared!(SCAN_WARP_AGGS: [u128; 32]);
     let tile_prefix = crate::static_shared!(SCAN_TILE_PREFIX: [u128; 1]);
-    let tile = unsafe { next_tile(counter) };
+    // Slots 0..MAX_STAGES: the first tile ids; slot MAX_STAGES: the next id, each round.
+    let ids_slot = crate::static_shared!(SCAN_TILE_IDS: [u32; MAX_STAGES + 1]);
+    let smem = gpu::dynamic_shared::<[u32; 4]>();
+
+    let tile_elems = crate::launch::scan_tile_elems(core::mem::size_of::<T>() as u64);
+    let tile_vecs = (tile_elems / T::PER_VEC as u64) as usize;
+    let tiles = crate::launch::scan_tiles(n, core::mem::size_of::<T>() as u64) as u32;
+    let stages = (smem.len() / tile_vecs).min(MAX_STAGES);
+    let ahead = stages.max(1);
+    let tickets = tiles + gpu::grid_dim_x() * ahead as u32;
+    let tid = gpu::thread_idx_x();
     let aligned = (input as usize | output as usize) & 15 == 0;
+    // The tile's 16-byte slot `k` of this thread, as in `scan_tile`'s layout.
+    let rows = crate::launch::SCAN_ROWS as usize;
+    let slot = |k: usize| (gpu::warp_id() as usize * rows + k) * 32 + gpu::lane_id() as usize;
+    // Tiles that go through shared memory: whole, aligned, and there is a stage for them.
+    let staged = |t: u32| stages > 0 && aligned && t < tiles && (t as u64 + 1) * tile_elems <= n;
+    let draw = || {
+        let t = unsafe { gpu::atomic_add_u32(counter, 1) };
+        if t == tickets - 1 {
+            unsafe { gpu::atomic_exch_u32(counter, 0) };
+        }
+        t
+    };
+    // Start the copies of tile `t` into stage `s`, as one commit group (empty when `t` is not
+    // staged, so every thread commits exactly one group per tile id).
+    let fetch = |t: u32, s: usize| {
+        if staged(t) {
+            for k in 0..rows {
+                let first = t as u64 * tile_elems + (slot(k) * T::PER_VEC) as u64;
+                unsafe {
+                    gpu::cp_async_16(
+                        smem,
+                        s * tile_vecs + slot(k),
+                        input.add(first as usize) as *const u32,
+                    )
+                };
+            }
+        }
+        gpu::cp_async_commit();
+    };
+
+    // Prologue: `ahead` tile ids (independent atomics, in flight together), their copies.
+    if tid == 0 {
+        for s in 0..MAX_STAGES {
+            if s < ahead {
+                unsafe { ids_slot.write(s, draw()) };
+            }
+        }
+    }
+    gpu::sync_threads();
+    // Tile ids ahead of this block, nearest first; constant indices keep them in registers.
+    let mut ids = [u32::MAX; MAX_STAGES];
+    for (s, id) in ids.iter_mut().enumerate() {
+        if s < ahead {
+            *id = unsafe { ids_slot.read(s) };
+            fetch(*id, s);
+        }
+    }
+
     let per_vec = T::PER_VEC;
     let identity = O::identity();
-    let io = TileIo {
-        per_vec,
-        n,
-        identity,
-        load: |first: u64, fast: bool| -> [T; 4] {
-            if fast {
-                T::unpack(unsafe { gpu::load_v4_b32(input.add(first as usize) as *const u32) })
-            } else {
-                // Constant indices only (an indexed local array would go to local memory).
-                let one = |j: usize| {
-                    let i = first + j as u64;
-                    if j < per_vec && i < n {
-                        unsafe { input.add(i as usize).read() }
-                    } else {
-                        identity
-                    }
-                };
-                [one(0), one(1), one(2), one(3)]
-            }
-        },
-        store: |first: u64, fast: bool, excl: [T; 4], incl: [T; 4]| {
-            let r = if EXCLUSIVE { excl } else { incl };
-            if fast {
-                unsafe { gpu::store_v4_b32(output.add(first as usize) as *mut u32, T::pack(r)) };
-            } else {
-                for (j, &x) in r.iter().enumerate() {
-                    let i = first + j as u64;
-                    if j < per_vec && i < n {
-                        unsafe { output.add(i as usize).write(x) };
-                    }
-                }
-            }
-        },
-    };
     let status = TileStatus {
         flags,
         aggregates,
         prefixes,
         epoch,
     };
-    unsafe {
-        scan_tile(
-            tile,
-            aligned,
-            io,
-            status,
-            O::combine,
-            warp_aggs.cast::<T>(),
-            tile_prefix.cast::<T>(),
-        )
-    };
+    let mut stage = 0usize;
+    loop {
+        let tile = ids[0];
+        if tile >= tiles {
+            break;
+        }
+        // Ask for the next tile id now; its round trip overlaps the scan below.
+        let ticket = if tid == 0 { draw() } else { 0 };
+        // This tile's group is the oldest of the `ahead` in flight.
+        match ahead {
+            1 => gpu::cp_async_wait_group::<0>(),
+            2 => gpu::cp_async_wait_group::<1>(),
+            3 => gpu::cp_async_wait_group::<2>(),
+            _ => gpu::cp_async_wait_group::<3>(),
+        }
+        let from_smem = staged(tile);
+        let tile_start = tile as u64 * tile_elems;
+        let io = TileIo {
+            per_vec,
+            n,
+            identity,
+            load: |first: u64, fast: bool| -> [T; 4] {
+                if fast && from_smem {
+                    let i = stage * tile_vecs + ((first - tile_start) / per_vec as u64) as usize;
+                    T::unpack(unsafe { gpu::load_shared_v4(smem, i) })
+                } else if fast {
+                    T::unpack(unsafe { gpu::load_v4_b32(input.add(first as usize) as *const u32) })
+                } else {
+                    // Constant indices only (an indexed local array would go to local memory).
+                    let one = |j: usize| {
+                        let i = first + j as u64;
+                        if j < per_vec && i < n {
+                            unsafe { input.add(i as usize).read() }
+                        } else {
+                            identity
+                        }
+                    };
+                    [one(0), one(1), one(2), one(3)]
+                }
+            },
+            store: |first: u64, fast: bool, excl: [T; 4], incl: [T; 4]| {
+                let r = if EXCLUSIVE { excl } else { incl };
+                if fast {
+                    unsafe {
+                        gpu::store_v4_b32(output.add(first as usize) as *mut u32, T::pack(r))
+                    };
+                } else {
+                    for (j, &x) in r.iter().enumerate() {
+                        let i = first + j as u64;
+                        if j < per_vec && i < n {
+                            unsafe { output.add(i as usize).write(x) };
+                        }
+                    }
+                }
+            },
+        };
+        let hooks = Hooks {
+            before_barrier: || {
+                if tid == 0 {
+                    unsafe { ids_slot.write(MAX_STAGES, ticket) };
+                }
+            },
+            // Every thread has read its slots of this stage (the values fed the row scans), so
+            // it may refill them with the next tile.
+            after_barrier: || {
+                let next = unsafe { ids_slot.read(MAX_STAGES) };
+                fetch(next, stage);
+                for s in 0..MAX_STAGES - 1 {
+                    if s + 1 < ahead {
+                        ids[s] = ids[s + 1];
+                    }
+                }
+                for (s, id) in ids.iter_mut().enumerate() {
+                    if s == ahead - 1 {
+                        *id = next;
+                    }
+                }
+            },
+        };
+        unsafe {
+            scan_tile(
+                tile as u64,
+                aligned,
+                io,
+                status,
+                O::combine,
+                warp_aggs.cast::<T>(),
+                tile_prefix.cast::<T>(),
+                hooks,
+            )
+        };
+        stage = if stage + 1 == ahead { 0 } else { stage + 1 };
+    }
 }
 
 /// A value with a segment-head flag: the accumulator of the scan by key.
@@ -238,6 +361,7 @@ pub unsafe fn scan_by_key_device<
             segmented::<T, O>,
             warp_aggs.cast::<Headed<T>>(),
             tile_prefix.cast::<Headed<T>>(),
+            NO_HOOKS,
         )
     };
 }

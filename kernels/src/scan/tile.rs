@@ -30,8 +30,23 @@ pub struct TileIo<A, L, S> {
     pub identity: A,
 }
 
+/// Work a caller slips in around the tile's first barrier (see [`scan_tile`]).
+pub struct Hooks<B, C> {
+    pub before_barrier: B,
+    pub after_barrier: C,
+}
+
+/// No extra work.
+pub const NO_HOOKS: Hooks<fn(), fn()> = Hooks {
+    before_barrier: || {},
+    after_barrier: || {},
+};
+
 /// Scan tile `tile` (the block's dynamic tile id) with `op`, fetching and publishing through
-/// `status`. Called by every thread of a `SCAN_BLOCK`-thread block.
+/// `status`. Called by every thread of a `SCAN_BLOCK`-thread block. The block meets at two
+/// barriers: `hooks.before_barrier` runs just before the first (thread 0 posts the next tile
+/// id there), `hooks.after_barrier` just after it (every thread starts fetching its next tile,
+/// which then loads while warp 0 looks back).
 ///
 /// # Safety
 /// The loads and stores are valid for the tile's in-range elements; `status` spans the launch.
@@ -44,6 +59,7 @@ pub unsafe fn scan_tile<A, F, L, S>(
     op: F,
     warp_aggregates: SharedArray<A>,
     tile_prefix: SharedArray<A>,
+    hooks: Hooks<impl FnOnce(), impl FnOnce()>,
 ) where
     A: ShflValue,
     F: Fn(A, A) -> A + Copy,
@@ -92,7 +108,9 @@ pub unsafe fn scan_tile<A, F, L, S>(
     if lane == 0 {
         unsafe { warp_aggregates.write(warp, carry) };
     }
+    (hooks.before_barrier)();
     gpu::sync_threads();
+    (hooks.after_barrier)();
     let mut warp_exclusive = io.identity;
     let mut aggregate = io.identity;
     for w in 0..WARPS {

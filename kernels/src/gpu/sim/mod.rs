@@ -24,7 +24,10 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 pub mod prims;
 
-/// Device limits the simulator enforces (those of sm_80/sm_90 without opt-in attributes).
+/// Device limits the simulator enforces: sm_90's. A block may have 227 KiB of shared memory
+/// (static + dynamic) as on an H100/H200 once the host raises the kernel's
+/// `MAX_DYNAMIC_SHARED_SIZE_BYTES` (the host does so at load for the kernels that need it);
+/// static arrays alone stay within 48 KiB, the most a module may declare.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_threads_per_block: u32,
@@ -32,13 +35,16 @@ pub struct Limits {
     pub max_grid_dim: (u32, u32, u32),
     /// Static + dynamic shared memory per block.
     pub max_shared_bytes: usize,
+    /// Static shared memory per block.
+    pub max_static_shared_bytes: usize,
 }
 
 pub const DEFAULT_LIMITS: Limits = Limits {
     max_threads_per_block: 1024,
     max_block_dim: (1024, 1024, 64),
     max_grid_dim: (i32::MAX as u32, 65535, 65535),
-    max_shared_bytes: 48 * 1024,
+    max_shared_bytes: 227 * 1024,
+    max_static_shared_bytes: 48 * 1024,
 };
 
 /// A launch's shape, as `cuLaunchKernel` takes it.
@@ -141,6 +147,20 @@ pub(crate) struct ThreadState {
     pub grid_dim: (u32, u32, u32),
     pub yielder: Cell<*const Yld>,
     pub block: *const BlockState,
+    /// This thread's asynchronous copies (`cp_async_16`), applied when their group retires.
+    pub cp_async: RefCell<CpAsync>,
+}
+
+/// One 16-byte asynchronous copy: destination in shared memory, and the bytes read at issue.
+pub(crate) type PendingCopy = (*mut [u32; 4], [u32; 4]);
+
+/// A thread's asynchronous copies: the open (uncommitted) group and the committed groups,
+/// oldest first. Destinations are written only when their group retires, so a kernel that
+/// reads shared memory before waiting sees the poison, as it could on the GPU.
+#[derive(Default)]
+pub(crate) struct CpAsync {
+    pub open: Vec<PendingCopy>,
+    pub groups: std::collections::VecDeque<Vec<PendingCopy>>,
 }
 
 /// Per-block state: its shared memory.
@@ -152,6 +172,7 @@ pub(crate) struct BlockState {
     pub dynamic: Box<[u128]>,
     pub dynamic_bytes: usize,
     pub limit: usize,
+    pub static_limit: usize,
 }
 
 std::thread_local! {
@@ -373,10 +394,11 @@ fn run_block<F: Fn() + Sync>(
     let block = BlockState {
         statics: RefCell::new(Vec::new()),
         static_used: Cell::new(0),
-        static_arena: std::vec![POISON; words(lim.max_shared_bytes)].into_boxed_slice(),
+        static_arena: std::vec![POISON; words(lim.max_static_shared_bytes)].into_boxed_slice(),
         dynamic: std::vec![POISON; words(cfg.dynamic_shared_bytes as usize)].into_boxed_slice(),
         dynamic_bytes: cfg.dynamic_shared_bytes as usize,
         limit: lim.max_shared_bytes,
+        static_limit: lim.max_static_shared_bytes,
     };
     let threads: Vec<ThreadState> = (0..n as u32)
         .map(|i| ThreadState {
@@ -387,6 +409,7 @@ fn run_block<F: Fn() + Sync>(
             grid_dim: cfg.grid,
             yielder: Cell::new(core::ptr::null()),
             block: &block,
+            cp_async: RefCell::new(CpAsync::default()),
         })
         .collect();
     let err = |t: Option<usize>, kind: FaultKind, message: String| SimError {

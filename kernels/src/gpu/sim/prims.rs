@@ -84,7 +84,7 @@ pub fn static_shared<T: Copy>(name: &'static str, len: usize) -> SharedArray<T> 
         Some(&(_, off)) => off,
         None => {
             let off = b.static_used.get().next_multiple_of(16);
-            if off + bytes + b.dynamic_bytes > b.limit {
+            if off + bytes + b.dynamic_bytes > b.limit || off + bytes > b.static_limit {
                 fault(
                     FaultKind::InvalidLaunch,
                     format!(
@@ -403,4 +403,42 @@ pub fn nanosleep(_ns: u32) {
 pub unsafe fn load_nc_f32(addr: *const f32) -> f32 {
     aligned(addr, "load_nc_f32");
     unsafe { addr.read() }
+}
+
+// Asynchronous copies: the source is read at issue, the shared destination written when the
+// copy's group retires (`cp_async_wait_group`).
+
+/// # Safety
+/// As on the GPU: `i < dst.len()`; `src` 16 readable bytes, 16-byte aligned (else a fault).
+pub unsafe fn cp_async_16(dst: SharedArray<[u32; 4]>, i: usize, src: *const u32) {
+    super::check_shared_index(i, dst.len);
+    if !(src as usize).is_multiple_of(16) {
+        fault(
+            FaultKind::Misaligned,
+            format!("misaligned 16-byte cp.async source at {src:p}"),
+        );
+    }
+    let data = unsafe { (src as *const [u32; 4]).read_volatile() };
+    let d = unsafe { dst.ptr.add(i) };
+    current().cp_async.borrow_mut().open.push((d, data));
+}
+pub fn cp_async_commit() {
+    let mut c = current().cp_async.borrow_mut();
+    let group = core::mem::take(&mut c.open);
+    c.groups.push_back(group);
+}
+pub fn cp_async_wait_group<const N: u32>() {
+    let mut c = current().cp_async.borrow_mut();
+    while c.groups.len() > N as usize {
+        for (d, data) in c.groups.pop_front().unwrap_or_default() {
+            // SAFETY: `d` was bounds-checked at issue and the block's shared memory lives for
+            // the whole launch.
+            unsafe { d.write(data) };
+        }
+    }
+}
+/// # Safety
+/// `i < src.len()`.
+pub unsafe fn load_shared_v4(src: SharedArray<[u32; 4]>, i: usize) -> [u32; 4] {
+    unsafe { src.read(i) }
 }
