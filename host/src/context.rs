@@ -302,6 +302,7 @@ impl MappedResult {
     }
 }
 
+#[allow(clippy::large_enum_variant)] // one per Context: its size does not matter
 pub(crate) enum Backend {
     Cuda(CudaBackend),
     Sim,

@@ -88,6 +88,12 @@ enum Command {
         /// Also write the table to this file.
         #[arg(long)]
         out: Option<std::path::PathBuf>,
+        /// Tiles each block of our scan fetches ahead into shared memory (0-4) [default: 2].
+        #[arg(long)]
+        stages: Option<u32>,
+        /// Blocks of our scan per SM [default: as many as fit].
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        blocks_per_sm: Option<u32>,
     },
     /// Print the CUDA devices and the embedded PTX's target.
     Info,
@@ -181,12 +187,21 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             cub_lib,
             seed,
             out,
+            stages,
+            blocks_per_sm,
         } => {
             let ctx = match backend {
                 BackendArg::Cuda => Context::new(device)?,
                 BackendArg::Sim => Context::sim()?,
                 BackendArg::Auto => Context::auto(device)?,
             };
+            let default = ctx.scan_tuning();
+            ctx.set_scan_tuning(gpu_reduce::ScanTuning {
+                stages: stages.unwrap_or(default.stages),
+                blocks_per_sm,
+                ..default
+            })?;
+            println!("our scan: {:?}", ctx.scan_tuning());
             scan(
                 &ctx,
                 ScanArgs {

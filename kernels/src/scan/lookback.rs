@@ -162,3 +162,140 @@ impl<A: ShflValue> TileStatus<A> {
         }
     }
 }
+
+/// Predecessors each thread reads per round of the block-wide look-back.
+const BLOCK_PER_THREAD: usize = 2;
+
+impl<A: ShflValue> TileStatus<A> {
+    /// Status and value of predecessor `pred` of a look-back: 0 (nothing yet), aggregate or
+    /// prefix, and the value that goes with it.
+    #[inline(always)]
+    unsafe fn read(&self, pred: usize, identity: A) -> (u32, A) {
+        if Self::PACKED {
+            // Relaxed is enough: the value travels in the word it is read with.
+            let w = unsafe { gpu::load_relaxed_u64((self.flags as *const u64).add(pred)) };
+            let hi = (w >> 32) as u32;
+            let s = if hi >> 2 == self.epoch { hi & 3 } else { 0 };
+            (s, A::from_words([w as u32, 0, 0, 0]))
+        } else {
+            let w = unsafe { gpu::load_acquire_u32(self.flags.add(pred)) };
+            let s = if w >> 2 == self.epoch { w & 3 } else { 0 };
+            let v = match s {
+                STATUS_PREFIX => unsafe { core::ptr::read_volatile(self.prefixes.add(pred)) },
+                STATUS_AGGREGATE => unsafe { core::ptr::read_volatile(self.aggregates.add(pred)) },
+                _ => identity,
+            };
+            (s, v)
+        }
+    }
+
+    /// The exclusive prefix of `tile` (>= 1), found by the whole block (`SCAN_BLOCK` threads,
+    /// all of which call it and get the prefix): the block waits for it anyway, so every thread
+    /// reads predecessors and one round covers `SCAN_BLOCK * 2` of them (thread `t` the two at
+    /// distances `2t+1, 2t+2`, in flight together). A round is ready once every predecessor
+    /// nearer than the nearest published inclusive prefix has published its aggregate
+    /// (farther ones do not matter); without a prefix in the window, once all have, and the
+    /// walk goes on past the window. Same no-deadlock argument as [`Self::exclusive_prefix`].
+    ///
+    /// Two barriers per round, one per retry; the votes are double-buffered by attempt.
+    /// # Safety
+    /// As [`Self::exclusive_prefix`]; called by every thread of the block, with the same
+    /// arguments.
+    #[inline(always)]
+    pub unsafe fn block_exclusive_prefix<F: Fn(A, A) -> A + Copy>(
+        &self,
+        tile: u64,
+        identity: A,
+        op: F,
+    ) -> A {
+        const WARPS: usize = crate::launch::SCAN_BLOCK as usize / 32;
+        const P: usize = BLOCK_PER_THREAD;
+        // [attempt parity][has prefix | not ready][warp]
+        let votes = crate::static_shared!(SCAN_LOOKBACK_VOTES: [u32; 2 * 2 * 32]);
+        let partials =
+            unsafe { crate::static_shared!(SCAN_LOOKBACK_PARTIALS: [u128; 32]).cast::<A>() };
+        let t = gpu::thread_idx_x() as u64;
+        let (lane, warp) = (gpu::lane_id(), gpu::warp_id() as usize);
+        let window = (crate::launch::SCAN_BLOCK as usize * P) as u64;
+        let mut exclusive = identity;
+        let mut end = tile;
+        let mut parity = 0usize;
+        loop {
+            let dist = |j: usize| t * P as u64 + j as u64;
+            let (acc, nearest) = loop {
+                // This thread's predecessors, nearest first, up to its nearest prefix; farther
+                // tiles go on the left. Tiles before tile 0 count as prefixes that add nothing.
+                let mut acc = identity;
+                let mut has_prefix = false;
+                let mut blocked = false;
+                let mut st = [0u32; P];
+                let mut val = [identity; P];
+                for j in 0..P {
+                    if end > dist(j) {
+                        (st[j], val[j]) =
+                            unsafe { self.read((end - 1 - dist(j)) as usize, identity) };
+                    } else {
+                        st[j] = STATUS_PREFIX;
+                    }
+                }
+                for j in 0..P {
+                    if !has_prefix {
+                        blocked |= st[j] == 0;
+                        acc = op(val[j], acc);
+                        has_prefix = st[j] == STATUS_PREFIX;
+                    }
+                }
+                let pv = gpu::ballot_sync(FULL_MASK, has_prefix);
+                let bv = gpu::ballot_sync(FULL_MASK, blocked);
+                if lane == 0 {
+                    unsafe {
+                        votes.write(parity * 64 + warp, pv);
+                        votes.write(parity * 64 + 32 + warp, bv);
+                    }
+                }
+                gpu::sync_threads();
+                // First thread (nearest predecessors) with a prefix, and first that is blocked.
+                let first = |base: usize| {
+                    let mut f = u32::MAX;
+                    for w in (0..WARPS).rev() {
+                        let v = unsafe { votes.read(parity * 64 + base + w) };
+                        if v != 0 {
+                            f = w as u32 * 32 + v.trailing_zeros();
+                        }
+                    }
+                    f
+                };
+                let (fp, fb) = (first(0), first(32));
+                parity ^= 1;
+                // Ready: nothing blocked up to the nearest prefix (or in the whole window when
+                // there is none).
+                if fb == u32::MAX || (fp != u32::MAX && fb > fp) {
+                    break (acc, fp);
+                }
+                gpu::nanosleep(20);
+            };
+            let stop = if nearest == u32::MAX {
+                u32::MAX
+            } else {
+                nearest
+            };
+            let contribution = if (t as u32) <= stop { acc } else { identity };
+            let w = warp_reduce_rev(contribution, op);
+            if lane == 0 {
+                unsafe { partials.write(warp, w) };
+            }
+            gpu::sync_threads();
+            let mut round = identity;
+            for w in 0..WARPS {
+                round = op(unsafe { partials.read(w) }, round);
+            }
+            exclusive = op(round, exclusive);
+            // No barrier needed before `partials` or `votes` are written again: every thread
+            // reads them before it reaches the next barrier, which the writers pass first.
+            if nearest != u32::MAX {
+                return exclusive;
+            }
+            end -= window;
+        }
+    }
+}

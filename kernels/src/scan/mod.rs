@@ -73,7 +73,6 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     epoch: u32,
 ) {
     let warp_aggs = crate::static_shared!(SCAN_WARP_AGGS: [u128; 32]);
-    let tile_prefix = crate::static_shared!(SCAN_TILE_PREFIX: [u128; 1]);
     // Slots 0..MAX_STAGES: the first tile ids; slot MAX_STAGES: the next id, each round.
     let ids_slot = crate::static_shared!(SCAN_TILE_IDS: [u32; MAX_STAGES + 1]);
     let smem = gpu::dynamic_shared::<[u32; 4]>();
@@ -229,7 +228,6 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
                 status,
                 O::combine,
                 warp_aggs.cast::<T>(),
-                tile_prefix.cast::<T>(),
                 hooks,
             )
         };
@@ -300,7 +298,6 @@ pub unsafe fn scan_by_key_device<
     epoch: u32,
 ) {
     let warp_aggs = crate::static_shared!(SCAN_KEY_WARP_AGGS: [u128; 32]);
-    let tile_prefix = crate::static_shared!(SCAN_KEY_TILE_PREFIX: [u128; 1]);
     let tile = unsafe { next_tile(counter) };
     let per_vec = T::PER_VEC;
     let identity = Headed {
@@ -360,7 +357,6 @@ pub unsafe fn scan_by_key_device<
             status,
             segmented::<T, O>,
             warp_aggs.cast::<Headed<T>>(),
-            tile_prefix.cast::<Headed<T>>(),
             NO_HOOKS,
         )
     };

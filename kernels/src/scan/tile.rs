@@ -58,7 +58,6 @@ pub unsafe fn scan_tile<A, F, L, S>(
     status: TileStatus<A>,
     op: F,
     warp_aggregates: SharedArray<A>,
-    tile_prefix: SharedArray<A>,
     hooks: Hooks<impl FnOnce(), impl FnOnce()>,
 ) where
     A: ShflValue,
@@ -121,29 +120,27 @@ pub unsafe fn scan_tile<A, F, L, S>(
         aggregate = op(aggregate, a);
     }
 
-    // Warp 0 publishes the aggregate, looks back, publishes the inclusive prefix.
-    if warp == 0 {
-        let prefix = if tile == 0 {
-            if lane == 0 {
-                unsafe { status.publish_prefix(0, aggregate) };
-            }
-            io.identity
-        } else {
-            if lane == 0 {
-                unsafe { status.publish_aggregate(tile, aggregate) };
-            }
-            let p = unsafe { status.exclusive_prefix(tile, io.identity, op) };
-            if lane == 0 {
-                unsafe { status.publish_prefix(tile, op(p, aggregate)) };
-            }
-            p
-        };
-        if lane == 0 {
-            unsafe { tile_prefix.write(0, prefix) };
+    // Thread 0 publishes the aggregate; the whole block looks back (it would only wait
+    // otherwise); thread 0 publishes the inclusive prefix.
+    let prefix = if tile == 0 {
+        if gpu::thread_idx_x() == 0 {
+            unsafe { status.publish_prefix(0, aggregate) };
         }
-    }
-    gpu::sync_threads();
-    let before_warp = op(unsafe { tile_prefix.read(0) }, warp_exclusive);
+        // The look-back's barriers also keep a persistent block's next writes of the shared
+        // scratch behind this tile's reads; tile 0 has no look-back, so it meets here.
+        gpu::sync_threads();
+        io.identity
+    } else {
+        if gpu::thread_idx_x() == 0 {
+            unsafe { status.publish_aggregate(tile, aggregate) };
+        }
+        let p = unsafe { status.block_exclusive_prefix(tile, io.identity, op) };
+        if gpu::thread_idx_x() == 0 {
+            unsafe { status.publish_prefix(tile, op(p, aggregate)) };
+        }
+        p
+    };
+    let before_warp = op(prefix, warp_exclusive);
 
     let results = |k: usize| {
         let pre = op(before_warp, row_prefix[k]);
