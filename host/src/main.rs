@@ -88,9 +88,13 @@ enum Command {
         /// Also write the table to this file.
         #[arg(long)]
         out: Option<std::path::PathBuf>,
-        /// Tiles each block of our scan fetches ahead into shared memory (0-4) [default: 2].
+        /// Tiles each block of our scan fetches ahead into shared memory (0-4) [default: 0].
         #[arg(long)]
         stages: Option<u32>,
+        /// Our scan's grid: resident blocks that scan tile after tile (true), or one block per
+        /// tile (false) [default: true].
+        #[arg(long)]
+        persistent: Option<bool>,
         /// Blocks of our scan per SM [default: as many as fit].
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         blocks_per_sm: Option<u32>,
@@ -189,6 +193,7 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             out,
             stages,
             blocks_per_sm,
+            persistent,
         } => {
             let ctx = match backend {
                 BackendArg::Cuda => Context::new(device)?,
@@ -199,6 +204,7 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             ctx.set_scan_tuning(gpu_reduce::ScanTuning {
                 stages: stages.unwrap_or(default.stages),
                 blocks_per_sm,
+                persistent: persistent.unwrap_or(default.persistent),
                 ..default
             })?;
             println!("our scan: {:?}", ctx.scan_tuning());

@@ -322,20 +322,26 @@ by_key!(u64, f64,
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScanTuning {
     /// Tiles each block fetches ahead (0..=`kernels::scan::MAX_STAGES`; 0: each tile is
-    /// loaded when its turn comes). Default 2.
+    /// loaded when its turn comes, and the next tile id is drawn only once the current tile's
+    /// prefix is out). Default 0: ids drawn ahead for the copies make later tiles wait on
+    /// tiles that sit unscanned behind a block's current one.
     pub stages: u32,
     /// Blocks per SM (default: as many as fit).
     pub blocks_per_sm: Option<u32>,
     /// At most this many blocks (default: no cap). One block scans everything in order.
     pub max_grid: Option<u32>,
+    /// `true`: only as many blocks as are resident at once, each scanning tile after tile;
+    /// `false`: one block per tile (with `stages` 0, CUB's shape).
+    pub persistent: bool,
 }
 
 impl Default for ScanTuning {
     fn default() -> Self {
         Self {
-            stages: 2,
+            stages: 0,
             blocks_per_sm: None,
             max_grid: None,
+            persistent: true,
         }
     }
 }
@@ -466,7 +472,7 @@ impl Context {
         let per_sm = t.blocks_per_sm.map_or(fit, |b| b.min(fit));
         let resident = per_sm.saturating_mul(self.info().multiprocessors.max(1));
         let grid = tiles
-            .min(resident)
+            .min(if t.persistent { resident } else { u32::MAX })
             .min(t.max_grid.unwrap_or(u32::MAX))
             .max(1);
         Ok(LaunchShape::linear(grid, SCAN_BLOCK, smem))

@@ -50,6 +50,10 @@ pub mod launch {
     /// they scan, so a tile only needs to be large enough to amortise its look-back; at 8 rows
     /// the i32 kernel needs 128 registers (2 blocks of 256 threads per SM), at 16 rows 254.
     pub const SCAN_ROWS: u32 = env_u32(option_env!("GPU_REDUCE_SCAN_ROWS"), 8);
+    /// Who walks the scan's look-back (`GPU_REDUCE_SCAN_BLOCK_LOOKBACK` at build time): 0,
+    /// warp 0 while the other warps wait at a barrier (CUB's way); 1, every thread of the block.
+    pub const SCAN_BLOCK_LOOKBACK: bool =
+        env_u32(option_env!("GPU_REDUCE_SCAN_BLOCK_LOOKBACK"), 0) != 0;
     const _: () = assert!(SCAN_BLOCK.is_multiple_of(32) && SCAN_BLOCK <= 1024 && SCAN_ROWS >= 1);
 
     /// A decimal build-time setting, or `default` when unset.

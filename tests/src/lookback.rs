@@ -373,16 +373,18 @@ pub fn check_scan_tunings(ctx: &Context, n: usize) {
     let mut outf = ctx.alloc_zeros::<f64>(n).unwrap();
     let default = ctx.scan_tuning();
     for stages in 0..=kernels::scan::MAX_STAGES as u32 {
-        for (blocks_per_sm, max_grid) in [
-            (None, None),
-            (None, Some(1)),
-            (None, Some(3)),
-            (Some(1), None),
+        for (blocks_per_sm, max_grid, persistent) in [
+            (None, None, true),
+            (None, None, false),
+            (None, Some(1), true),
+            (None, Some(3), true),
+            (Some(1), None, true),
         ] {
             let t = ScanTuning {
                 stages,
                 blocks_per_sm,
                 max_grid,
+                persistent,
             };
             ctx.set_scan_tuning(t).unwrap();
             let what = |s: &str| format!("{s} with {t:?}");

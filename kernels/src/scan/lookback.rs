@@ -76,11 +76,10 @@ impl<A: ShflValue> TileStatus<A> {
     }
 
     /// The exclusive prefix of `tile` (>= 1): called by all 32 lanes of one warp. Each round
-    /// reads the next [`LOOKBACK_WINDOW`] predecessors (lane `l` the four at distances
-    /// `4l+1 ..= 4l+4`, four independent loads in flight per lane), waits until all have
-    /// published something, and combines back to the nearest inclusive prefix. Every lane
-    /// returns the prefix. Wide windows matter: a tile far behind the prefix front walks over
-    /// many tiles that have only published aggregates, one dependent L2 round trip per window.
+    /// reads the next [`LOOKBACK_WINDOW`] predecessors (lane `l` the `PER_LANE` at distances
+    /// `l*PER_LANE+1 ..`, independent loads in flight together), waits until every one nearer
+    /// than the nearest inclusive prefix has published (all of them when the window holds no
+    /// prefix), and combines back to that prefix. Every lane returns the prefix.
     ///
     /// Never deadlocks when tiles are handed out in launch order by an atomic counter: every
     /// predecessor belongs to a block that is already running.
@@ -102,7 +101,11 @@ impl<A: ShflValue> TileStatus<A> {
             let pred = |j: usize| end.wrapping_sub(1 + dist(j)) as usize;
             let mut status = [0u32; PER_LANE];
             let mut packed = [0u32; PER_LANE];
-            loop {
+            // Ready once every predecessor nearer than the nearest inclusive prefix has
+            // published (farther ones do not matter); with no prefix in the window, once all
+            // have. CUB waits for the whole window; a late block far behind the prefix front
+            // then holds up tiles that do not need it.
+            let (prefixes, acc) = loop {
                 for j in 0..PER_LANE {
                     // Tiles before tile 0 count as "prefix" so they never hold the window up;
                     // they lie beyond tile 0, which is a prefix, so they are never combined.
@@ -121,32 +124,46 @@ impl<A: ShflValue> TileStatus<A> {
                         if w >> 2 == self.epoch { w & 3 } else { 0 }
                     };
                 }
-                let ready = status.iter().all(|&s| s != 0);
-                if gpu::all_sync(FULL_MASK, ready) {
-                    break;
+                // This lane's tiles, nearest first, up to (and including) its nearest prefix.
+                let mut has_prefix = false;
+                let mut blocked = false;
+                for &st in status.iter() {
+                    if !has_prefix {
+                        blocked |= st == 0;
+                        has_prefix = st == STATUS_PREFIX;
+                    }
+                }
+                let prefixes = gpu::ballot_sync(FULL_MASK, has_prefix);
+                let stalls = gpu::ballot_sync(FULL_MASK, blocked);
+                // Lanes up to the first with a prefix must not be blocked.
+                let needed = if prefixes != 0 {
+                    u32::MAX >> (31 - prefixes.trailing_zeros())
+                } else {
+                    u32::MAX
+                };
+                if stalls & needed == 0 {
+                    let mut acc = identity;
+                    let mut seen_prefix = false;
+                    for j in 0..PER_LANE {
+                        if !seen_prefix && status[j] != 0 {
+                            let v = if !valid(j) {
+                                identity
+                            } else if Self::PACKED {
+                                A::from_words([packed[j], 0, 0, 0])
+                            } else if status[j] == STATUS_PREFIX {
+                                unsafe { core::ptr::read_volatile(self.prefixes.add(pred(j))) }
+                            } else {
+                                unsafe { core::ptr::read_volatile(self.aggregates.add(pred(j))) }
+                            };
+                            // Earlier tiles go on the left.
+                            acc = op(v, acc);
+                            seen_prefix = status[j] == STATUS_PREFIX;
+                        }
+                    }
+                    break (prefixes, acc);
                 }
                 gpu::nanosleep(20);
-            }
-            // This lane's tiles, nearest first, up to (and including) its nearest prefix:
-            // earlier tiles go on the left.
-            let mut acc = identity;
-            let mut has_prefix = false;
-            for j in 0..PER_LANE {
-                if !has_prefix {
-                    let v = if !valid(j) {
-                        identity
-                    } else if Self::PACKED {
-                        A::from_words([packed[j], 0, 0, 0])
-                    } else if status[j] == STATUS_PREFIX {
-                        unsafe { core::ptr::read_volatile(self.prefixes.add(pred(j))) }
-                    } else {
-                        unsafe { core::ptr::read_volatile(self.aggregates.add(pred(j))) }
-                    };
-                    acc = op(v, acc);
-                    has_prefix = status[j] == STATUS_PREFIX;
-                }
-            }
-            let prefixes = gpu::ballot_sync(FULL_MASK, has_prefix);
+            };
             let stop = if prefixes != 0 {
                 prefixes.trailing_zeros() as u64
             } else {

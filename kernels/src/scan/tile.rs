@@ -31,15 +31,19 @@ pub struct TileIo<A, L, S> {
 }
 
 /// Work a caller slips in around the tile's first barrier (see [`scan_tile`]).
-pub struct Hooks<B, C> {
+pub struct Hooks<B, C, D> {
     pub before_barrier: B,
     pub after_barrier: C,
+    /// Runs once this tile's inclusive prefix is published (nobody waits on the tile any
+    /// more), before the stores.
+    pub after_lookback: D,
 }
 
 /// No extra work.
-pub const NO_HOOKS: Hooks<fn(), fn()> = Hooks {
+pub const NO_HOOKS: Hooks<fn(), fn(), fn()> = Hooks {
     before_barrier: || {},
     after_barrier: || {},
+    after_lookback: || {},
 };
 
 /// Scan tile `tile` (the block's dynamic tile id) with `op`, fetching and publishing through
@@ -58,7 +62,7 @@ pub unsafe fn scan_tile<A, F, L, S>(
     status: TileStatus<A>,
     op: F,
     warp_aggregates: SharedArray<A>,
-    hooks: Hooks<impl FnOnce(), impl FnOnce()>,
+    hooks: Hooks<impl FnOnce(), impl FnOnce(), impl FnOnce()>,
 ) where
     A: ShflValue,
     F: Fn(A, A) -> A + Copy,
@@ -120,17 +124,17 @@ pub unsafe fn scan_tile<A, F, L, S>(
         aggregate = op(aggregate, a);
     }
 
-    // Thread 0 publishes the aggregate; the whole block looks back (it would only wait
-    // otherwise); thread 0 publishes the inclusive prefix.
+    // Thread 0 publishes the aggregate and, once the look-back has found the exclusive prefix,
+    // the inclusive one. The look-back's barriers also keep a persistent block's next writes
+    // of the shared scratch behind this tile's reads.
     let prefix = if tile == 0 {
         if gpu::thread_idx_x() == 0 {
             unsafe { status.publish_prefix(0, aggregate) };
         }
-        // The look-back's barriers also keep a persistent block's next writes of the shared
-        // scratch behind this tile's reads; tile 0 has no look-back, so it meets here.
         gpu::sync_threads();
         io.identity
-    } else {
+    } else if crate::launch::SCAN_BLOCK_LOOKBACK {
+        // The whole block looks back (it would only wait otherwise).
         if gpu::thread_idx_x() == 0 {
             unsafe { status.publish_aggregate(tile, aggregate) };
         }
@@ -139,7 +143,25 @@ pub unsafe fn scan_tile<A, F, L, S>(
             unsafe { status.publish_prefix(tile, op(p, aggregate)) };
         }
         p
+    } else {
+        // Warp 0 looks back and posts the prefix; the other warps wait at the barrier.
+        let slot = unsafe { crate::static_shared!(SCAN_TILE_PREFIX: [u128; 1]).cast::<A>() };
+        if warp == 0 {
+            if lane == 0 {
+                unsafe { status.publish_aggregate(tile, aggregate) };
+            }
+            let p = unsafe { status.exclusive_prefix(tile, io.identity, op) };
+            if lane == 0 {
+                unsafe {
+                    status.publish_prefix(tile, op(p, aggregate));
+                    slot.write(0, p);
+                }
+            }
+        }
+        gpu::sync_threads();
+        unsafe { slot.read(0) }
     };
+    (hooks.after_lookback)();
     let before_warp = op(prefix, warp_exclusive);
 
     let results = |k: usize| {
