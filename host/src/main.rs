@@ -88,9 +88,6 @@ enum Command {
         /// Also write the table to this file.
         #[arg(long)]
         out: Option<std::path::PathBuf>,
-        /// Tiles each block of our scan fetches ahead into shared memory (0-4) [default: 0].
-        #[arg(long)]
-        stages: Option<u32>,
         /// Our scan's grid: resident blocks that scan tile after tile (true), or one block per
         /// tile (false) [default: true].
         #[arg(long)]
@@ -191,7 +188,6 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             cub_lib,
             seed,
             out,
-            stages,
             blocks_per_sm,
             persistent,
         } => {
@@ -202,7 +198,6 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             };
             let default = ctx.scan_tuning();
             ctx.set_scan_tuning(gpu_reduce::ScanTuning {
-                stages: stages.unwrap_or(default.stages),
                 blocks_per_sm,
                 persistent: persistent.unwrap_or(default.persistent),
                 ..default

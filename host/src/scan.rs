@@ -316,29 +316,22 @@ by_key!(u64, f64,
     Max, Exclusive => scan_by_key_exclusive_max_u64_f64;
 );
 
-/// How the production scan is launched. The grid is persistent: blocks scan tile after tile,
-/// and each keeps `stages` tiles in flight, copied asynchronously into its shared memory, while
-/// it scans the current one.
+/// How the production scan is launched. By default the grid is persistent: as many blocks as
+/// fit on the device at once, each scanning tile after tile (one tile of shared memory each).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScanTuning {
-    /// Tiles each block fetches ahead (0..=`kernels::scan::MAX_STAGES`; 0: each tile is
-    /// loaded when its turn comes, and the next tile id is drawn only once the current tile's
-    /// prefix is out). Default 0: ids drawn ahead for the copies make later tiles wait on
-    /// tiles that sit unscanned behind a block's current one.
-    pub stages: u32,
     /// Blocks per SM (default: as many as fit).
     pub blocks_per_sm: Option<u32>,
     /// At most this many blocks (default: no cap). One block scans everything in order.
     pub max_grid: Option<u32>,
-    /// `true`: only as many blocks as are resident at once, each scanning tile after tile;
-    /// `false`: one block per tile (with `stages` 0, CUB's shape).
+    /// `true` (default): only as many blocks as are resident at once; `false`: one block per
+    /// tile (CUB's shape; a block that finishes early may still take further tiles).
     pub persistent: bool,
 }
 
 impl Default for ScanTuning {
     fn default() -> Self {
         Self {
-            stages: 0,
             blocks_per_sm: None,
             max_grid: None,
             persistent: true,
@@ -451,21 +444,20 @@ impl Context {
     }
 
     /// Grid and dynamic shared memory of the production scan over `tiles` tiles of `T`: as
-    /// many blocks as the device holds at once (at most one per tile), `stages` tiles of
-    /// shared memory each.
+    /// many blocks as the device holds at once (at most one per tile), one tile of shared
+    /// memory each.
     fn scan_shape<T>(&self, name: &'static str, tiles: u32) -> Result<LaunchShape> {
         let t = *self.scan_tuning.lock().unwrap_or_else(|p| p.into_inner());
         let tile_bytes = (scan_tile_elems(std::mem::size_of::<T>() as u64)
             * std::mem::size_of::<T>() as u64) as u32;
-        let smem = t.stages * tile_bytes;
+        let smem = tile_bytes;
         let fit = match &self.backend {
             Backend::Cuda(c) => c.scan_blocks_per_sm(name, smem)?,
             Backend::Sim => 2,
         };
         if fit == 0 {
             return Err(Error::InvalidArgument(format!(
-                "scan tuning: {} stages of {} KiB do not fit in a block's shared memory",
-                t.stages,
+                "scan: a tile of {} KiB does not fit in a block's shared memory",
                 tile_bytes / 1024
             )));
         }
@@ -524,13 +516,9 @@ impl Context {
 
     /// How the production scan is launched from now on (see [`ScanTuning`]).
     pub fn set_scan_tuning(&self, tuning: ScanTuning) -> Result<()> {
-        if tuning.stages as usize > kernels::scan::MAX_STAGES
-            || tuning.blocks_per_sm == Some(0)
-            || tuning.max_grid == Some(0)
-        {
+        if tuning.blocks_per_sm == Some(0) || tuning.max_grid == Some(0) {
             return Err(Error::InvalidArgument(format!(
-                "scan tuning {tuning:?}: stages must be 0..={}, blocks per SM and the grid cap at least 1",
-                kernels::scan::MAX_STAGES
+                "scan tuning {tuning:?}: blocks per SM and the grid cap must be at least 1"
             )));
         }
         *self.scan_tuning.lock().unwrap_or_else(|p| p.into_inner()) = tuning;

@@ -360,9 +360,8 @@ pub fn check_scan_huge(ctx: &Context) {
     }
 }
 
-/// The persistent scan under every launch setting: 0 to `MAX_STAGES` tiles fetched ahead,
-/// one block for everything, a few blocks, one block per SM; aligned, misaligned (direct
-/// loads) and in place; each result checked against the CPU. The default setting is restored.
+/// The scan under every launch setting: persistent and one block per tile, one block for
+/// everything, a few blocks, one block per SM; aligned, misaligned (direct loads) and in place; each result checked against the CPU. The default setting is restored.
 pub fn check_scan_tunings(ctx: &Context, n: usize) {
     use gpu_reduce::ScanTuning;
     let x: Vec<i32> = data(n + 3, 41, false);
@@ -372,7 +371,7 @@ pub fn check_scan_tunings(ctx: &Context, n: usize) {
     let mut out = ctx.alloc_zeros::<i32>(n + 3).unwrap();
     let mut outf = ctx.alloc_zeros::<f64>(n).unwrap();
     let default = ctx.scan_tuning();
-    for stages in 0..=kernels::scan::MAX_STAGES as u32 {
+    {
         for (blocks_per_sm, max_grid, persistent) in [
             (None, None, true),
             (None, None, false),
@@ -381,7 +380,6 @@ pub fn check_scan_tunings(ctx: &Context, n: usize) {
             (Some(1), None, true),
         ] {
             let t = ScanTuning {
-                stages,
                 blocks_per_sm,
                 max_grid,
                 persistent,
@@ -434,7 +432,7 @@ pub fn check_scan_tunings(ctx: &Context, n: usize) {
     }
     // Settings out of range are refused, and leave the current one in place.
     let bad = ScanTuning {
-        stages: kernels::scan::MAX_STAGES as u32 + 1,
+        blocks_per_sm: Some(0),
         ..ScanTuning::default()
     };
     assert!(matches!(

@@ -36,7 +36,7 @@ fn scan_stress_many_tiles_waiting() {
 #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
 fn scan_every_launch_setting() {
     // Thousands of tiles: with one block every tile waits on the block's previous one; with a
-    // few blocks and 4 stages, tiles are fetched long before their predecessors finish.
+    // few blocks, each walks far back.
     let tile = kernels::launch::scan_tile_elems(4) as usize;
     check_scan_tunings(&gpu(), 3000 * tile + 101);
 }

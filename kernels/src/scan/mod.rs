@@ -36,30 +36,30 @@ unsafe fn next_tile(counter: *mut u32) -> u64 {
     unsafe { slot.read(0) as u64 }
 }
 
-/// Most tiles a block keeps in flight ahead of the one it scans (see [`scan_device`]).
-pub const MAX_STAGES: usize = 4;
-
 /// Inclusive (`EXCLUSIVE = false`) or exclusive scan of `n` elements from `input` to `output`
 /// (the same address for in place) with operator `O`, in one pass.
 ///
-/// The grid is persistent: any number of blocks of `SCAN_BLOCK` threads (the host launches as
-/// many as fit on the device at once, at most one per tile), each scanning tile after tile.
-/// Tile ids come from `counter` in the order blocks ask for them, so a tile only ever waits on
-/// tiles that running blocks hold and have already started: the smallest unfinished tile
-/// never waits, whatever the scheduling, and there is no deadlock. A block keeps `stages` tile
-/// ids ahead, where `stages` = dynamic shared memory / tile bytes (at most [`MAX_STAGES`]):
-/// for each it has already issued `cp.async` copies of the tile into its own stage of shared
-/// memory, so the memory system keeps working while the block scans, waits for its look-back
-/// and stores. With no dynamic shared memory (`stages` = 0) it loads each tile when it gets to
-/// it. Each thread copies and reads back only its own 16-byte slots, so the stages need no
-/// barrier of their own; tiles that are partial or misaligned are loaded directly.
+/// Any number of blocks of `SCAN_BLOCK` threads (the host launches as many as fit on the
+/// device at once, at most one per tile), each scanning tile after tile. Tile ids come from
+/// `counter` in the order blocks ask for them, and a block asks for its next tile only once
+/// the current tile's inclusive prefix is published: a tile only ever waits on tiles that
+/// running blocks are scanning right now, so the smallest unfinished tile never waits,
+/// whatever the scheduling, and there is no deadlock. (Drawing ids ahead, to prefetch, made
+/// later tiles wait on tiles that sat unscanned behind a block's current one: 2-3x slower.)
+///
+/// Each block needs one tile of dynamic shared memory: the tile is copied there with
+/// `cp.async` (no registers held by loads in flight), and each row's thread-local scan waits
+/// there during the look-back, so the registers hold one row at a time and several blocks fit
+/// on an SM. Each thread copies, reads and writes only its own 16-byte slots: no barrier is
+/// needed for them. Tiles that are partial or misaligned are loaded element by element.
 ///
 /// `counter` is 0 at launch and 0 again after (the block that draws the last of the
-/// `tiles + grid * max(stages, 1)` tickets resets it); `flags`/`aggregates`/`prefixes` hold
-/// one entry per tile; `epoch` is new for this launch.
+/// `tiles + grid` tickets resets it); `flags`/`aggregates`/`prefixes` hold one entry per
+/// tile; `epoch` is new for this launch.
 ///
 /// # Safety
-/// Pointers valid for the sizes above; `input` and `output` naturally aligned.
+/// Pointers valid for the sizes above; `input` and `output` naturally aligned; dynamic shared
+/// memory of at least one tile (the kernel traps otherwise).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
 pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: bool>(
@@ -73,24 +73,21 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     epoch: u32,
 ) {
     let warp_aggs = crate::static_shared!(SCAN_WARP_AGGS: [u128; 32]);
-    // Slots 0..MAX_STAGES: the first tile ids; slot MAX_STAGES: the next id, each round.
-    let ids_slot = crate::static_shared!(SCAN_TILE_IDS: [u32; MAX_STAGES + 1]);
+    let id_slot = crate::static_shared!(SCAN_TILE_IDS: [u32; 1]);
     let smem = gpu::dynamic_shared::<[u32; 4]>();
 
     let tile_elems = crate::launch::scan_tile_elems(core::mem::size_of::<T>() as u64);
     let tile_vecs = (tile_elems / T::PER_VEC as u64) as usize;
+    if smem.len() < tile_vecs {
+        gpu::trap();
+    }
     let tiles = crate::launch::scan_tiles(n, core::mem::size_of::<T>() as u64) as u32;
-    let stages = (smem.len() / tile_vecs).min(MAX_STAGES);
-    let ahead = stages.max(1);
-    let lazy = stages == 0;
-    let tickets = tiles + gpu::grid_dim_x() * ahead as u32;
+    let tickets = tiles + gpu::grid_dim_x();
     let tid = gpu::thread_idx_x();
     let aligned = (input as usize | output as usize) & 15 == 0;
     // The tile's 16-byte slot `k` of this thread, as in `scan_tile`'s layout.
     let rows = crate::launch::SCAN_ROWS as usize;
     let slot = |k: usize| (gpu::warp_id() as usize * rows + k) * 32 + gpu::lane_id() as usize;
-    // Tiles that go through shared memory: whole, aligned, and there is a stage for them.
-    let staged = |t: u32| stages > 0 && aligned && t < tiles && (t as u64 + 1) * tile_elems <= n;
     let draw = || {
         let t = unsafe { gpu::atomic_add_u32(counter, 1) };
         if t == tickets - 1 {
@@ -98,41 +95,11 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
         }
         t
     };
-    // Start the copies of tile `t` into stage `s`, as one commit group (empty when `t` is not
-    // staged, so every thread commits exactly one group per tile id).
-    let fetch = |t: u32, s: usize| {
-        if staged(t) {
-            for k in 0..rows {
-                let first = t as u64 * tile_elems + (slot(k) * T::PER_VEC) as u64;
-                unsafe {
-                    gpu::cp_async_16(
-                        smem,
-                        s * tile_vecs + slot(k),
-                        input.add(first as usize) as *const u32,
-                    )
-                };
-            }
-        }
-        gpu::cp_async_commit();
-    };
-
-    // Prologue: `ahead` tile ids (independent atomics, in flight together), their copies.
     if tid == 0 {
-        for s in 0..MAX_STAGES {
-            if s < ahead {
-                unsafe { ids_slot.write(s, draw()) };
-            }
-        }
+        unsafe { id_slot.write(0, draw()) };
     }
     gpu::sync_threads();
-    // Tile ids ahead of this block, nearest first; constant indices keep them in registers.
-    let mut ids = [u32::MAX; MAX_STAGES];
-    for (s, id) in ids.iter_mut().enumerate() {
-        if s < ahead {
-            *id = unsafe { ids_slot.read(s) };
-            fetch(*id, s);
-        }
-    }
+    let mut tile = unsafe { id_slot.read(0) };
 
     let per_vec = T::PER_VEC;
     let identity = O::identity();
@@ -142,36 +109,26 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
         prefixes,
         epoch,
     };
-    let mut stage = 0usize;
-    loop {
-        let tile = ids[0];
-        if tile >= tiles {
-            break;
-        }
-        // With stages, ask for the next tile id now (its copies start at the first barrier).
-        // Without, only once this tile's prefix is out (`after_lookback`): a tile id drawn
-        // early sits unscanned behind the current tile while later tiles look back at it, a
-        // convoy that cost 2-3x in throughput (H100, 2026-11-22).
-        let ticket = if tid == 0 && !lazy { draw() } else { 0 };
-        // This tile's group is the oldest of the `ahead` in flight.
-        match ahead {
-            1 => gpu::cp_async_wait_group::<0>(),
-            2 => gpu::cp_async_wait_group::<1>(),
-            3 => gpu::cp_async_wait_group::<2>(),
-            _ => gpu::cp_async_wait_group::<3>(),
-        }
-        let from_smem = staged(tile);
+    while tile < tiles {
         let tile_start = tile as u64 * tile_elems;
+        // Whole and aligned: copied into shared memory, all rows in flight together.
+        let copied = aligned && tile_start + tile_elems <= n;
+        if copied {
+            for k in 0..rows {
+                let first = tile_start + (slot(k) * per_vec) as u64;
+                unsafe { gpu::cp_async_16(smem, slot(k), input.add(first as usize) as *const u32) };
+            }
+        }
+        gpu::cp_async_commit();
+        gpu::cp_async_wait_group::<0>();
         let io = TileIo {
             per_vec,
             n,
             identity,
             load: |first: u64, fast: bool| -> [T; 4] {
-                if fast && from_smem {
-                    let i = stage * tile_vecs + ((first - tile_start) / per_vec as u64) as usize;
+                if fast {
+                    let i = ((first - tile_start) / per_vec as u64) as usize;
                     T::unpack(unsafe { gpu::load_shared_v4(smem, i) })
-                } else if fast {
-                    T::unpack(unsafe { gpu::load_v4_b32(input.add(first as usize) as *const u32) })
                 } else {
                     // Constant indices only (an indexed local array would go to local memory).
                     let one = |j: usize| {
@@ -200,40 +157,20 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
                     }
                 }
             },
+            park: |k: usize, v: [T; 4]| unsafe { gpu::store_shared_v4(smem, slot(k), T::pack(v)) },
+            unpark: |k: usize| T::unpack(unsafe { gpu::load_shared_v4(smem, slot(k)) }),
         };
         let hooks = Hooks {
+            // Nobody waits on this tile any more: ask for the next one; the round trip
+            // overlaps the stores.
             after_lookback: || {
-                if lazy && tid == 0 {
-                    unsafe { ids_slot.write(MAX_STAGES, draw()) };
-                }
-            },
-            before_barrier: || {
-                if tid == 0 && !lazy {
-                    unsafe { ids_slot.write(MAX_STAGES, ticket) };
-                }
-            },
-            // Every thread has read its slots of this stage (the values fed the row scans), so
-            // it may refill them with the next tile.
-            after_barrier: || {
-                if lazy {
-                    return;
-                }
-                let next = unsafe { ids_slot.read(MAX_STAGES) };
-                fetch(next, stage);
-                for s in 0..MAX_STAGES - 1 {
-                    if s + 1 < ahead {
-                        ids[s] = ids[s + 1];
-                    }
-                }
-                for (s, id) in ids.iter_mut().enumerate() {
-                    if s == ahead - 1 {
-                        *id = next;
-                    }
+                if tid == 0 {
+                    unsafe { id_slot.write(0, draw()) };
                 }
             },
         };
         unsafe {
-            scan_tile(
+            scan_tile::<_, _, _, _, _, _, true>(
                 tile as u64,
                 aligned,
                 io,
@@ -243,13 +180,10 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
                 hooks,
             )
         };
-        stage = if stage + 1 == ahead { 0 } else { stage + 1 };
-        if lazy {
-            // The id drawn after the look-back; the look-back's barriers keep this write of
-            // the slot behind every thread's read of the previous id.
-            gpu::sync_threads();
-            ids[0] = unsafe { ids_slot.read(MAX_STAGES) };
-        }
+        // The look-back's barriers keep thread 0's write of the slot behind every thread's
+        // read of the previous id; this one makes the new id visible.
+        gpu::sync_threads();
+        tile = unsafe { id_slot.read(0) };
     }
 }
 
@@ -345,6 +279,8 @@ pub unsafe fn scan_by_key_device<
             };
             [one(0), one(1), one(2), one(3)]
         },
+        park: |_: usize, _: [Headed<T>; 4]| {},
+        unpark: |_: usize| [identity; 4],
         store: |first: u64, _fast: bool, excl: [Headed<T>; 4], incl: [Headed<T>; 4]| {
             for j in 0..4 {
                 let i = first + j as u64;
@@ -368,7 +304,7 @@ pub unsafe fn scan_by_key_device<
         epoch,
     };
     unsafe {
-        scan_tile(
+        scan_tile::<_, _, _, _, _, _, false>(
             tile,
             false,
             io,
