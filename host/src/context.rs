@@ -163,44 +163,9 @@ pub(crate) struct CudaBackend {
     /// Blocks of `REDUCE_BLOCK` threads each reduction kernel keeps resident per SM (from its
     /// register and shared-memory use, `cuOccupancyMaxActiveBlocksPerMultiprocessor`).
     reduce_blocks_per_sm: HashMap<&'static str, u32>,
-    /// [`CudaBackend::scan_blocks_per_sm`]'s cache.
-    scan_occupancy: Mutex<HashMap<(&'static str, u32), u32>>,
 }
 
 impl CudaBackend {
-    /// Resident blocks of `SCAN_BLOCK` threads per SM of kernel `name` launched with `smem`
-    /// bytes of dynamic shared memory. On first use of a shape above the default 48 KiB it
-    /// raises the kernel's `MAX_DYNAMIC_SHARED_SIZE_BYTES`. Cached per (kernel, bytes).
-    pub(crate) fn scan_blocks_per_sm(&self, name: &'static str, smem: u32) -> Result<u32> {
-        let mut cache = self
-            .scan_occupancy
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(&b) = cache.get(&(name, smem)) {
-            return Ok(b);
-        }
-        let f = self.kernels.get(name).ok_or_else(|| Error::PtxLoad {
-            kernel: name.to_string(),
-            source: cudarc::driver::DriverError(sys::cudaError_enum::CUDA_ERROR_NOT_FOUND),
-        })?;
-        if smem > 48 * 1024 {
-            f.set_attribute(
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
-            )
-            .map_err(Error::driver("raising a kernel's shared-memory limit", 0))?;
-        }
-        let b = f
-            .occupancy_max_active_blocks_per_multiprocessor(
-                kernels::launch::SCAN_BLOCK,
-                smem as usize,
-                None,
-            )
-            .map_err(Error::driver("reading a kernel's occupancy", 0))?;
-        cache.insert((name, smem), b);
-        Ok(b)
-    }
-
     /// Resident blocks per SM of reduction kernel `name` (8, the most 256-thread blocks an SM
     /// holds, for a kernel not measured at load).
     pub fn reduce_blocks_per_sm(&self, name: &str) -> u32 {
@@ -302,7 +267,6 @@ impl MappedResult {
     }
 }
 
-#[allow(clippy::large_enum_variant)] // one per Context: its size does not matter
 pub(crate) enum Backend {
     Cuda(CudaBackend),
     Sim,
@@ -314,7 +278,6 @@ pub struct Context {
     info: DeviceInfo,
     pub(crate) reduce_ws: Mutex<ReduceWorkspace>,
     pub(crate) scan_ws: Mutex<crate::scan::ScanWorkspace>,
-    pub(crate) scan_tuning: Mutex<crate::scan::ScanTuning>,
     pub(crate) reduce_grid_override: std::sync::atomic::AtomicU32,
 }
 
@@ -437,7 +400,6 @@ impl Context {
             _module: module,
             kernels: kernels_map,
             reduce_blocks_per_sm: reduce_blocks,
-            scan_occupancy: Mutex::new(HashMap::new()),
         });
         Self::with_backend(backend, info)
     }
@@ -479,7 +441,6 @@ impl Context {
             info,
             reduce_ws,
             scan_ws: Mutex::new(Default::default()),
-            scan_tuning: Mutex::new(crate::scan::ScanTuning::default()),
             reduce_grid_override: std::sync::atomic::AtomicU32::new(0),
         })
     }

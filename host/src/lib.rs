@@ -25,7 +25,7 @@ pub mod stats;
 pub use context::{BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, device_count};
 pub use error::{Error, Result};
 pub use reduce::{DeviceElement, Reduction};
-pub use scan::{ScanKind, ScanOperator, ScanTuning};
+pub use scan::{ScanKind, ScanOperator};
 
 /// The kernels as PTX, built by `build.rs` with the workspace's PTX builder.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));

@@ -88,13 +88,6 @@ enum Command {
         /// Also write the table to this file.
         #[arg(long)]
         out: Option<std::path::PathBuf>,
-        /// Our scan's grid: resident blocks that scan tile after tile (true), or one block per
-        /// tile (false) [default: true].
-        #[arg(long)]
-        persistent: Option<bool>,
-        /// Blocks of our scan per SM [default: as many as fit].
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-        blocks_per_sm: Option<u32>,
     },
     /// Print the CUDA devices and the embedded PTX's target.
     Info,
@@ -188,21 +181,12 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             cub_lib,
             seed,
             out,
-            blocks_per_sm,
-            persistent,
         } => {
             let ctx = match backend {
                 BackendArg::Cuda => Context::new(device)?,
                 BackendArg::Sim => Context::sim()?,
                 BackendArg::Auto => Context::auto(device)?,
             };
-            let default = ctx.scan_tuning();
-            ctx.set_scan_tuning(gpu_reduce::ScanTuning {
-                blocks_per_sm,
-                persistent: persistent.unwrap_or(default.persistent),
-                ..default
-            })?;
-            println!("our scan: {:?}", ctx.scan_tuning());
             scan(
                 &ctx,
                 ScanArgs {

@@ -82,11 +82,11 @@ pub fn cpu_scan<T: DeviceElement>(data: &[T], op: ScanOperator, kind: ScanKind) 
 // The production scan: single pass, decoupled look-back.
 
 use cudarc::driver::PushKernelArg;
-use kernels::launch::{SCAN_BLOCK, scan_tile_elems, scan_tiles};
+use kernels::launch::{SCAN_BLOCK, scan_tiles};
 use kernels::scan::Headed;
 use kernels::scan::lookback::EPOCH_MASK;
 
-use crate::context::{Backend, Context, DeviceBuffer, DeviceView, LaunchShape};
+use crate::context::{Context, DeviceBuffer, DeviceView, LaunchShape};
 use crate::error::{Error, Result};
 
 /// The simulator's entry point of a scan kernel: input, output, n, counter, flags,
@@ -316,29 +316,6 @@ by_key!(u64, f64,
     Max, Exclusive => scan_by_key_exclusive_max_u64_f64;
 );
 
-/// How the production scan is launched. By default the grid is persistent: as many blocks as
-/// fit on the device at once, each scanning tile after tile (one tile of shared memory each).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ScanTuning {
-    /// Blocks per SM (default: as many as fit).
-    pub blocks_per_sm: Option<u32>,
-    /// At most this many blocks (default: no cap). One block scans everything in order.
-    pub max_grid: Option<u32>,
-    /// `true` (default): only as many blocks as are resident at once; `false`: one block per
-    /// tile (CUB's shape; a block that finishes early may still take further tiles).
-    pub persistent: bool,
-}
-
-impl Default for ScanTuning {
-    fn default() -> Self {
-        Self {
-            blocks_per_sm: None,
-            max_grid: None,
-            persistent: true,
-        }
-    }
-}
-
 /// The look-back's tile-status arrays and tile counter, grown on demand and reused by every
 /// scan of a context (launches on its stream run one after the other).
 #[derive(Default)]
@@ -443,33 +420,6 @@ impl Context {
             })
     }
 
-    /// Grid and dynamic shared memory of the production scan over `tiles` tiles of `T`: as
-    /// many blocks as the device holds at once (at most one per tile), one tile of shared
-    /// memory each.
-    fn scan_shape<T>(&self, name: &'static str, tiles: u32) -> Result<LaunchShape> {
-        let t = *self.scan_tuning.lock().unwrap_or_else(|p| p.into_inner());
-        let tile_bytes = (scan_tile_elems(std::mem::size_of::<T>() as u64)
-            * std::mem::size_of::<T>() as u64) as u32;
-        let smem = tile_bytes;
-        let fit = match &self.backend {
-            Backend::Cuda(c) => c.scan_blocks_per_sm(name, smem)?,
-            Backend::Sim => 2,
-        };
-        if fit == 0 {
-            return Err(Error::InvalidArgument(format!(
-                "scan: a tile of {} KiB does not fit in a block's shared memory",
-                tile_bytes / 1024
-            )));
-        }
-        let per_sm = t.blocks_per_sm.map_or(fit, |b| b.min(fit));
-        let resident = per_sm.saturating_mul(self.info().multiprocessors.max(1));
-        let grid = tiles
-            .min(if t.persistent { resident } else { u32::MAX })
-            .min(t.max_grid.unwrap_or(u32::MAX))
-            .max(1);
-        Ok(LaunchShape::linear(grid, SCAN_BLOCK, smem))
-    }
-
     fn launch_scan<T: ScanElement>(
         &self,
         k: ScanKernel<SimScanFn<T>>,
@@ -480,14 +430,13 @@ impl Context {
         if n == 0 {
             return Ok(());
         }
-        let tiles = Self::scan_grid::<T>(n)?;
-        let shape = self.scan_shape::<T>(k.name, tiles)?;
+        let grid = Self::scan_grid::<T>(n)?;
         let mut ws = self.scan_ws.lock().unwrap_or_else(|p| p.into_inner());
-        let a = self.scan_workspace(&mut ws, tiles as u64)?;
+        let a = self.scan_workspace(&mut ws, grid as u64)?;
         let sim = k.sim;
         self.launch(
             k.name,
-            shape,
+            LaunchShape::linear(grid, SCAN_BLOCK, 0),
             |b| {
                 b.arg(&input)
                     .arg(&output)
@@ -512,22 +461,6 @@ impl Context {
                 )
             },
         )
-    }
-
-    /// How the production scan is launched from now on (see [`ScanTuning`]).
-    pub fn set_scan_tuning(&self, tuning: ScanTuning) -> Result<()> {
-        if tuning.blocks_per_sm == Some(0) || tuning.max_grid == Some(0) {
-            return Err(Error::InvalidArgument(format!(
-                "scan tuning {tuning:?}: blocks per SM and the grid cap must be at least 1"
-            )));
-        }
-        *self.scan_tuning.lock().unwrap_or_else(|p| p.into_inner()) = tuning;
-        Ok(())
-    }
-
-    /// The production scan's launch settings.
-    pub fn scan_tuning(&self) -> ScanTuning {
-        *self.scan_tuning.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Scan `input` with `op` into `output[..input.len()]`, in one pass (decoupled look-back).

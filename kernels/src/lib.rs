@@ -45,15 +45,11 @@ pub mod launch {
     /// Threads per block of the single-pass scan. Build-time tunable for experiments
     /// (`GPU_REDUCE_SCAN_BLOCK`, a multiple of 32 up to 1024).
     pub const SCAN_BLOCK: u32 = env_u32(option_env!("GPU_REDUCE_SCAN_BLOCK"), 256);
-    /// 16-byte vectors each thread scans per tile (`GPU_REDUCE_SCAN_ROWS` at build time): 8,
-    /// i.e. 32 KiB tiles. The scan's blocks are persistent and fetch their next tiles while
-    /// they scan, so a tile only needs to be large enough to amortise its look-back; at 8 rows
-    /// the i32 kernel needs 128 registers (2 blocks of 256 threads per SM), at 16 rows 254.
-    pub const SCAN_ROWS: u32 = env_u32(option_env!("GPU_REDUCE_SCAN_ROWS"), 8);
-    /// Who walks the scan's look-back (`GPU_REDUCE_SCAN_BLOCK_LOOKBACK` at build time): 0,
-    /// warp 0 while the other warps wait at a barrier (CUB's way); 1, every thread of the block.
-    pub const SCAN_BLOCK_LOOKBACK: bool =
-        env_u32(option_env!("GPU_REDUCE_SCAN_BLOCK_LOOKBACK"), 0) != 0;
+    /// 16-byte vectors each thread scans per tile (`GPU_REDUCE_SCAN_ROWS` at build time): 16,
+    /// i.e. 64 KiB tiles. A tile's block waits at a barrier while one warp looks back, so big
+    /// tiles pay that wait over more bytes; measured on an H200 at 1e9 i32 (BENCHMARKS.md):
+    /// 4 rows 0.75x CUB, 8 rows 0.93x, 16 rows 0.97x.
+    pub const SCAN_ROWS: u32 = env_u32(option_env!("GPU_REDUCE_SCAN_ROWS"), 16);
     const _: () = assert!(SCAN_BLOCK.is_multiple_of(32) && SCAN_BLOCK <= 1024 && SCAN_ROWS >= 1);
 
     /// A decimal build-time setting, or `default` when unset.

@@ -52,11 +52,3 @@ proptest! {
 fn lookback_walk_order_and_windows() {
     check_lookback_walk(&sim());
 }
-
-#[test]
-fn scan_every_launch_setting() {
-    // Ten 4-byte tiles and a partial one: every block scans several tiles when the grid is
-    // capped, and tiles wait on tiles of other blocks.
-    let tile = kernels::launch::scan_tile_elems(4) as usize;
-    check_scan_tunings(&sim(), 10 * tile + 101);
-}

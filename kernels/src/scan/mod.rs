@@ -18,7 +18,7 @@ pub mod tile;
 use crate::gpu::{self, ShflValue};
 use crate::ops::{Element, Max, Min, ReduceOp, Sum};
 use lookback::TileStatus;
-use tile::{Hooks, NO_HOOKS, TileIo, scan_tile};
+use tile::{TileIo, scan_tile};
 
 /// The block's tile id from the launch's counter; the block that draws the last ticket puts the
 /// counter back to 0 for the next launch (every other ticket is drawn by then).
@@ -37,29 +37,12 @@ unsafe fn next_tile(counter: *mut u32) -> u64 {
 }
 
 /// Inclusive (`EXCLUSIVE = false`) or exclusive scan of `n` elements from `input` to `output`
-/// (the same address for in place) with operator `O`, in one pass.
-///
-/// Any number of blocks of `SCAN_BLOCK` threads (the host launches as many as fit on the
-/// device at once, at most one per tile), each scanning tile after tile. Tile ids come from
-/// `counter` in the order blocks ask for them, and a block asks for its next tile only once
-/// the current tile's inclusive prefix is published: a tile only ever waits on tiles that
-/// running blocks are scanning right now, so the smallest unfinished tile never waits,
-/// whatever the scheduling, and there is no deadlock. (Drawing ids ahead, to prefetch, made
-/// later tiles wait on tiles that sat unscanned behind a block's current one: 2-3x slower.)
-///
-/// Each block needs one tile of dynamic shared memory: the tile is copied there with
-/// `cp.async` (no registers held by loads in flight), and each row's thread-local scan waits
-/// there during the look-back, so the registers hold one row at a time and several blocks fit
-/// on an SM. Each thread copies, reads and writes only its own 16-byte slots: no barrier is
-/// needed for them. Tiles that are partial or misaligned are loaded element by element.
-///
-/// `counter` is 0 at launch and 0 again after (the block that draws the last of the
-/// `tiles + grid` tickets resets it); `flags`/`aggregates`/`prefixes` hold one entry per
-/// tile; `epoch` is new for this launch.
+/// (the same address for in place) with operator `O`. One block of `SCAN_BLOCK` threads per
+/// tile, `grid = ceil(n / scan_tile_elems)`. `counter` is 0 at launch and 0 again after;
+/// `flags`/`aggregates`/`prefixes` hold one entry per tile, `epoch` is new for this launch.
 ///
 /// # Safety
-/// Pointers valid for the sizes above; `input` and `output` naturally aligned; dynamic shared
-/// memory of at least one tile (the kernel traps otherwise).
+/// Pointers valid for the sizes above; `input` and `output` naturally aligned.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
 pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: bool>(
@@ -73,118 +56,62 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     epoch: u32,
 ) {
     let warp_aggs = crate::static_shared!(SCAN_WARP_AGGS: [u128; 32]);
-    let id_slot = crate::static_shared!(SCAN_TILE_IDS: [u32; 1]);
-    let smem = gpu::dynamic_shared::<[u32; 4]>();
-
-    let tile_elems = crate::launch::scan_tile_elems(core::mem::size_of::<T>() as u64);
-    let tile_vecs = (tile_elems / T::PER_VEC as u64) as usize;
-    if smem.len() < tile_vecs {
-        gpu::trap();
-    }
-    let tiles = crate::launch::scan_tiles(n, core::mem::size_of::<T>() as u64) as u32;
-    let tickets = tiles + gpu::grid_dim_x();
-    let tid = gpu::thread_idx_x();
+    let tile_prefix = crate::static_shared!(SCAN_TILE_PREFIX: [u128; 1]);
+    let tile = unsafe { next_tile(counter) };
     let aligned = (input as usize | output as usize) & 15 == 0;
-    // The tile's 16-byte slot `k` of this thread, as in `scan_tile`'s layout.
-    let rows = crate::launch::SCAN_ROWS as usize;
-    let slot = |k: usize| (gpu::warp_id() as usize * rows + k) * 32 + gpu::lane_id() as usize;
-    let draw = || {
-        let t = unsafe { gpu::atomic_add_u32(counter, 1) };
-        if t == tickets - 1 {
-            unsafe { gpu::atomic_exch_u32(counter, 0) };
-        }
-        t
-    };
-    if tid == 0 {
-        unsafe { id_slot.write(0, draw()) };
-    }
-    gpu::sync_threads();
-    let mut tile = unsafe { id_slot.read(0) };
-
     let per_vec = T::PER_VEC;
     let identity = O::identity();
+    let io = TileIo {
+        per_vec,
+        n,
+        identity,
+        load: |first: u64, fast: bool| -> [T; 4] {
+            if fast {
+                T::unpack(unsafe { gpu::load_v4_b32(input.add(first as usize) as *const u32) })
+            } else {
+                // Constant indices only (an indexed local array would go to local memory).
+                let one = |j: usize| {
+                    let i = first + j as u64;
+                    if j < per_vec && i < n {
+                        unsafe { input.add(i as usize).read() }
+                    } else {
+                        identity
+                    }
+                };
+                [one(0), one(1), one(2), one(3)]
+            }
+        },
+        store: |first: u64, fast: bool, excl: [T; 4], incl: [T; 4]| {
+            let r = if EXCLUSIVE { excl } else { incl };
+            if fast {
+                unsafe { gpu::store_v4_b32(output.add(first as usize) as *mut u32, T::pack(r)) };
+            } else {
+                for (j, &x) in r.iter().enumerate() {
+                    let i = first + j as u64;
+                    if j < per_vec && i < n {
+                        unsafe { output.add(i as usize).write(x) };
+                    }
+                }
+            }
+        },
+    };
     let status = TileStatus {
         flags,
         aggregates,
         prefixes,
         epoch,
     };
-    while tile < tiles {
-        let tile_start = tile as u64 * tile_elems;
-        // Whole and aligned: copied into shared memory, all rows in flight together.
-        let copied = aligned && tile_start + tile_elems <= n;
-        if copied {
-            for k in 0..rows {
-                let first = tile_start + (slot(k) * per_vec) as u64;
-                unsafe { gpu::cp_async_16(smem, slot(k), input.add(first as usize) as *const u32) };
-            }
-        }
-        gpu::cp_async_commit();
-        gpu::cp_async_wait_group::<0>();
-        let io = TileIo {
-            per_vec,
-            n,
-            identity,
-            load: |first: u64, fast: bool| -> [T; 4] {
-                if fast {
-                    let i = ((first - tile_start) / per_vec as u64) as usize;
-                    T::unpack(unsafe { gpu::load_shared_v4(smem, i) })
-                } else {
-                    // Constant indices only (an indexed local array would go to local memory).
-                    let one = |j: usize| {
-                        let i = first + j as u64;
-                        if j < per_vec && i < n {
-                            unsafe { input.add(i as usize).read() }
-                        } else {
-                            identity
-                        }
-                    };
-                    [one(0), one(1), one(2), one(3)]
-                }
-            },
-            store: |first: u64, fast: bool, excl: [T; 4], incl: [T; 4]| {
-                let r = if EXCLUSIVE { excl } else { incl };
-                if fast {
-                    unsafe {
-                        gpu::store_v4_b32(output.add(first as usize) as *mut u32, T::pack(r))
-                    };
-                } else {
-                    for (j, &x) in r.iter().enumerate() {
-                        let i = first + j as u64;
-                        if j < per_vec && i < n {
-                            unsafe { output.add(i as usize).write(x) };
-                        }
-                    }
-                }
-            },
-            park: |k: usize, v: [T; 4]| unsafe { gpu::store_shared_v4(smem, slot(k), T::pack(v)) },
-            unpark: |k: usize| T::unpack(unsafe { gpu::load_shared_v4(smem, slot(k)) }),
-        };
-        let hooks = Hooks {
-            // Nobody waits on this tile any more: ask for the next one; the round trip
-            // overlaps the stores.
-            after_lookback: || {
-                if tid == 0 {
-                    unsafe { id_slot.write(0, draw()) };
-                }
-            },
-        };
-        unsafe {
-            scan_tile::<_, _, _, _, _, _, true>(
-                tile as u64,
-                aligned,
-                io,
-                status,
-                O::combine,
-                warp_aggs.cast::<T>(),
-                hooks,
-            )
-        };
-        // The look-back's barriers keep thread 0's write of the slot behind every thread's
-        // read of the previous id; this one makes the new id visible.
-        gpu::sync_threads();
-        tile = unsafe { id_slot.read(0) };
-    }
+    unsafe {
+        scan_tile(
+            tile,
+            aligned,
+            io,
+            status,
+            O::combine,
+            warp_aggs.cast::<T>(),
+            tile_prefix.cast::<T>(),
+        )
+    };
 }
 
 /// A value with a segment-head flag: the accumulator of the scan by key.
@@ -250,6 +177,7 @@ pub unsafe fn scan_by_key_device<
     epoch: u32,
 ) {
     let warp_aggs = crate::static_shared!(SCAN_KEY_WARP_AGGS: [u128; 32]);
+    let tile_prefix = crate::static_shared!(SCAN_KEY_TILE_PREFIX: [u128; 1]);
     let tile = unsafe { next_tile(counter) };
     let per_vec = T::PER_VEC;
     let identity = Headed {
@@ -279,8 +207,6 @@ pub unsafe fn scan_by_key_device<
             };
             [one(0), one(1), one(2), one(3)]
         },
-        park: |_: usize, _: [Headed<T>; 4]| {},
-        unpark: |_: usize| [identity; 4],
         store: |first: u64, _fast: bool, excl: [Headed<T>; 4], incl: [Headed<T>; 4]| {
             for j in 0..4 {
                 let i = first + j as u64;
@@ -304,14 +230,14 @@ pub unsafe fn scan_by_key_device<
         epoch,
     };
     unsafe {
-        scan_tile::<_, _, _, _, _, _, false>(
+        scan_tile(
             tile,
             false,
             io,
             status,
             segmented::<T, O>,
             warp_aggs.cast::<Headed<T>>(),
-            NO_HOOKS,
+            tile_prefix.cast::<Headed<T>>(),
         )
     };
 }

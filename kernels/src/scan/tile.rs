@@ -16,7 +16,7 @@ const WARPS: usize = SCAN_BLOCK as usize / 32;
 const ROWS: usize = SCAN_ROWS as usize;
 
 /// What one tile scan needs from its caller.
-pub struct TileIo<A, L, S, P, U> {
+pub struct TileIo<A, L, S> {
     /// Elements per thread per row (`16 / element size`).
     pub per_vec: usize,
     /// Total number of elements.
@@ -27,48 +27,28 @@ pub struct TileIo<A, L, S, P, U> {
     pub load: L,
     /// `store(first, fast, exclusive, inclusive)`: the scan results of those elements.
     pub store: S,
-    /// With `PARK`: `park(k, v)` keeps row `k`'s thread-local scan in shared memory across the
-    /// look-back, `unpark(k)` gives it back (the thread's own slot; no barrier needed).
-    pub park: P,
-    pub unpark: U,
     pub identity: A,
 }
 
-/// Work a caller slips into a tile scan.
-pub struct Hooks<D> {
-    /// Runs once this tile's inclusive prefix is published (nobody waits on the tile any
-    /// more), before the stores.
-    pub after_lookback: D,
-}
-
-/// No extra work.
-pub const NO_HOOKS: Hooks<fn()> = Hooks {
-    after_lookback: || {},
-};
-
 /// Scan tile `tile` (the block's dynamic tile id) with `op`, fetching and publishing through
-/// `status`. Called by every thread of a `SCAN_BLOCK`-thread block. The block meets at a
-/// barrier after the row scans (the warp totals) and at least once in the look-back; after
-/// the look-back `hooks.after_lookback` runs (the caller asks for its next tile there).
+/// `status`. Called by every thread of a `SCAN_BLOCK`-thread block.
 ///
 /// # Safety
 /// The loads and stores are valid for the tile's in-range elements; `status` spans the launch.
 #[inline(always)]
-pub unsafe fn scan_tile<A, F, L, S, P, U, const PARK: bool>(
+pub unsafe fn scan_tile<A, F, L, S>(
     tile: u64,
     aligned: bool,
-    io: TileIo<A, L, S, P, U>,
+    io: TileIo<A, L, S>,
     status: TileStatus<A>,
     op: F,
     warp_aggregates: SharedArray<A>,
-    hooks: Hooks<impl FnOnce()>,
+    tile_prefix: SharedArray<A>,
 ) where
     A: ShflValue,
     F: Fn(A, A) -> A + Copy,
     L: Fn(u64, bool) -> [A; 4],
     S: Fn(u64, bool, [A; 4], [A; 4]),
-    P: Fn(usize, [A; 4]),
-    U: Fn(usize) -> [A; 4],
 {
     let per_vec = io.per_vec as u64;
     let lane = gpu::lane_id() as u64;
@@ -80,22 +60,17 @@ pub unsafe fn scan_tile<A, F, L, S, P, U, const PARK: bool>(
     let warp_start = tile_start + warp as u64 * warp_elems;
     let first = |k: usize| warp_start + (k as u64 * 32 + lane) * per_vec;
 
-    // Without PARK: loads first (all rows in flight at once), then the per-row scans; the
-    // tile stays in registers across the look-back. With PARK the caller has the tile in
-    // shared memory already (or loads it element by element), and each row's scan goes back
-    // there: the registers hold one row at a time, so more blocks fit on an SM.
+    // Loads first (all rows in flight at once), then the per-row scans.
     // The `fast` test sits outside the loops so that each loop body stays small enough for LLVM
     // to unroll fully: `vals` must live in registers, never in local memory.
     let mut vals = [[io.identity; 4]; ROWS];
-    if !PARK {
-        if fast {
-            for (k, v) in vals.iter_mut().enumerate() {
-                *v = (io.load)(first(k), true);
-            }
-        } else {
-            for (k, v) in vals.iter_mut().enumerate() {
-                *v = (io.load)(first(k), false);
-            }
+    if fast {
+        for (k, v) in vals.iter_mut().enumerate() {
+            *v = (io.load)(first(k), true);
+        }
+    } else {
+        for (k, v) in vals.iter_mut().enumerate() {
+            *v = (io.load)(first(k), false);
         }
     }
     // Row k: thread-local inclusive scan, then a warp scan of the thread totals; `row_prefix[k]`
@@ -103,22 +78,12 @@ pub unsafe fn scan_tile<A, F, L, S, P, U, const PARK: bool>(
     let mut carry = io.identity;
     let mut row_prefix = [io.identity; ROWS];
     for k in 0..ROWS {
-        let mut v = if PARK {
-            (io.load)(first(k), fast)
-        } else {
-            vals[k]
-        };
         for j in 1..4 {
             if j < io.per_vec {
-                v[j] = op(v[j - 1], v[j]);
+                vals[k][j] = op(vals[k][j - 1], vals[k][j]);
             }
         }
-        if PARK {
-            (io.park)(k, v);
-        } else {
-            vals[k] = v;
-        }
-        let incl = warp_inclusive_scan(v[io.per_vec - 1], op);
+        let incl = warp_inclusive_scan(vals[k][io.per_vec - 1], op);
         let excl = gpu::shfl_up_sync(FULL_MASK, incl, 1, 32);
         let excl = if lane == 0 { io.identity } else { excl };
         row_prefix[k] = op(carry, excl);
@@ -138,55 +103,38 @@ pub unsafe fn scan_tile<A, F, L, S, P, U, const PARK: bool>(
         aggregate = op(aggregate, a);
     }
 
-    // Thread 0 publishes the aggregate and, once the look-back has found the exclusive prefix,
-    // the inclusive one. The look-back's barriers also keep a persistent block's next writes
-    // of the shared scratch behind this tile's reads.
-    let prefix = if tile == 0 {
-        if gpu::thread_idx_x() == 0 {
-            unsafe { status.publish_prefix(0, aggregate) };
-        }
-        gpu::sync_threads();
-        io.identity
-    } else if crate::launch::SCAN_BLOCK_LOOKBACK {
-        // The whole block looks back (it would only wait otherwise).
-        if gpu::thread_idx_x() == 0 {
-            unsafe { status.publish_aggregate(tile, aggregate) };
-        }
-        let p = unsafe { status.block_exclusive_prefix(tile, io.identity, op) };
-        if gpu::thread_idx_x() == 0 {
-            unsafe { status.publish_prefix(tile, op(p, aggregate)) };
-        }
-        p
-    } else {
-        // Warp 0 looks back and posts the prefix; the other warps wait at the barrier.
-        let slot = unsafe { crate::static_shared!(SCAN_TILE_PREFIX: [u128; 1]).cast::<A>() };
-        if warp == 0 {
+    // Warp 0 publishes the aggregate, looks back, publishes the inclusive prefix.
+    if warp == 0 {
+        let prefix = if tile == 0 {
+            if lane == 0 {
+                unsafe { status.publish_prefix(0, aggregate) };
+            }
+            io.identity
+        } else {
             if lane == 0 {
                 unsafe { status.publish_aggregate(tile, aggregate) };
             }
             let p = unsafe { status.exclusive_prefix(tile, io.identity, op) };
             if lane == 0 {
-                unsafe {
-                    status.publish_prefix(tile, op(p, aggregate));
-                    slot.write(0, p);
-                }
+                unsafe { status.publish_prefix(tile, op(p, aggregate)) };
             }
+            p
+        };
+        if lane == 0 {
+            unsafe { tile_prefix.write(0, prefix) };
         }
-        gpu::sync_threads();
-        unsafe { slot.read(0) }
-    };
-    (hooks.after_lookback)();
-    let before_warp = op(prefix, warp_exclusive);
+    }
+    gpu::sync_threads();
+    let before_warp = op(unsafe { tile_prefix.read(0) }, warp_exclusive);
 
     let results = |k: usize| {
         let pre = op(before_warp, row_prefix[k]);
-        let row = if PARK { (io.unpark)(k) } else { vals[k] };
         let mut incl = [io.identity; 4];
         let mut excl = [io.identity; 4];
         for j in 0..4 {
             if j < io.per_vec {
                 excl[j] = if j == 0 { pre } else { incl[j - 1] };
-                incl[j] = op(pre, row[j]);
+                incl[j] = op(pre, vals[k][j]);
             }
         }
         (excl, incl)
