@@ -348,7 +348,8 @@ impl Context {
             .iter()
             .chain(kernels::ladder::KERNEL_NAMES)
             .chain(kernels::scan::KERNEL_NAMES)
-            .chain(kernels::scan_ladder::KERNEL_NAMES);
+            .chain(kernels::scan_ladder::KERNEL_NAMES)
+            .chain(kernels::stream::KERNEL_NAMES);
         for &name in names {
             let f = module
                 .load_function(name)

@@ -91,30 +91,55 @@ enum Command {
     },
     /// Print the CUDA devices and the embedded PTX's target.
     Info,
-    /// Benchmark the production sum against CUB and a device copy (GPU only).
+    /// Benchmark sweep: our reduce and scan (and the reduction ladder) against CUB and the
+    /// memory limit (device copy, read-only stream); writes results.json, results.md and plots.
     Bench {
-        /// Sizes as powers of two.
-        #[arg(long, value_delimiter = ',', default_values_t = [20u32, 24, 26, 28])]
-        log2: Vec<u32>,
+        /// Operations to sweep.
+        #[arg(long, value_delimiter = ',', value_enum, default_values_t = [gpu_reduce::bench::Op::Reduce, gpu_reduce::bench::Op::Scan])]
+        ops: Vec<gpu_reduce::bench::Op>,
         /// Element types.
-        #[arg(long, value_delimiter = ',', value_enum, default_values_t = [gpu_reduce::ladder::LadderDtype::F32, gpu_reduce::ladder::LadderDtype::F64, gpu_reduce::ladder::LadderDtype::I32])]
-        dtypes: Vec<gpu_reduce::ladder::LadderDtype>,
-        /// Timed runs per measurement.
-        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
-        iters: u32,
-        /// Untimed warm-up runs.
-        #[arg(long, default_value_t = 20)]
-        warmup: u32,
+        #[arg(long, value_delimiter = ',', value_enum, default_values_t = [gpu_reduce::bench::Dtype::F32, gpu_reduce::bench::Dtype::I32])]
+        dtypes: Vec<gpu_reduce::bench::Dtype>,
+        /// Sizes: numbers (1000, 1e6, 2^20) and power-of-two ranges (2^10..2^30), comma
+        /// separated [default: 2^10..2^28 on a GPU, 2^10..2^12 on the simulator].
+        #[arg(long, value_parser = parse_sizes_arg)]
+        sizes: Option<SizeList>,
+        /// Also run the seeds' reduction ladder at every size.
+        #[arg(long)]
+        ladder: bool,
+        /// Timed runs per measurement [default: 100 on a GPU, 3 on the simulator].
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        iters: Option<u32>,
+        /// Untimed warm-up runs [default: 10 on a GPU, 1 on the simulator].
+        #[arg(long)]
+        warmup: Option<u32>,
         /// The CUB shim (built by host/cub/build.sh); without it the CUB rows are left out.
         #[arg(long, env = "GPU_REDUCE_CUB_LIB")]
         cub_lib: Option<std::path::PathBuf>,
         /// CUDA device ordinal.
         #[arg(long, default_value_t = 0)]
         device: usize,
-        /// Also write the table to this file.
+        /// Where to run: cuda, sim, or auto.
+        #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+        backend: BackendArg,
+        /// Seed of the random inputs.
+        #[arg(long, default_value_t = 2026)]
+        seed: u64,
+        /// Folder for results.json, results.md and the plots (created if missing).
+        #[arg(long, default_value = "bench-out")]
+        out: std::path::PathBuf,
+        /// No progress bar.
         #[arg(long)]
-        out: Option<std::path::PathBuf>,
+        quiet: bool,
     },
+}
+
+/// A parsed `--sizes` list.
+#[derive(Clone, Debug)]
+struct SizeList(Vec<u64>);
+
+fn parse_sizes_arg(s: &str) -> Result<SizeList, String> {
+    gpu_reduce::bench::parse_sizes(s).map(SizeList)
 }
 
 fn main() -> ExitCode {
@@ -155,22 +180,42 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench {
-            log2,
+            ops,
             dtypes,
+            sizes,
+            ladder,
             iters,
             warmup,
             cub_lib,
             device,
+            backend,
+            seed,
             out,
-        } => bench(
-            &log2,
-            &dtypes,
-            iters as usize,
-            warmup as usize,
-            cub_lib,
-            device,
-            out,
-        ),
+            quiet,
+        } => {
+            let ctx = match backend {
+                BackendArg::Cuda => Context::new(device)?,
+                BackendArg::Sim => Context::sim()?,
+                BackendArg::Auto => Context::auto(device)?,
+            };
+            let gpu = ctx.backend_kind() == BackendKind::Cuda;
+            let config = gpu_reduce::bench::SweepConfig {
+                ops,
+                dtypes,
+                sizes: sizes.map_or_else(
+                    || {
+                        let top = if gpu { 28 } else { 12 };
+                        (10..=top).map(|k| 1u64 << k).collect()
+                    },
+                    |s| s.0,
+                ),
+                iters: iters.map_or(if gpu { 100 } else { 3 }, |i| i as usize),
+                warmup: warmup.map_or(if gpu { 10 } else { 1 }, |w| w as usize),
+                ladder,
+                seed,
+            };
+            bench(&ctx, &config, cub_lib, &out, quiet)
+        }
         Command::Scan {
             n,
             dtype,
@@ -359,21 +404,7 @@ fn reduce(
     let len = usize::try_from(n).map_err(|_| {
         gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory"))
     })?;
-    let d = ctx.info();
-    match d.backend {
-        BackendKind::Cuda => println!(
-            "backend: cuda — {} (sm_{}{}, {} SMs), PTX {}",
-            d.name,
-            d.compute_capability.0,
-            d.compute_capability.1,
-            d.multiprocessors,
-            gpu_reduce::PTX_ARCH
-        ),
-        BackendKind::Sim => println!(
-            "backend: sim — {} (the same kernel source as the PTX; no GPU used)",
-            d.name
-        ),
-    }
+    println!("backend: {}", backend_line(ctx));
 
     let seed = seed.unwrap_or_else(rand::random);
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -400,7 +431,7 @@ fn reduce(
     let again = ctx.dtoh(&out)?[0] as f64;
     let s = stats::summarize(&times).expect("iters >= 1");
     let bytes = n * 4;
-    match d.backend {
+    match ctx.backend_kind() {
         BackendKind::Cuda => println!(
             "time: median {:.4} ms over {} runs (min {:.4}, max {:.4}) after {} warm-up; effective bandwidth {:.1} GB/s",
             s.median,
@@ -427,83 +458,94 @@ fn reduce(
 }
 
 fn bench(
-    log2: &[u32],
-    dtypes: &[gpu_reduce::ladder::LadderDtype],
-    iters: usize,
-    warmup: usize,
+    ctx: &Context,
+    config: &gpu_reduce::bench::SweepConfig,
     cub_lib: Option<std::path::PathBuf>,
-    device: usize,
-    out: Option<std::path::PathBuf>,
+    out: &std::path::Path,
+    quiet: bool,
 ) -> Result<ExitCode, gpu_reduce::Error> {
     use gpu_reduce::bench;
-    use gpu_reduce::ladder::LadderDtype as D;
-    let ctx = Context::new(device)?;
-    let d = ctx.info();
+    println!("backend: {}", backend_line(ctx));
     let cub = match &cub_lib {
-        Some(p) => match gpu_reduce::cub::Cub::load(p) {
+        Some(p) if ctx.backend_kind() == BackendKind::Cuda => match gpu_reduce::cub::Cub::load(p) {
             Ok(c) => Some(c),
             Err(e) => {
-                eprintln!("CUB not available ({e}); CUB rows left out");
+                eprintln!("CUB not available ({e}): CUB rows left out");
                 None
             }
         },
+        Some(_) => {
+            eprintln!("CUB not available on the simulator: CUB rows left out");
+            None
+        }
         None => {
-            eprintln!("CUB not available (no --cub-lib / GPU_REDUCE_CUB_LIB); CUB rows left out");
+            eprintln!("CUB not available (no --cub-lib / GPU_REDUCE_CUB_LIB): CUB rows left out");
             None
         }
     };
-    let mut header = format!(
-        "device: {} (sm_{}{}, {} SMs, L2 {} MiB), CUDA driver {}.{}, PTX {}, CUB {}; {} timed runs after {} warm-up, medians\n",
-        d.name,
-        d.compute_capability.0,
-        d.compute_capability.1,
-        d.multiprocessors,
-        d.l2_bytes >> 20,
-        d.driver_version / 1000,
-        d.driver_version % 1000 / 10,
-        gpu_reduce::PTX_ARCH,
-        cub.as_ref()
-            .map_or("n/a".to_string(), |c| c.version().to_string()),
-        iters,
-        warmup
+    std::fs::create_dir_all(out).map_err(|e| {
+        gpu_reduce::Error::InvalidArgument(format!("cannot create {}: {e}", out.display()))
+    })?;
+    let steps = (config.sizes.len() * config.dtypes.len()) as u64;
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(steps)
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} sizes x types, {elapsed} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let mut rows = Vec::new();
-    for &k in log2 {
-        if k > 34 {
-            return Err(gpu_reduce::Error::InvalidArgument(format!(
-                "--log2 {k}: at most 34"
-            )));
-        }
-        let n = 1usize << k;
-        for (i, dt) in dtypes.iter().enumerate() {
-            let seed = (k as u64) << 8 | i as u64;
-            let r = match dt {
-                D::F32 => bench::bench_sum::<f32>(&ctx, cub.as_ref(), n, iters, warmup, seed),
-                D::F64 => bench::bench_sum::<f64>(&ctx, cub.as_ref(), n, iters, warmup, seed),
-                D::I32 => bench::bench_sum::<i32>(&ctx, cub.as_ref(), n, iters, warmup, seed),
-            };
-            match r {
-                Ok(r) => rows.extend(r),
-                Err(gpu_reduce::Error::OutOfMemory { .. }) => {
-                    eprintln!("2^{k} {dt:?}: does not fit, skipped")
-                }
-                Err(e) => return Err(e),
-            }
-            if *dt == D::F32 {
-                rows.push(bench::bench_sum_compensated(&ctx, n, iters, warmup, seed)?);
-            }
-        }
-    }
-    header.push_str(&bench::format_table(&rows));
-    println!("{header}");
-    if let Some(p) = out {
-        std::fs::write(&p, &header).map_err(|e| {
-            gpu_reduce::Error::InvalidArgument(format!("cannot write {}: {e}", p.display()))
-        })?;
-    }
-    Ok(if rows.iter().all(|r| r.checked) {
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let sweep = bench::run_sweep(
+        ctx,
+        cub.as_ref(),
+        config,
+        &command,
+        |m| bar.set_message(m.to_string()),
+        || bar.inc(1),
+    )?;
+    bar.finish_and_clear();
+    let md = bench::report::markdown(&sweep);
+    let (json_path, md_path) = (out.join("results.json"), out.join("results.md"));
+    bench::report::write_json(&sweep, &json_path)?;
+    std::fs::write(&md_path, &md).map_err(|e| {
+        gpu_reduce::Error::InvalidArgument(format!("cannot write {}: {e}", md_path.display()))
+    })?;
+    let plots = bench::plot::write_plots(&sweep, out)?;
+    println!("{md}");
+    println!(
+        "wrote {}, {} and {} plot files in {}",
+        json_path.display(),
+        md_path.display(),
+        plots.len(),
+        out.display()
+    );
+    Ok(if sweep.all_checked() {
         ExitCode::SUCCESS
     } else {
+        eprintln!("some results did not match the CPU reference (WRONG in the table)");
         ExitCode::FAILURE
     })
+}
+
+/// The first line of `reduce` and `bench`: which backend runs the kernels.
+fn backend_line(ctx: &Context) -> String {
+    let d = ctx.info();
+    match d.backend {
+        BackendKind::Cuda => format!(
+            "cuda — {} (sm_{}{}, {} SMs), PTX {}",
+            d.name,
+            d.compute_capability.0,
+            d.compute_capability.1,
+            d.multiprocessors,
+            gpu_reduce::PTX_ARCH
+        ),
+        BackendKind::Sim => format!(
+            "sim — {} (the same kernel source as the PTX; no GPU used)",
+            d.name
+        ),
+    }
 }

@@ -23,6 +23,10 @@ fn malformed_arguments_exit_2() {
         &["reduce", "--iters", "0"],
         &["reduce", "--bogus"],
         &["no-such-command"],
+        &["bench", "--sizes", "2^12..2^10"],
+        &["bench", "--sizes", "0"],
+        &["bench", "--ops", "sort"],
+        &["bench", "--dtypes", "f16"],
     ] {
         let (code, text) = host(args);
         assert_eq!(code, 2, "{args:?}: {text}");
@@ -74,4 +78,34 @@ fn auto_backend_says_which_it_used() {
         _ => "backend: sim",
     };
     assert!(text.contains(expect), "{text}");
+}
+
+#[test]
+fn bench_on_the_simulator_writes_its_reports() {
+    let dir = std::env::temp_dir().join(format!("gpu-reduce-cli-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.to_str().unwrap();
+    let (code, text) = host(&[
+        "bench",
+        "--backend",
+        "sim",
+        "--sizes",
+        "2^10",
+        "--dtypes",
+        "i32",
+        "--iters",
+        "1",
+        "--quiet",
+        "--out",
+        out,
+    ]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("| scan | i32 | 2^10 |"), "{text}");
+    let sweep = gpu_reduce::bench::report::read_json(&dir.join("results.json")).unwrap();
+    assert_eq!(sweep.machine.backend, "sim");
+    assert!(sweep.all_checked() && !sweep.measurements.is_empty());
+    for f in ["results.md", "reduce-i32-time.png", "scan-i32-time.svg"] {
+        assert!(dir.join(f).metadata().unwrap().len() > 0, "{f}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

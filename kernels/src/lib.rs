@@ -28,6 +28,7 @@ pub mod ops;
 pub mod reduce;
 pub mod scan;
 pub mod scan_ladder;
+pub mod stream;
 pub mod testing;
 pub mod warp;
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs everything on a GPU machine that has the NVIDIA driver but no Rust toolchain:
-# the GPU (and simulator) tests, `host reduce`, the reduction ladder, and the benchmark against
-# CUB (whose shim is compiled here with nvcc when nvcc is found), and seed 003's scan table
-# (BIT, BCAO, decoupled look-back, CUB). Logs go to $OUT (or ./out); a short summary is printed
-# last. STEPS (default "tests reduce ladder bench scan") picks steps; SCAN_ARGS are passed to
-# `host scan`.
+# the GPU (and simulator) tests, `host reduce`, the reduction ladder, the benchmark sweep against
+# CUB (whose shim is compiled here with nvcc when nvcc is found) and the memory limit, and seed
+# 003's scan table (BIT, BCAO, decoupled look-back, CUB). Logs go to $OUT (or ./out), the
+# sweep's JSON, table and plots to $OUT/bench; a short summary is printed last. STEPS (default
+# "tests reduce ladder bench scan") picks steps; BENCH_ARGS and SCAN_ARGS are passed to
+# `host bench` and `host scan`.
 set -u -o pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-$here/out}"
@@ -52,9 +53,10 @@ if has bench || has scan; then
 fi
 if has bench; then
     echo "== host bench $BENCH_ARGS"
+    # results.json, results.md and the plots (PNG + SVG) go to $out/bench.
     # shellcheck disable=SC2086
-    GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench $BENCH_ARGS --out "$out/bench.md" \
-        2>&1 | tee "$out/bench.log" || rc=1
+    GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench --backend cuda --quiet $BENCH_ARGS \
+        --out "$out/bench" 2>&1 | tee "$out/bench.log" || rc=1
 fi
 if has scan; then
     for dt in i32 f32; do
@@ -71,6 +73,6 @@ echo "== summary (rc=$rc)"
 head -2 "$out/device.txt"
 [ -f "$out/gpu-tests.log" ] && grep -h '^test result' "$out/gpu-tests.log"
 [ -f "$out/reduce.log" ] && grep -h '^n = \|^time:' "$out/reduce.log"
-[ -f "$out/bench.md" ] && cat "$out/bench.md"
+[ -f "$out/bench/results.md" ] && cat "$out/bench/results.md"
 for f in "$out"/scan-*.md; do [ -f "$f" ] && cat "$f"; done
 exit $rc
