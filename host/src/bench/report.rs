@@ -90,9 +90,14 @@ pub fn markdown(sweep: &Sweep) -> String {
         } else {
             peer(sweep, r, &r.op, "CUB")
         };
-        let vs_cub = cub.map_or(String::new(), |c| {
-            format!("{:.3}x", c.median_ms / r.median_ms)
-        });
+        let vs_cub = match cub {
+            Some(c) => format!("{:.3}x", c.median_ms / r.median_ms),
+            // No shim (no nvcc where it ran, or the simulator): say so rather than leave a gap.
+            None if r.family != Family::Cub && r.op != "memory" && m.cub_version.is_none() => {
+                "not available".into()
+            }
+            None => String::new(),
+        };
         let of_limit = match (r.gb_per_s, limit_for(sweep, r).and_then(|l| l.gb_per_s)) {
             (Some(g), Some(l)) if r.op != "memory" || r.method.starts_with("read-only") => {
                 format!("{:.1}%", 100.0 * g / l)
