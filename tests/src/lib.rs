@@ -6,6 +6,7 @@ pub mod bench;
 pub mod lookback;
 pub mod reductions;
 pub mod scans;
+pub mod stress;
 
 use gpu_reduce::conformance::{As64, Shfl};
 use gpu_reduce::{Context, Error, cpu};

@@ -4,7 +4,8 @@
 # CUB (whose shim is compiled here with nvcc when nvcc is found) and the memory limit, and seed
 # 003's scan table (BIT, BCAO, decoupled look-back, CUB). Logs go to $OUT (or ./out), the
 # sweep's JSON, table and plots to $OUT/bench; a short summary is printed last. STEPS (default
-# "tests reduce ladder bench scan") picks steps; BENCH_ARGS and SCAN_ARGS are passed to
+# "tests reduce ladder bench scan"; also "sanitize": every kernel under compute-sanitizer's
+# memcheck, racecheck, synccheck and initcheck) picks steps; BENCH_ARGS and SCAN_ARGS are passed to
 # `host bench` and `host scan`.
 set -u -o pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -66,12 +67,32 @@ if has scan; then
             --out "$out/scan-$dt.md" 2>&1 | tee -a "$out/scan.log" || rc=1
     done
 fi
+if has sanitize; then
+    # Every kernel on small and odd sizes (test sanitize_gpu) under each compute-sanitizer tool;
+    # a tool's verdict is its "ERROR SUMMARY" line.
+    san="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
+    if [ -z "$san" ]; then
+        echo "compute-sanitizer not found: sanitize step SKIPPED" | tee "$out/sanitize.log"
+    else
+        for tool in memcheck racecheck synccheck initcheck; do
+            echo "== compute-sanitizer --tool $tool"
+            timeout "${SANITIZE_TIMEOUT:-300}" "$san" --tool "$tool" --error-exitcode 9 \
+                "$here/bin/test-sanitize_gpu" --include-ignored --test-threads=1 \
+                >"$out/sanitize-$tool.log" 2>&1
+            code=$?
+            [ $code -ne 0 ] && rc=1
+            echo "$tool: exit $code; $(grep -h 'ERROR SUMMARY' "$out/sanitize-$tool.log" | tail -1)" \
+                | tee -a "$out/sanitize.log"
+        done
+    fi
+fi
 rm -f "$out/libcub_shim.so"
 
 echo
 echo "== summary (rc=$rc)"
 head -2 "$out/device.txt"
 [ -f "$out/gpu-tests.log" ] && grep -h '^test result' "$out/gpu-tests.log"
+[ -f "$out/sanitize.log" ] && cat "$out/sanitize.log"
 [ -f "$out/reduce.log" ] && grep -h '^n = \|^time:' "$out/reduce.log"
 [ -f "$out/bench/results.md" ] && cat "$out/bench/results.md"
 for f in "$out"/scan-*.md; do [ -f "$f" ] && cat "$f"; done

@@ -1,0 +1,42 @@
+//! The sanitizer workload: every kernel family (production reduce for every operator and type,
+//! every scan, the scan by key, seed 003's BIT and BCAO scans, the reduction ladder, the
+//! read-only streaming kernel) once or a few times on small and odd sizes, each result checked.
+//! The bundle's `run.sh` (step `sanitize`) runs it under `compute-sanitizer` with memcheck,
+//! racecheck, synccheck and initcheck; small sizes keep the instrumented run short.
+
+use gpu_reduce::ladder::check_all;
+use integration_tests::gpu;
+use integration_tests::lookback::{check_scan_by_key, check_scan_every_op_and_type};
+use integration_tests::reductions::check_every_op_and_type;
+use integration_tests::scans::check_ladder_all_types;
+
+const SIZES: [usize; 3] = [1, 1000, 70_001];
+
+#[test]
+#[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]
+fn sanitizer_workload_every_kernel() {
+    let ctx = gpu();
+    check_every_op_and_type(&ctx, &SIZES);
+    check_scan_every_op_and_type(&ctx, &SIZES);
+    check_scan_by_key(&ctx, &SIZES);
+    check_ladder_all_types(&ctx, &SIZES, 3);
+    for n in [1usize, 4097] {
+        let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+        for (step, c) in check_all(&ctx, &x).unwrap() {
+            assert!(c.ok, "{step:?} n={n}: {}", c.detail);
+        }
+        let y: Vec<i32> = (0..n as i32).collect();
+        for (step, c) in check_all(&ctx, &y).unwrap() {
+            assert!(c.ok, "{step:?} n={n}: {}", c.detail);
+        }
+    }
+    let words: Vec<u32> = (0..70_001u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let d = ctx.htod(&words).unwrap();
+    let (g, b) = ctx.stream_shape();
+    let mut partials = ctx.alloc_zeros::<u32>((g * b / 32) as usize).unwrap();
+    ctx.stream_read_xor(&d, &mut partials).unwrap();
+    let got = ctx.dtoh(&partials).unwrap().iter().fold(0, |a, &x| a ^ x);
+    assert_eq!(got, words.iter().fold(0, |a, &x| a ^ x));
+}

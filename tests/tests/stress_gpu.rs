@@ -1,0 +1,21 @@
+//! Randomized stress, concurrency and leak checks on a GPU.
+
+use integration_tests::gpu;
+use integration_tests::stress::{check_random_cases_threads, leaked_bytes};
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn ten_thousand_random_cases_on_eight_threads() {
+    // 8 host threads, each with its own context and stream, 1250 cases each, sizes up to 2^26.
+    let c = check_random_cases_threads(gpu, 8, 1250, 1 << 26, 0x0ddba11);
+    println!("GPU stress: {c:?}, 0 mismatches");
+    assert_eq!(c.reduce_cases + c.scan_cases, 10_000);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn ten_thousand_calls_leak_nothing() {
+    let leaked = leaked_bytes(&gpu(), 10_000);
+    println!("GPU leak check: 10000 calls, {leaked} bytes of device memory not returned");
+    assert_eq!(leaked, 0);
+}
