@@ -2,6 +2,7 @@
 //! (`#[ignore]`d; `cargo xtask test --gpu`). Each takes the context to run on, so the same
 //! function checks both backends.
 
+pub mod bad_input;
 pub mod bench;
 pub mod lookback;
 pub mod reductions;

@@ -57,9 +57,9 @@ fn make<T: TestElem>(rng: &mut SmallRng, n: usize, dist: Dist) -> Vec<T> {
                 v.iter_mut().for_each(|y| *y = x);
             }
         }
-        Dist::Sorted => v.sort_by(cmp),
+        Dist::Sorted => v.sort_unstable_by(cmp),
         Dist::ReverseSorted => {
-            v.sort_by(cmp);
+            v.sort_unstable_by(cmp);
             v.reverse();
         }
         Dist::WithSpecial => {

@@ -81,7 +81,7 @@ if has sanitize; then
                 >"$out/sanitize-$tool.log" 2>&1
             code=$?
             [ $code -ne 0 ] && rc=1
-            echo "$tool: exit $code; $(grep -h 'ERROR SUMMARY' "$out/sanitize-$tool.log" | tail -1)" \
+            echo "$tool: exit $code; $(grep -hE '(ERROR|RACECHECK) SUMMARY' "$out/sanitize-$tool.log" | tail -1)" \
                 | tee -a "$out/sanitize.log"
         done
     fi
