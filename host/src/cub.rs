@@ -37,11 +37,62 @@ pub fn default_library_path() -> PathBuf {
     }
 }
 
+/// The shim's source, embedded so a binary away from the repository (the bundle) can build it.
+pub const SHIM_SOURCE: &str = include_str!("../cub/cub_shim.cu");
+
+/// `nvcc` on `PATH`, else `$CUDA_HOME/bin/nvcc` (default `/usr/local/cuda`), if it exists.
+pub fn find_nvcc() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("nvcc"))
+            .find(|f| f.is_file())
+    });
+    on_path.or_else(|| {
+        let home = std::env::var_os("CUDA_HOME").unwrap_or_else(|| "/usr/local/cuda".into());
+        let f = Path::new(&home).join("bin/nvcc");
+        f.is_file().then_some(f)
+    })
+}
+
+/// Compile the shim with `nvcc` (the flags of `host/cub/build.sh`) for `arch` (e.g. `sm_90`)
+/// into `dir/libcub_shim.so`; returns its path.
+pub fn build_shim(nvcc: &Path, dir: &Path, arch: &str) -> Result<PathBuf, CubError> {
+    let fail = |message: String| CubError::Build { message };
+    std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+    let src = dir.join("cub_shim.cu");
+    let lib = dir.join("libcub_shim.so");
+    std::fs::write(&src, SHIM_SOURCE).map_err(|e| fail(format!("{}: {e}", src.display())))?;
+    let out = std::process::Command::new(nvcc)
+        .args([
+            "-O3",
+            "-std=c++17",
+            &format!("-arch={arch}"),
+            "-Xcompiler",
+            "-fPIC",
+        ])
+        .arg("-shared")
+        .arg("-o")
+        .arg(&lib)
+        .arg(&src)
+        .output()
+        .map_err(|e| fail(format!("running {}: {e}", nvcc.display())))?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "{} failed: {}",
+            nvcc.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(lib)
+}
+
 /// What can go wrong loading or calling the shim.
 #[derive(Debug, thiserror::Error)]
 pub enum CubError {
     #[error("the CUB shim library {} could not be loaded: {message}", path.display())]
     NotLoadable { path: PathBuf, message: String },
+    #[error("building the CUB shim: {message}")]
+    Build { message: String },
     #[error("the CUB shim library lacks the symbol `{name}`: {message}")]
     MissingSymbol { name: String, message: String },
     #[error("{function} failed with CUDA error {code}: {message}")]
@@ -445,6 +496,16 @@ impl Cub {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shim_build_failure_is_an_error_naming_the_compiler() {
+        assert!(SHIM_SOURCE.contains("DeviceReduce") && SHIM_SOURCE.contains("DeviceScan"));
+        let dir = std::env::temp_dir().join(format!("cub-build-test-{}", std::process::id()));
+        let e = build_shim(Path::new("/nonexistent/nvcc"), &dir, "sm_90").unwrap_err();
+        assert!(matches!(e, CubError::Build { .. }), "{e}");
+        assert!(e.to_string().contains("/nonexistent/nvcc"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     fn all_symbols() -> Vec<&'static [u8]> {
         let mut v: Vec<&'static [u8]> = OPS.iter().flat_map(|&(r, t)| [r, t]).collect();

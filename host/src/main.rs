@@ -466,23 +466,7 @@ fn bench(
 ) -> Result<ExitCode, gpu_reduce::Error> {
     use gpu_reduce::bench;
     println!("backend: {}", backend_line(ctx));
-    let cub = match &cub_lib {
-        Some(p) if ctx.backend_kind() == BackendKind::Cuda => match gpu_reduce::cub::Cub::load(p) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                eprintln!("CUB not available ({e}): CUB rows left out");
-                None
-            }
-        },
-        Some(_) => {
-            eprintln!("CUB not available on the simulator: CUB rows left out");
-            None
-        }
-        None => {
-            eprintln!("CUB not available (no --cub-lib / GPU_REDUCE_CUB_LIB): CUB rows left out");
-            None
-        }
-    };
+    let cub = find_cub(ctx, cub_lib.as_deref(), out);
     std::fs::create_dir_all(out).map_err(|e| {
         gpu_reduce::Error::InvalidArgument(format!("cannot create {}: {e}", out.display()))
     })?;
@@ -547,5 +531,52 @@ fn backend_line(ctx: &Context) -> String {
             "sim — {} (the same kernel source as the PTX; no GPU used)",
             d.name
         ),
+    }
+}
+
+/// CUB for `bench`: the shim given (`--cub-lib` / `GPU_REDUCE_CUB_LIB`), else the one
+/// `host/cub/build.sh` leaves in the repository, else one built now with nvcc into `out` when
+/// nvcc is found; `None` (the report then says "not available") on the simulator or without
+/// any of them.
+fn find_cub(
+    ctx: &Context,
+    given: Option<&std::path::Path>,
+    out: &std::path::Path,
+) -> Option<gpu_reduce::cub::Cub> {
+    use gpu_reduce::cub;
+    if ctx.backend_kind() != BackendKind::Cuda {
+        eprintln!("CUB not available on the simulator: CUB rows left out");
+        return None;
+    }
+    let load = |p: &std::path::Path| match cub::Cub::load(p) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("CUB not available ({e}): CUB rows left out");
+            None
+        }
+    };
+    if let Some(p) = given {
+        return load(p);
+    }
+    let repo = cub::default_library_path();
+    if repo.is_file() {
+        return load(&repo);
+    }
+    let Some(nvcc) = cub::find_nvcc() else {
+        eprintln!("CUB not available (no --cub-lib, no built shim, no nvcc): CUB rows left out");
+        return None;
+    };
+    let (major, minor) = ctx.info().compute_capability;
+    let arch = format!("sm_{major}{minor}");
+    eprintln!(
+        "building the CUB shim with {} for {arch} ...",
+        nvcc.display()
+    );
+    match cub::build_shim(&nvcc, &out.join("cub"), &arch) {
+        Ok(p) => load(&p),
+        Err(e) => {
+            eprintln!("CUB not available ({e}): CUB rows left out");
+            None
+        }
     }
 }
