@@ -23,6 +23,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_BLOCK");
     println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_ROWS");
     println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_LOOKBACK");
+    println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_MIN_BLOCKS");
     println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_BLOCK_LOOKBACK");
     let arch = std::env::var("KERNELS_ARCH").unwrap_or_else(|_| ptx_builder::DEFAULT_ARCH.into());
 

@@ -167,6 +167,11 @@ impl PtxBuild {
             path: ptx.clone(),
             source,
         })?;
+        let text = scan_occupancy_hints(&text, scan_min_blocks());
+        std::fs::write(&ptx, &text).map_err(|source| Error::Io {
+            path: ptx.clone(),
+            source,
+        })?;
         let entries = entry_names(&text);
         if entries.is_empty() {
             return Err(Error::Missing(format!(
@@ -444,5 +449,68 @@ ptxas info    : Used 10 registers, used 0 barriers, 372 bytes cmem[0]\n";
         let ptx =
             ".visible .entry reduce_sum_f32(\n.param .u64 a\n)\n.visible .entry k2()\n.func f()";
         assert_eq!(entry_names(ptx), vec!["reduce_sum_f32", "k2"]);
+    }
+}
+
+/// Blocks per SM that ptxas must leave room for in the production scan kernels: the
+/// build-time experiment knob `GPU_REDUCE_SCAN_MIN_BLOCKS` (unset or 0: no hint, the default).
+pub fn scan_min_blocks() -> u32 {
+    std::env::var("GPU_REDUCE_SCAN_MIN_BLOCKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// With `min_blocks > 0`, adds `.maxntid <SCAN_BLOCK>, 1, 1` and `.minnctapersm <min_blocks>`
+/// to the production scans' entries (`scan_inclusive_*`, `scan_exclusive_*`): CUDA's
+/// `__launch_bounds__`, which Rust has no attribute for. ptxas then caps the registers so that
+/// many blocks fit on an SM (spilling if it must). `SCAN_BLOCK` comes from
+/// `GPU_REDUCE_SCAN_BLOCK` (default 256), as in the kernels crate.
+pub fn scan_occupancy_hints(ptx: &str, min_blocks: u32) -> String {
+    if min_blocks == 0 {
+        return ptx.to_string();
+    }
+    let threads: u32 = std::env::var("GPU_REDUCE_SCAN_BLOCK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let mut out = String::with_capacity(ptx.len() + 4096);
+    let mut in_scan_entry = false;
+    for line in ptx.lines() {
+        if let Some(rest) = line.split(".entry ").nth(1) {
+            in_scan_entry =
+                rest.starts_with("scan_inclusive_") || rest.starts_with("scan_exclusive_");
+        }
+        out.push_str(line);
+        out.push('\n');
+        // The parameter list ends with a line that starts with ')'; the body follows.
+        if in_scan_entry && line.starts_with(')') {
+            out.push_str(&format!(
+                ".maxntid {threads}, 1, 1\n.minnctapersm {min_blocks}\n"
+            ));
+            in_scan_entry = false;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::*;
+
+    #[test]
+    fn hints_go_after_the_scan_entries_parameters_only() {
+        let ptx = ".visible .entry scan_inclusive_sum_i32(\n\t.param .u64 a\n)\n{\n}\n\
+                   .visible .entry reduce_sum_f32(\n\t.param .u64 a\n)\n{\n}\n";
+        assert_eq!(scan_occupancy_hints(ptx, 0), ptx);
+        let h = scan_occupancy_hints(ptx, 2);
+        assert_eq!(h.matches(".minnctapersm 2").count(), 1, "{h}");
+        let at = h.find(".minnctapersm").unwrap();
+        assert!(h.find("scan_inclusive_sum_i32").unwrap() < at);
+        assert!(at < h.find("reduce_sum_f32").unwrap());
+        assert!(
+            h.contains(")\n.maxntid 256, 1, 1\n.minnctapersm 2\n{"),
+            "{h}"
+        );
     }
 }
