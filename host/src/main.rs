@@ -193,11 +193,7 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             out,
             quiet,
         } => {
-            let ctx = match backend {
-                BackendArg::Cuda => Context::new(device)?,
-                BackendArg::Sim => Context::sim()?,
-                BackendArg::Auto => Context::auto(device)?,
-            };
+            let ctx = open(backend, device)?;
             let gpu = ctx.backend_kind() == BackendKind::Cuda;
             let config = gpu_reduce::bench::SweepConfig {
                 ops,
@@ -227,11 +223,7 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             seed,
             out,
         } => {
-            let ctx = match backend {
-                BackendArg::Cuda => Context::new(device)?,
-                BackendArg::Sim => Context::sim()?,
-                BackendArg::Auto => Context::auto(device)?,
-            };
+            let ctx = open(backend, device)?;
             scan(
                 &ctx,
                 ScanArgs {
@@ -255,11 +247,7 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             ladder,
             dtype,
         } => {
-            let ctx = match backend {
-                BackendArg::Cuda => Context::new(device)?,
-                BackendArg::Sim => Context::sim()?,
-                BackendArg::Auto => Context::auto(device)?,
-            };
+            let ctx = open(backend, device)?;
             let gpu = ctx.backend_kind() == BackendKind::Cuda;
             if ladder {
                 // The ladder runs ~15 kernels; on the simulator keep it small.
@@ -578,5 +566,14 @@ fn find_cub(
             eprintln!("CUB not available ({e}): CUB rows left out");
             None
         }
+    }
+}
+
+/// The context `--backend` and `--device` ask for.
+fn open(backend: BackendArg, device: usize) -> Result<Context, gpu_reduce::Error> {
+    match backend {
+        BackendArg::Cuda => Context::new(device),
+        BackendArg::Sim => Context::sim(),
+        BackendArg::Auto => Context::auto(device),
     }
 }

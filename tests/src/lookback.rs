@@ -32,22 +32,16 @@ pub fn check_scan_result<T: TestElem>(
     }
     let tiles = input.len() as f64 / 1024.0;
     let depth = 64.0 + tiles + (input.len() as f64 + 1.0).log2();
-    // The reference prefix is carried compensated (Neumaier): a plain f64 running sum of f64
-    // data errs as much as the device may (seen with all-equal data).
-    let (mut s, mut c, mut abs) = (0.0f64, 0.0f64, 0.0f64);
-    let mut exact = 0.0f64;
-    for (i, (&g, &x)) in got.iter().zip(input).enumerate() {
-        let (before, before_abs) = (exact, abs);
-        let x = x.to_f64();
-        let t = s + x;
-        c += if s.abs() >= x.abs() {
-            (s - t) + x
+    // Compensated reference prefixes: a plain f64 running sum of f64 data errs as much as the
+    // device may (seen with all-equal data).
+    let (sums, abss) = crate::scans::f64_prefixes(input);
+    for (i, &g) in got.iter().enumerate().take(input.len()) {
+        let (exact, abs) = (sums[i], abss[i]);
+        let (before, before_abs) = if i == 0 {
+            (0.0, 0.0)
         } else {
-            (x - t) + s
+            (sums[i - 1], abss[i - 1])
         };
-        s = t;
-        exact = s + c;
-        abs += x.abs();
         let (want, mag) = match kind {
             ScanKind::Inclusive => (exact, abs),
             ScanKind::Exclusive => (before, before_abs),

@@ -125,22 +125,6 @@ fn ref_min<T: TestElem>(xs: &[T], max: bool) -> Option<(usize, T)> {
     best
 }
 
-/// Neumaier's compensated sum: the rounding of the running sum is carried along, so the
-/// result is the exact sum rounded once (for the lengths tested here).
-pub fn neumaier(xs: impl Iterator<Item = f64>) -> f64 {
-    let (mut s, mut c) = (0.0f64, 0.0f64);
-    for x in xs {
-        let t = s + x;
-        c += if s.abs() >= x.abs() {
-            (s - t) + x
-        } else {
-            (x - t) + s
-        };
-        s = t;
-    }
-    s + c
-}
-
 /// Check every operator of `T` on `data` (any length, NaN/inf allowed for floats).
 pub fn check_all_ops<T: TestElem>(ctx: &Context, data: &[T], what: &str) {
     check_all_ops_at(ctx, data, 0, what)
@@ -164,8 +148,9 @@ pub fn check_all_ops_at<T: TestElem>(ctx: &Context, data: &[T], offset: usize, w
     let got = ctx.reduce(buf, Reduction::Sum).unwrap();
     if T::IS_FLOAT {
         // Compensated: a plain f64 sum of f64 data errs as much as the device may.
-        let exact = neumaier(data.iter().map(|x| x.to_f64()));
-        let sum_abs: f64 = data.iter().map(|x| x.to_f64().abs()).sum();
+        let (sums, abss) = crate::scans::f64_prefixes(data);
+        let exact = sums.last().copied().unwrap_or(0.0);
+        let sum_abs = abss.last().copied().unwrap_or(0.0);
         if has_special {
             assert!(
                 got.to_f64().is_nan() == exact.is_nan(),

@@ -38,7 +38,7 @@ pub fn tree_scan_depth(n: usize) -> u64 {
 
 /// Inclusive prefixes of `data` in f64, compensated (Neumaier): within a few f64 ulps of
 /// exact. Also the prefixes of `|x|`, which scale the error bounds.
-fn f64_prefixes<T: TestElem>(data: &[T]) -> (Vec<f64>, Vec<f64>) {
+pub fn f64_prefixes<T: TestElem>(data: &[T]) -> (Vec<f64>, Vec<f64>) {
     let (mut s, mut c, mut a) = (0.0f64, 0.0f64, 0.0f64);
     let mut sums = Vec::with_capacity(data.len());
     let mut abs = Vec::with_capacity(data.len());

@@ -557,19 +557,6 @@ pub fn cp_async_wait_group<const N: u32>() {
     unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) }
 }
 
-/// Write element `i` of a 16-byte shared array: `st.shared.v4.b32`.
-/// # Safety
-/// `i < dst.len()`, and no other thread touches element `i` between the same two barriers.
-#[inline(always)]
-pub unsafe fn store_shared_v4(dst: super::SharedArray<[u32; 4]>, i: usize, v: [u32; 4]) {
-    unsafe {
-        let p = to_shared_u32(dst.ptr.add(i));
-        asm!("st.shared.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
-             p = in(reg32) p, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2],
-             d = in(reg32) v[3], options(nostack));
-    }
-}
-
 /// Element `i` of a 16-byte shared array: `ld.shared.v4.b32`.
 /// # Safety
 /// `i < src.len()`, and no other thread writes element `i` between the same two barriers.
