@@ -158,6 +158,11 @@ pub(crate) struct CudaBackend {
     /// Page-locked, device-mapped host words where reductions write a result the host reads
     /// right after the stream synchronises: no device-to-host copy on the latency path.
     pub result: Mutex<MappedResult>,
+    loaded: Arc<Loaded>,
+}
+
+/// The embedded PTX loaded into a device's primary context, and its kernels.
+struct Loaded {
     _module: Arc<CudaModule>,
     kernels: HashMap<&'static str, CudaFunction>,
     /// Blocks of `REDUCE_BLOCK` threads each reduction kernel keeps resident per SM (from its
@@ -165,11 +170,71 @@ pub(crate) struct CudaBackend {
     reduce_blocks_per_sm: HashMap<&'static str, u32>,
 }
 
+/// Modules already loaded, by device ordinal. The driver JIT-compiles the PTX (13 MB, 280
+/// kernels) at load; every `Context` of a device shares the one primary context, so later
+/// contexts (other threads, other streams) reuse the module instead of compiling it again.
+/// The lock is held while loading: threads opening the same device at once wait for one load.
+static LOADED: Mutex<Vec<(usize, Arc<Loaded>)>> = Mutex::new(Vec::new());
+
+fn loaded_kernels(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<Arc<Loaded>> {
+    // A thread that panicked while holding the lock left the list as it was: still usable.
+    let mut cache = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, l)) = cache.iter().find(|(o, _)| *o == ordinal) {
+        return Ok(l.clone());
+    }
+    let module = ctx
+        .load_module(Ptx::from_src(crate::PTX))
+        .map_err(|source| Error::PtxLoad {
+            kernel: format!("<module: {}>", kernels::launch::KERNEL_NAMES.join(", ")),
+            source,
+        })?;
+    let mut kernels_map = HashMap::new();
+    let mut reduce_blocks = HashMap::new();
+    let names = kernels::launch::KERNEL_NAMES
+        .iter()
+        .chain(kernels::ladder::KERNEL_NAMES)
+        .chain(kernels::scan::KERNEL_NAMES)
+        .chain(kernels::scan_ladder::KERNEL_NAMES)
+        .chain(kernels::stream::KERNEL_NAMES);
+    for &name in names {
+        let f = module
+            .load_function(name)
+            .map_err(|source| Error::PtxLoad {
+                kernel: name.to_string(),
+                source,
+            })?;
+        if name.starts_with("reduce_") {
+            // An f64 sum needs 39 registers: 6 blocks of 256 per SM, not 8. Sizing the grid
+            // for 8 would leave a second, ragged wave (measured 5-7% slower on an H200).
+            let blocks = f
+                .occupancy_max_active_blocks_per_multiprocessor(
+                    kernels::launch::REDUCE_BLOCK,
+                    0,
+                    None,
+                )
+                .map_err(Error::driver("reading a kernel's occupancy", 0))?;
+            reduce_blocks.insert(name, blocks.max(1));
+        }
+        kernels_map.insert(name, f);
+    }
+    let loaded = Arc::new(Loaded {
+        _module: module,
+        kernels: kernels_map,
+        reduce_blocks_per_sm: reduce_blocks,
+    });
+    cache.push((ordinal, loaded.clone()));
+    Ok(loaded)
+}
+
 impl CudaBackend {
     /// Resident blocks per SM of reduction kernel `name` (8, the most 256-thread blocks an SM
     /// holds, for a kernel not measured at load).
     pub fn reduce_blocks_per_sm(&self, name: &str) -> u32 {
-        self.reduce_blocks_per_sm.get(name).copied().unwrap_or(8)
+        self.loaded
+            .reduce_blocks_per_sm
+            .get(name)
+            .copied()
+            .unwrap_or(8)
     }
 }
 
@@ -334,43 +399,13 @@ impl Context {
             return Err(Error::BadOrdinal { ordinal, count });
         }
         let ctx = CudaContext::new(ordinal).map_err(Error::driver("creating a context", 0))?;
-        let stream = ctx.default_stream();
+        // A stream of its own (not the legacy default stream, which would serialize every
+        // context of the process): contexts on several host threads run concurrently.
+        let stream = ctx
+            .new_stream()
+            .map_err(Error::driver("creating a stream", 0))?;
 
-        let module = ctx
-            .load_module(Ptx::from_src(crate::PTX))
-            .map_err(|source| Error::PtxLoad {
-                kernel: format!("<module: {}>", kernels::launch::KERNEL_NAMES.join(", ")),
-                source,
-            })?;
-        let mut kernels_map = HashMap::new();
-        let mut reduce_blocks = HashMap::new();
-        let names = kernels::launch::KERNEL_NAMES
-            .iter()
-            .chain(kernels::ladder::KERNEL_NAMES)
-            .chain(kernels::scan::KERNEL_NAMES)
-            .chain(kernels::scan_ladder::KERNEL_NAMES)
-            .chain(kernels::stream::KERNEL_NAMES);
-        for &name in names {
-            let f = module
-                .load_function(name)
-                .map_err(|source| Error::PtxLoad {
-                    kernel: name.to_string(),
-                    source,
-                })?;
-            if name.starts_with("reduce_") {
-                // An f64 sum needs 39 registers: 6 blocks of 256 per SM, not 8. Sizing the grid
-                // for 8 would leave a second, ragged wave (measured 5-7% slower on an H200).
-                let blocks = f
-                    .occupancy_max_active_blocks_per_multiprocessor(
-                        kernels::launch::REDUCE_BLOCK,
-                        0,
-                        None,
-                    )
-                    .map_err(Error::driver("reading a kernel's occupancy", 0))?;
-                reduce_blocks.insert(name, blocks.max(1));
-            }
-            kernels_map.insert(name, f);
-        }
+        let loaded = loaded_kernels(&ctx, ordinal)?;
 
         let attr = |a| {
             ctx.attribute(a)
@@ -398,9 +433,7 @@ impl Context {
             ctx,
             stream,
             result,
-            _module: module,
-            kernels: kernels_map,
-            reduce_blocks_per_sm: reduce_blocks,
+            loaded,
         });
         Self::with_backend(backend, info)
     }
@@ -605,7 +638,7 @@ impl Context {
     ) -> Result<()> {
         match &self.backend {
             Backend::Cuda(c) => {
-                let f = c.kernels.get(name).ok_or_else(|| Error::PtxLoad {
+                let f = c.loaded.kernels.get(name).ok_or_else(|| Error::PtxLoad {
                     kernel: name.to_string(),
                     source: cudarc::driver::DriverError(sys::cudaError_enum::CUDA_ERROR_NOT_FOUND),
                 })?;

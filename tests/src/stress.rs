@@ -152,7 +152,15 @@ pub fn check_random_cases(ctx: &Context, cases: usize, max: usize, seed: u64) ->
     let mut rng = SmallRng::seed_from_u64(seed);
     let (rb, sb) = (boundary_sizes(max), scan_boundary_sizes(max));
     let mut count = StressCount::default();
+    let start = std::time::Instant::now();
     for id in 0..cases {
+        // Progress on long runs (shown with --nocapture): where a slow run stands.
+        if id > 0 && id % 125 == 0 {
+            eprintln!(
+                "stress seed {seed:#x}: {id}/{cases} cases, {:.1} s",
+                start.elapsed().as_secs_f64()
+            );
+        }
         let s = (rb.as_slice(), sb.as_slice());
         count += match rng.random_range(0..6) {
             0 => case::<i32>(ctx, &mut rng, max, s, id),
