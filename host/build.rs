@@ -27,6 +27,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_FIRST_DELAY");
     println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_POLL_DELAY");
     println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_DELAY_FROM");
+    println!("cargo:rerun-if-env-changed=GPU_REDUCE_SCAN_DELAY_MIN_TILES");
     let arch = std::env::var("KERNELS_ARCH").unwrap_or_else(|_| ptx_builder::DEFAULT_ARCH.into());
 
     let artifact = ptx_builder::PtxBuild::new(&workspace, &arch)

@@ -23,18 +23,23 @@ pub const STATUS_PREFIX: u32 = 2;
 /// `GPU_REDUCE_SCAN_LOOKBACK`).
 const PER_LANE: usize = crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_LOOKBACK"), 1) as usize;
 /// Nanoseconds warp 0 sleeps after publishing its aggregate before its first look-back read
-/// (build-time `GPU_REDUCE_SCAN_FIRST_DELAY`), for tiles from [`FIRST_DELAY_FROM`] on. Reading
-/// at once finds the nearest inclusive prefix far back behind predecessors that have not
-/// published yet, and hundreds of warps polling the same few status lines load one L2 slice
-/// hard; after the sleep the prefix front has moved up and one round usually suffices. Measured
-/// on the H100, i32 at 1e9 against CUB (BENCHMARKS.md): 0 ns 0.98x, 400 ns 1.02x, 1.2-2 us
-/// 1.07x, 3 us 1.11x, 5 us 0.87x (the wait is no longer hidden); 2 us keeps a margin below
-/// that cliff on faster memory. CUB's sm_90 tuning sleeps ~1.2 us first.
-const FIRST_DELAY: u32 = crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_FIRST_DELAY"), 2000);
-/// Tiles below this id look back at once (`GPU_REDUCE_SCAN_DELAY_FROM`): a launch of a few
-/// hundred tiles has little polling to spread out, and its latency is the sleep's.
+/// (build-time `GPU_REDUCE_SCAN_FIRST_DELAY`), in launches of [`FIRST_DELAY_MIN_TILES`] tiles
+/// or more, for tiles from [`FIRST_DELAY_FROM`] on. Reading at once finds the nearest inclusive
+/// prefix far back behind predecessors that have not published yet, and hundreds of warps
+/// polling the same few status lines load one L2 slice hard; after the sleep the prefix front has moved up and one round usually suffices. Measured
+/// i32 at 1e9 against CUB in the same process (BENCHMARKS.md): H100 0 ns 0.98x, 400 ns 1.02x,
+/// 1.2-2 us 1.07x, 3 us 1.11x, 5 us 0.87x (the wait is no longer hidden); H200 0 ns 0.97x,
+/// 2 us 1.08x, 3 us 1.10x, 4 us 1.10x. CUB's sm_90 tuning sleeps ~1.2 us first.
+const FIRST_DELAY: u32 = crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_FIRST_DELAY"), 3000);
+/// Tiles below this id look back at once (`GPU_REDUCE_SCAN_DELAY_FROM`): the first wave's
+/// predecessors all started with it.
 const FIRST_DELAY_FROM: u64 =
     crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_DELAY_FROM"), 256) as u64;
+/// Launches of fewer tiles never sleep (`GPU_REDUCE_SCAN_DELAY_MIN_TILES`; 2048 tiles = 128 MiB,
+/// more than the L2): short, L2-resident scans have little polling to spread out and pay the
+/// sleep in latency (H100, i32 at 1e7: 0.97x CUB with the sleep, 1.04x without).
+const FIRST_DELAY_MIN_TILES: u32 =
+    crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_DELAY_MIN_TILES"), 2048);
 /// Nanoseconds between unsuccessful look-back rounds (`GPU_REDUCE_SCAN_POLL_DELAY`).
 const POLL_DELAY: u32 = crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_POLL_DELAY"), 100);
 /// Predecessors a warp reads per look-back round.
@@ -108,7 +113,8 @@ impl<A: ShflValue> TileStatus<A> {
         op: F,
     ) -> A {
         let lane = gpu::lane_id() as u64;
-        if FIRST_DELAY > 0 && tile >= FIRST_DELAY_FROM {
+        if FIRST_DELAY > 0 && tile >= FIRST_DELAY_FROM && gpu::grid_dim_x() >= FIRST_DELAY_MIN_TILES
+        {
             gpu::nanosleep(FIRST_DELAY);
         }
         let mut exclusive = identity;
