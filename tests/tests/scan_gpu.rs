@@ -34,6 +34,14 @@ fn scan_stress_many_tiles_waiting() {
 
 #[test]
 #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn scan_stress_sleeping_lookback() {
+    // 2^27 + 17 i32: 8193 tiles, a launch large enough (>= 2048 tiles) for the look-back's
+    // first sleep; 6 runs, every element checked.
+    check_scan_stress(&gpu(), (1 << 27) + 17, 6);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
 fn scan_integers_deterministic() {
     check_scan_integer_determinism(&gpu(), 10_000_000, 20);
 }
