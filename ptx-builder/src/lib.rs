@@ -167,11 +167,17 @@ impl PtxBuild {
             path: ptx.clone(),
             source,
         })?;
-        let text = scan_occupancy_hints(&text, scan_min_blocks());
-        std::fs::write(&ptx, &text).map_err(|source| Error::Io {
-            path: ptx.clone(),
-            source,
-        })?;
+        let min_blocks = scan_min_blocks();
+        let text = if min_blocks > 0 {
+            let hinted = scan_occupancy_hints(&text, min_blocks);
+            std::fs::write(&ptx, &hinted).map_err(|source| Error::Io {
+                path: ptx.clone(),
+                source,
+            })?;
+            hinted
+        } else {
+            text
+        };
         let entries = entry_names(&text);
         if entries.is_empty() {
             return Err(Error::Missing(format!(

@@ -133,11 +133,7 @@ pub fn check_all_ops<T: TestElem>(ctx: &Context, data: &[T], what: &str) {
 /// [`check_all_ops`] on a view that starts `offset` elements into its buffer (misaligned for
 /// vector loads unless `offset * size` is a multiple of 16); the elements before it are junk.
 pub fn check_all_ops_at<T: TestElem>(ctx: &Context, data: &[T], offset: usize, what: &str) {
-    let mut padded: Vec<T> = data.iter().take(offset).copied().collect();
-    padded.resize(
-        offset,
-        T::random(&mut SmallRng::seed_from_u64(offset as u64)),
-    );
+    let mut padded = vec![T::random(&mut SmallRng::seed_from_u64(offset as u64)); offset];
     padded.extend_from_slice(data);
     let whole = ctx.htod(&padded).unwrap();
     let buf = whole.view(offset..).unwrap();

@@ -26,10 +26,11 @@ const PER_LANE: usize = crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_LOOK
 /// (build-time `GPU_REDUCE_SCAN_FIRST_DELAY`), in launches of [`FIRST_DELAY_MIN_TILES`] tiles
 /// or more, for tiles from [`FIRST_DELAY_FROM`] on. Reading at once finds the nearest inclusive
 /// prefix far back behind predecessors that have not published yet, and hundreds of warps
-/// polling the same few status lines load one L2 slice hard; after the sleep the prefix front has moved up and one round usually suffices. Measured
-/// i32 at 1e9 against CUB in the same process (BENCHMARKS.md): H100 0 ns 0.98x, 400 ns 1.02x,
-/// 1.2-2 us 1.07x, 3 us 1.11x, 5 us 0.87x (the wait is no longer hidden); H200 0 ns 0.97x,
-/// 2 us 1.08x, 3 us 1.10x, 4 us 1.10x. CUB's sm_90 tuning sleeps ~1.2 us first.
+/// polling the same few status lines load one L2 slice hard; after the sleep the prefix front
+/// has moved up and one round usually suffices. Measured i32 at 1e9 against CUB in the same
+/// process (BENCHMARKS.md): H100 0 ns 0.98x, 400 ns 1.02x, 1.2-2 us 1.07x, 3 us 1.11x, 5 us
+/// 0.87x (the wait is no longer hidden); H200 0 ns 0.97x, 2 us 1.08x, 3 us 1.10x, 4 us 1.10x.
+/// CUB's sm_90 tuning sleeps ~1.2 us first.
 const FIRST_DELAY: u32 = crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_FIRST_DELAY"), 3000);
 /// Tiles below this id look back at once (`GPU_REDUCE_SCAN_DELAY_FROM`): the first wave's
 /// predecessors all started with it.
