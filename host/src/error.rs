@@ -6,30 +6,61 @@ use cudarc::driver::{DriverError, sys::cudaError_enum as Cu};
 /// Result alias of the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Everything the library can fail with; each message names the problem.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The NVIDIA driver library (libcuda) could not be loaded.
     #[error(
         "no CUDA driver: libcuda could not be loaded (install the NVIDIA driver, or run on a \
          machine with a GPU)"
     )]
     NoDriver,
+    /// The driver is there but found no GPU.
     #[error("the CUDA driver found no GPU")]
     NoDevice,
+    /// A device ordinal past the devices present.
     #[error("device ordinal {ordinal} is out of range: {count} CUDA device(s) present")]
-    BadOrdinal { ordinal: usize, count: usize },
+    BadOrdinal {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// Devices present.
+        count: usize,
+    },
+    /// A kernel's module could not be loaded (or the kernel is not in its library).
     #[error("loading the embedded PTX failed for kernel `{kernel}`: {source}")]
-    PtxLoad { kernel: String, source: DriverError },
-    #[error("out of device memory: could not allocate {bytes} bytes")]
-    OutOfMemory { bytes: usize },
-    #[error("kernel `{kernel}` failed: {source}")]
-    Launch { kernel: String, source: DriverError },
-    #[error("CUDA driver error while {op}: {source}")]
-    Driver {
-        op: &'static str,
+    PtxLoad {
+        /// The kernel.
+        kernel: String,
+        /// The driver's error.
         source: DriverError,
     },
+    /// An allocation failed.
+    #[error("out of device memory: could not allocate {bytes} bytes")]
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+    },
+    /// A kernel failed to launch or faulted while running.
+    #[error("kernel `{kernel}` failed: {source}")]
+    Launch {
+        /// The kernel.
+        kernel: String,
+        /// The driver's error.
+        source: DriverError,
+    },
+    /// Any other driver error.
+    #[error("CUDA driver error while {op}: {source}")]
+    Driver {
+        /// What the library was doing.
+        op: &'static str,
+        /// The driver's error.
+        source: DriverError,
+    },
+    /// A bad argument (lengths, ranges, a buffer of another backend, an operator a type
+    /// lacks, ...); the message says which.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A fault of a kernel on the CPU simulator (naming kernel, block and thread).
     #[error("{0}")]
     Sim(kernels::gpu::sim::SimError),
 }

@@ -1,55 +1,81 @@
-//! GPU reductions and prefix scans from Rust: kernels written in Rust (`kernels` crate),
-//! compiled to PTX by rustc's nvptx64 backend and embedded here, run through `cudarc`.
+//! GPU reductions and prefix scans from Rust, with kernels written in Rust.
 //!
-//! ```no_run
-//! let ctx = gpu_reduce::Context::new(0)?;
-//! let x = ctx.htod(&[1.0f32, 2.0, 3.0])?;
-//! assert_eq!(ctx.sum_f32(&x)?, 6.0);
-//! # Ok::<(), gpu_reduce::Error>(())
+//! The kernels (the `kernels` crate, `no_std`) are compiled to PTX by rustc's nvptx64 backend
+//! when this crate builds, embedded one module per kernel, and loaded into a device on first
+//! use through [`cudarc`] (which loads the driver dynamically: the crate builds without CUDA).
+//! The same kernel source also runs on a CPU SIMT simulator ([`Context::sim`]), so everything
+//! below works, slowly, on a machine without a GPU.
+//!
 //! ```
+//! # fn main() -> gpu_reduce::Result<()> {
+//! use gpu_reduce::{Context, Reduction, ScanKind, ScanOperator};
+//! let ctx = Context::sim()?; // or Context::new(0)? for GPU 0, Context::auto(0)? for either
+//! let x = ctx.htod(&[3.0f32, 1.0, 2.0])?;
+//! assert_eq!(ctx.sum(&x)?, 6.0); // one launch, deterministic
+//! assert_eq!(ctx.argmax(&x)?, Some((0, 3.0)));
+//! assert_eq!(ctx.reduce(&x, Reduction::Min)?, 1.0);
+//! let mut out = ctx.alloc_zeros::<f32>(3)?;
+//! ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)?; // single pass
+//! assert_eq!(ctx.dtoh(&out)?, [3.0, 4.0, 6.0]);
+//! # Ok(()) }
+//! ```
+//!
+//! Layers: [`runtime`] (contexts, buffers, kernel loading and launching; no algorithm) under
+//! [`reduce`] and [`scan`]; [`error`] for everything that can fail.
+#![warn(missing_docs)]
 
-pub mod bench;
-pub mod conformance;
-pub mod context;
-pub mod cpu;
-pub mod cub;
 pub mod error;
-pub mod ladder;
 pub mod reduce;
+pub mod runtime;
 pub mod scan;
-pub mod scan_ladder;
-pub mod scan_table;
-mod simbuf;
-pub mod stats;
 
-pub use context::{BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, device_count};
 pub use error::{Error, Result};
 pub use reduce::{DeviceElement, Reduction};
-pub use scan::{ScanKind, ScanOperator};
+pub use runtime::{
+    BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, KernelLibrary, LaunchShape,
+    LoadStats, device_count, load_stats,
+};
+pub use scan::{ByKeyKernel, ScanElement, ScanKind, ScanOperator};
 
-/// The kernels as PTX, built by `build.rs` with the workspace's PTX builder.
-pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
-/// The architecture the embedded PTX was generated for (`KERNELS_ARCH`, default sm_80).
+pub use cudarc;
+pub use kernels;
+
+/// The architecture the embedded PTX targets (`KERNELS_ARCH` at build time, default sm_80).
 pub const PTX_ARCH: &str = env!("KERNELS_PTX_ARCH");
+
+/// The library's own kernels: reductions and scans of the built-in operators.
+pub static BUILTIN: KernelLibrary = KernelLibrary::new(
+    "gpu-reduce",
+    PTX_ARCH,
+    include!(concat!(env!("OUT_DIR"), "/kernels_index.rs")),
+);
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn embedded_ptx_has_every_kernel() {
-        let entries = ptx_builder_entries(super::PTX);
-        for name in kernels::launch::KERNEL_NAMES {
-            assert!(
-                entries.contains(&name.to_string()),
-                "PTX lacks .entry {name}"
-            );
-        }
-        assert!(super::PTX.contains(&format!(".target {}", super::PTX_ARCH)));
-    }
+    use kernels::reduce::ReduceInstance;
+    use kernels::scan::{ScanByKeyInstance, ScanInstance};
 
-    fn ptx_builder_entries(ptx: &str) -> Vec<String> {
-        ptx.lines()
-            .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
-            .map(|r| r.split('(').next().unwrap_or("").to_string())
-            .collect()
+    /// Every kernel the host can ask for is in the embedded index (names come from the macro
+    /// invocations, so a kernel compiled out of the PTX would fail here, not at run time).
+    #[test]
+    fn embedded_index_has_the_kernels_the_host_uses() {
+        use kernels::ops::*;
+        let names = [
+            <Sum as ReduceInstance<f32>>::KERNEL.name,
+            <ArgMax as ReduceInstance<u64>>::KERNEL.name,
+            <SumCompensated as ReduceInstance<f32>>::KERNEL.name,
+            <Sum as ScanInstance<i32>>::INCLUSIVE.name,
+            <Max as ScanInstance<f64>>::EXCLUSIVE.name,
+            <Min as ScanByKeyInstance<u64, f32>>::KERNEL.name,
+        ];
+        for n in names {
+            let ptx = super::BUILTIN.ptx(n).unwrap_or_else(|| panic!("no module for {n}"));
+            assert!(ptx.contains(&format!(".entry {n}(")), "{n}");
+            assert!(ptx.contains(&format!(".target {}", super::PTX_ARCH)));
+        }
+        let entries: Vec<_> = super::BUILTIN.entries().collect();
+        assert!(entries.windows(2).all(|w| w[0] < w[1]), "index sorted");
+        // The library's PTX holds its own kernels only (no ladder, stream or test kernels).
+        assert!(entries.iter().all(|e| e.starts_with("reduce_") || e.starts_with("scan_")));
     }
 }

@@ -1,5 +1,5 @@
-//! Prefix scans on the device: the production single-pass decoupled look-back scan, and the
-//! operator/kind vocabulary shared with the teaching variants (`scan_ladder`: BIT, BCAO).
+//! Prefix scans on the device: the single-pass decoupled look-back scan (Merrill & Garland
+//! 2016), plain and by key, for the built-in operators and user operators.
 
 use crate::reduce::DeviceElement;
 
@@ -7,12 +7,16 @@ use crate::reduce::DeviceElement;
 /// `out[0]` = the operator's identity).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScanKind {
+    /// `out[i]` includes `x[i]`.
     Inclusive,
+    /// `out[i]` stops before `x[i]`.
     Exclusive,
 }
 
 impl ScanKind {
+    /// Both kinds.
     pub const ALL: [ScanKind; 2] = [ScanKind::Inclusive, ScanKind::Exclusive];
+    /// Its name in messages.
     pub fn name(self) -> &'static str {
         match self {
             ScanKind::Inclusive => "inclusive",
@@ -26,13 +30,18 @@ impl ScanKind {
 /// propagate NaN, as the reductions do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScanOperator {
+    /// Sum (integers wrap).
     Sum,
+    /// Minimum.
     Min,
+    /// Maximum.
     Max,
 }
 
 impl ScanOperator {
+    /// Every built-in scan operator.
     pub const ALL: [ScanOperator; 3] = [ScanOperator::Sum, ScanOperator::Min, ScanOperator::Max];
+    /// Its name in messages.
     pub fn name(self) -> &'static str {
         match self {
             ScanOperator::Sum => "sum",
@@ -62,264 +71,77 @@ impl ScanOperator {
     }
 }
 
-/// The CPU scan the device scans are checked against: sequential, same operator semantics
-/// (floats are summed in `T`; tests compare float sums against an f64 scan with a bound).
-pub fn cpu_scan<T: DeviceElement>(data: &[T], op: ScanOperator, kind: ScanKind) -> Vec<T> {
-    let mut acc = op.identity::<T>();
-    data.iter()
-        .map(|&x| {
-            let before = acc;
-            acc = op.combine(acc, x);
-            match kind {
-                ScanKind::Inclusive => acc,
-                ScanKind::Exclusive => before,
-            }
-        })
-        .collect()
-}
-
 // ---------------------------------------------------------------------------------------------
 // The production scan: single pass, decoupled look-back.
 
 use cudarc::driver::PushKernelArg;
-use kernels::launch::{SCAN_BLOCK, scan_tiles};
-use kernels::scan::Headed;
+use kernels::Kernel;
+use kernels::ops::{Max, Min, Sum};
 use kernels::scan::lookback::EPOCH_MASK;
+use kernels::scan::policy::ACTIVE;
+use kernels::scan::{Headed, ScanByKeyInstance, ScanInstance, SimScanByKeyFn, SimScanFn};
 
-use crate::context::{Context, DeviceBuffer, DeviceView, LaunchShape};
 use crate::error::{Error, Result};
+use crate::runtime::{Context, DeviceBuffer, DeviceView, KernelLibrary, LaunchShape};
 
-/// The simulator's entry point of a scan kernel: input, output, n, counter, flags,
-/// aggregates, prefixes, epoch.
-pub type SimScanFn<T> = unsafe fn(*const T, *mut T, u64, *mut u32, *mut u32, *mut T, *mut T, u32);
-/// The simulator's entry point of a scan-by-key kernel.
-pub type SimScanByKeyFn<K, T> = unsafe fn(
-    *const K,
-    *const T,
-    *mut T,
-    u64,
-    *mut u32,
-    *mut u32,
-    *mut Headed<T>,
-    *mut Headed<T>,
-    u32,
-);
+/// A scan kernel as the host calls it.
+pub type ScanKernel<T> = Kernel<SimScanFn<T>>;
 
-/// A scan kernel: its PTX name and its simulator function.
-#[derive(Clone, Copy)]
-pub struct ScanKernel<F> {
-    pub name: &'static str,
-    pub sim: F,
+/// Element types of the device scans: i32, u32, i64, u64, f32, f64. The kernels come from the
+/// `kernels` crate's macro invocations (its `ScanInstance` impls); nothing here names one.
+pub trait ScanElement: DeviceElement {
+    /// The built-in scan kernel of `op` and `kind`.
+    fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<Self>;
 }
 
-/// Element types of the device scans: i32, u32, i64, u64, f32, f64.
-pub trait ScanElement: DeviceElement {
-    fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<SimScanFn<Self>>;
+/// The inclusive or exclusive kernel of `O`.
+fn pick<T: kernels::ops::Element, O: ScanInstance<T>>(kind: ScanKind) -> ScanKernel<T> {
+    match kind {
+        ScanKind::Inclusive => O::INCLUSIVE,
+        ScanKind::Exclusive => O::EXCLUSIVE,
+    }
 }
 
 macro_rules! scan_element {
-    ($t:ty, $($o:ident, $k:ident => $name:ident;)*) => {
+    ($($t:ty),*) => {$(
         impl ScanElement for $t {
-            fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<SimScanFn<Self>> {
-                match (op, kind) {
-                    $((ScanOperator::$o, ScanKind::$k) => ScanKernel {
-                        name: stringify!($name),
-                        sim: kernels::scan::$name,
-                    },)*
+            fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<Self> {
+                match op {
+                    ScanOperator::Sum => pick::<$t, Sum>(kind),
+                    ScanOperator::Min => pick::<$t, Min>(kind),
+                    ScanOperator::Max => pick::<$t, Max>(kind),
                 }
             }
         }
-    };
+    )*};
 }
+scan_element!(i32, u32, i64, u64, f32, f64);
 
-#[rustfmt::skip]
-scan_element!(i32,
-    Sum, Inclusive => scan_inclusive_sum_i32;
-    Sum, Exclusive => scan_exclusive_sum_i32;
-    Min, Inclusive => scan_inclusive_min_i32;
-    Min, Exclusive => scan_exclusive_min_i32;
-    Max, Inclusive => scan_inclusive_max_i32;
-    Max, Exclusive => scan_exclusive_max_i32;
-);
-#[rustfmt::skip]
-scan_element!(u32,
-    Sum, Inclusive => scan_inclusive_sum_u32;
-    Sum, Exclusive => scan_exclusive_sum_u32;
-    Min, Inclusive => scan_inclusive_min_u32;
-    Min, Exclusive => scan_exclusive_min_u32;
-    Max, Inclusive => scan_inclusive_max_u32;
-    Max, Exclusive => scan_exclusive_max_u32;
-);
-#[rustfmt::skip]
-scan_element!(i64,
-    Sum, Inclusive => scan_inclusive_sum_i64;
-    Sum, Exclusive => scan_exclusive_sum_i64;
-    Min, Inclusive => scan_inclusive_min_i64;
-    Min, Exclusive => scan_exclusive_min_i64;
-    Max, Inclusive => scan_inclusive_max_i64;
-    Max, Exclusive => scan_exclusive_max_i64;
-);
-#[rustfmt::skip]
-scan_element!(u64,
-    Sum, Inclusive => scan_inclusive_sum_u64;
-    Sum, Exclusive => scan_exclusive_sum_u64;
-    Min, Inclusive => scan_inclusive_min_u64;
-    Min, Exclusive => scan_exclusive_min_u64;
-    Max, Inclusive => scan_inclusive_max_u64;
-    Max, Exclusive => scan_exclusive_max_u64;
-);
-#[rustfmt::skip]
-scan_element!(f32,
-    Sum, Inclusive => scan_inclusive_sum_f32;
-    Sum, Exclusive => scan_exclusive_sum_f32;
-    Min, Inclusive => scan_inclusive_min_f32;
-    Min, Exclusive => scan_exclusive_min_f32;
-    Max, Inclusive => scan_inclusive_max_f32;
-    Max, Exclusive => scan_exclusive_max_f32;
-);
-#[rustfmt::skip]
-scan_element!(f64,
-    Sum, Inclusive => scan_inclusive_sum_f64;
-    Sum, Exclusive => scan_exclusive_sum_f64;
-    Min, Inclusive => scan_inclusive_min_f64;
-    Min, Exclusive => scan_exclusive_min_f64;
-    Max, Inclusive => scan_inclusive_max_f64;
-    Max, Exclusive => scan_exclusive_max_f64;
-);
-
-/// The scan-by-key kernel of key type `K` for value type `T`, per (operator, kind).
+/// Key types of the scan by key for values `T` (u32 and u64 keys, compared bitwise).
 pub trait ByKeyKernel<K>: ScanElement {
-    fn by_key_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<SimScanByKeyFn<K, Self>>;
+    /// The built-in scan-by-key kernel of `op` (inclusive or exclusive by its argument).
+    fn by_key_kernel(op: ScanOperator) -> Kernel<SimScanByKeyFn<K, Self>>;
 }
 
-macro_rules! by_key {
-    ($key:ty, $t:ty, $($o:ident, $k:ident => $name:ident;)*) => {
-        impl ByKeyKernel<$key> for $t {
-            fn by_key_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<SimScanByKeyFn<$key, Self>> {
-                match (op, kind) {
-                    $((ScanOperator::$o, ScanKind::$k) => ScanKernel {
-                        name: stringify!($name),
-                        sim: kernels::scan::$name,
-                    },)*
-                }
-            }
+impl<K: kernels::ops::Element, T: ScanElement> ByKeyKernel<K> for T
+where
+    Sum: ScanByKeyInstance<K, T>,
+    Min: ScanByKeyInstance<K, T>,
+    Max: ScanByKeyInstance<K, T>,
+{
+    fn by_key_kernel(op: ScanOperator) -> Kernel<SimScanByKeyFn<K, Self>> {
+        match op {
+            ScanOperator::Sum => <Sum as ScanByKeyInstance<K, T>>::KERNEL,
+            ScanOperator::Min => <Min as ScanByKeyInstance<K, T>>::KERNEL,
+            ScanOperator::Max => <Max as ScanByKeyInstance<K, T>>::KERNEL,
         }
-    };
+    }
 }
-
-#[rustfmt::skip]
-by_key!(u32, i32,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u32_i32;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u32_i32;
-    Min, Inclusive => scan_by_key_inclusive_min_u32_i32;
-    Min, Exclusive => scan_by_key_exclusive_min_u32_i32;
-    Max, Inclusive => scan_by_key_inclusive_max_u32_i32;
-    Max, Exclusive => scan_by_key_exclusive_max_u32_i32;
-);
-#[rustfmt::skip]
-by_key!(u32, u32,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u32_u32;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u32_u32;
-    Min, Inclusive => scan_by_key_inclusive_min_u32_u32;
-    Min, Exclusive => scan_by_key_exclusive_min_u32_u32;
-    Max, Inclusive => scan_by_key_inclusive_max_u32_u32;
-    Max, Exclusive => scan_by_key_exclusive_max_u32_u32;
-);
-#[rustfmt::skip]
-by_key!(u32, i64,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u32_i64;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u32_i64;
-    Min, Inclusive => scan_by_key_inclusive_min_u32_i64;
-    Min, Exclusive => scan_by_key_exclusive_min_u32_i64;
-    Max, Inclusive => scan_by_key_inclusive_max_u32_i64;
-    Max, Exclusive => scan_by_key_exclusive_max_u32_i64;
-);
-#[rustfmt::skip]
-by_key!(u32, u64,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u32_u64;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u32_u64;
-    Min, Inclusive => scan_by_key_inclusive_min_u32_u64;
-    Min, Exclusive => scan_by_key_exclusive_min_u32_u64;
-    Max, Inclusive => scan_by_key_inclusive_max_u32_u64;
-    Max, Exclusive => scan_by_key_exclusive_max_u32_u64;
-);
-#[rustfmt::skip]
-by_key!(u32, f32,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u32_f32;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u32_f32;
-    Min, Inclusive => scan_by_key_inclusive_min_u32_f32;
-    Min, Exclusive => scan_by_key_exclusive_min_u32_f32;
-    Max, Inclusive => scan_by_key_inclusive_max_u32_f32;
-    Max, Exclusive => scan_by_key_exclusive_max_u32_f32;
-);
-#[rustfmt::skip]
-by_key!(u32, f64,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u32_f64;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u32_f64;
-    Min, Inclusive => scan_by_key_inclusive_min_u32_f64;
-    Min, Exclusive => scan_by_key_exclusive_min_u32_f64;
-    Max, Inclusive => scan_by_key_inclusive_max_u32_f64;
-    Max, Exclusive => scan_by_key_exclusive_max_u32_f64;
-);
-#[rustfmt::skip]
-by_key!(u64, i32,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u64_i32;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u64_i32;
-    Min, Inclusive => scan_by_key_inclusive_min_u64_i32;
-    Min, Exclusive => scan_by_key_exclusive_min_u64_i32;
-    Max, Inclusive => scan_by_key_inclusive_max_u64_i32;
-    Max, Exclusive => scan_by_key_exclusive_max_u64_i32;
-);
-#[rustfmt::skip]
-by_key!(u64, u32,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u64_u32;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u64_u32;
-    Min, Inclusive => scan_by_key_inclusive_min_u64_u32;
-    Min, Exclusive => scan_by_key_exclusive_min_u64_u32;
-    Max, Inclusive => scan_by_key_inclusive_max_u64_u32;
-    Max, Exclusive => scan_by_key_exclusive_max_u64_u32;
-);
-#[rustfmt::skip]
-by_key!(u64, i64,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u64_i64;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u64_i64;
-    Min, Inclusive => scan_by_key_inclusive_min_u64_i64;
-    Min, Exclusive => scan_by_key_exclusive_min_u64_i64;
-    Max, Inclusive => scan_by_key_inclusive_max_u64_i64;
-    Max, Exclusive => scan_by_key_exclusive_max_u64_i64;
-);
-#[rustfmt::skip]
-by_key!(u64, u64,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u64_u64;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u64_u64;
-    Min, Inclusive => scan_by_key_inclusive_min_u64_u64;
-    Min, Exclusive => scan_by_key_exclusive_min_u64_u64;
-    Max, Inclusive => scan_by_key_inclusive_max_u64_u64;
-    Max, Exclusive => scan_by_key_exclusive_max_u64_u64;
-);
-#[rustfmt::skip]
-by_key!(u64, f32,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u64_f32;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u64_f32;
-    Min, Inclusive => scan_by_key_inclusive_min_u64_f32;
-    Min, Exclusive => scan_by_key_exclusive_min_u64_f32;
-    Max, Inclusive => scan_by_key_inclusive_max_u64_f32;
-    Max, Exclusive => scan_by_key_exclusive_max_u64_f32;
-);
-#[rustfmt::skip]
-by_key!(u64, f64,
-    Sum, Inclusive => scan_by_key_inclusive_sum_u64_f64;
-    Sum, Exclusive => scan_by_key_exclusive_sum_u64_f64;
-    Min, Inclusive => scan_by_key_inclusive_min_u64_f64;
-    Min, Exclusive => scan_by_key_exclusive_min_u64_f64;
-    Max, Inclusive => scan_by_key_inclusive_max_u64_f64;
-    Max, Exclusive => scan_by_key_exclusive_max_u64_f64;
-);
 
 /// The look-back's tile-status arrays and tile counter, grown on demand and reused by every
 /// scan of a context (launches on its stream run one after the other).
 #[derive(Default)]
-pub(crate) struct ScanWorkspace {
+struct ScanWorkspace {
     bufs: Option<ScanBuffers>,
     /// Tiles the buffers have room for.
     tiles: u64,
@@ -397,22 +219,23 @@ impl Context {
         Ok(())
     }
 
-    /// Scan `input` into `output` with kernel `k`, after the checks.
+    /// Scan `input` into `output` with kernel `k` of `lib`, after the checks.
     fn scan_view<T: ScanElement>(
         &self,
-        k: ScanKernel<SimScanFn<T>>,
+        lib: &'static KernelLibrary,
+        k: ScanKernel<T>,
         input: DeviceView<'_, T>,
         output: &mut DeviceBuffer<T>,
     ) -> Result<()> {
         self.check_scan_output(&[input.backend(), output.backend()], input.len(), output)?;
         let (i, o) = (self.view_addr(&input), self.addr(output));
-        self.launch_scan(k, i, o, input.len() as u64)
+        self.launch_scan(lib, k, i, o, input.len() as u64)
     }
 
-    /// Grid of a scan over `n` elements of `T`, or an error when it exceeds the launch limit.
-    fn scan_grid<T>(n: u64) -> Result<u32> {
-        let tiles = scan_tiles(n, std::mem::size_of::<T>() as u64);
-        u32::try_from(tiles)
+    /// Grid of a scan over `n` elements in tiles of `tile_elems`, or an error when it exceeds
+    /// the launch limit.
+    fn scan_grid(n: u64, tile_elems: u64) -> Result<u32> {
+        u32::try_from(n.div_ceil(tile_elems))
             .ok()
             .filter(|&t| t < i32::MAX as u32)
             .ok_or_else(|| {
@@ -422,7 +245,8 @@ impl Context {
 
     fn launch_scan<T: ScanElement>(
         &self,
-        k: ScanKernel<SimScanFn<T>>,
+        lib: &'static KernelLibrary,
+        k: ScanKernel<T>,
         input: u64,
         output: u64,
         n: u64,
@@ -430,37 +254,42 @@ impl Context {
         if n == 0 {
             return Ok(());
         }
-        let grid = Self::scan_grid::<T>(n)?;
-        let mut ws = self.scan_ws.lock().unwrap_or_else(|p| p.into_inner());
+        let grid = Self::scan_grid(n, ACTIVE.tile_elems(std::mem::size_of::<T>() as u64))?;
+        let ws = self.workspace::<ScanWorkspace>();
+        let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
         let a = self.scan_workspace(&mut ws, grid as u64)?;
         let sim = k.sim;
-        self.launch(
-            k.name,
-            LaunchShape::linear(grid, SCAN_BLOCK, 0),
-            |b| {
-                b.arg(&input)
-                    .arg(&output)
-                    .arg(&n)
-                    .arg(&a.counter)
-                    .arg(&a.flags)
-                    .arg(&a.aggregates)
-                    .arg(&a.prefixes)
-                    .arg(&a.epoch);
-            },
-            // SAFETY: the same arguments, as addresses of this context's (host) memory.
-            || unsafe {
-                sim(
-                    input as *const T,
-                    output as *mut T,
-                    n,
-                    a.counter as *mut u32,
-                    a.flags as *mut u32,
-                    a.aggregates as *mut T,
-                    a.prefixes as *mut T,
-                    a.epoch,
-                )
-            },
-        )
+        // SAFETY: the arguments of `scan_device` in order; the same values for the simulator,
+        // as addresses of this context's (host) memory.
+        unsafe {
+            self.launch(
+                lib,
+                k.name,
+                LaunchShape::linear(grid, ACTIVE.block, 0),
+                |b| {
+                    b.arg(&input)
+                        .arg(&output)
+                        .arg(&n)
+                        .arg(&a.counter)
+                        .arg(&a.flags)
+                        .arg(&a.aggregates)
+                        .arg(&a.prefixes)
+                        .arg(&a.epoch);
+                },
+                || {
+                    sim(
+                        input as *const T,
+                        output as *mut T,
+                        n,
+                        a.counter as *mut u32,
+                        a.flags as *mut u32,
+                        a.aggregates as *mut T,
+                        a.prefixes as *mut T,
+                        a.epoch,
+                    )
+                },
+            )
+        }
     }
 
     /// Scan `input` with `op` into `output[..input.len()]`, in one pass (decoupled look-back).
@@ -468,6 +297,17 @@ impl Context {
     /// (the identity at 0). Empty input is a no-op. Integer results are exact (sums wrap);
     /// float results may differ in the last bits from run to run (the association order
     /// depends on timing).
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, ScanKind, ScanOperator};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[1i32, 2, 3, 4])?;
+    /// let mut out = ctx.alloc_zeros::<i32>(4)?;
+    /// ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Exclusive)?;
+    /// assert_eq!(ctx.dtoh(&out)?, [0, 1, 3, 6]);
+    /// # Ok(()) }
+    /// ```
     pub fn scan<'a, T: ScanElement>(
         &self,
         input: impl Into<DeviceView<'a, T>>,
@@ -475,7 +315,7 @@ impl Context {
         op: ScanOperator,
         kind: ScanKind,
     ) -> Result<()> {
-        self.scan_view(T::scan_kernel(op, kind), input.into(), output)
+        self.scan_view(&crate::BUILTIN, T::scan_kernel(op, kind), input.into(), output)
     }
 
     /// [`Context::scan`] in place: `data` is overwritten with its scan.
@@ -487,10 +327,20 @@ impl Context {
     ) -> Result<()> {
         self.check(&[data.backend()])?;
         let a = self.addr(data);
-        self.launch_scan(T::scan_kernel(op, kind), a, a, data.len() as u64)
+        self.launch_scan(&crate::BUILTIN, T::scan_kernel(op, kind), a, a, data.len() as u64)
     }
 
     /// Inclusive sum, the most common scan.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let x = ctx.htod(&[1.0f64, 2.0, 3.0])?;
+    /// let mut out = ctx.alloc_zeros::<f64>(3)?;
+    /// ctx.inclusive_sum(&x, &mut out)?;
+    /// assert_eq!(ctx.dtoh(&out)?, [1.0, 3.0, 6.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn inclusive_sum<'a, T: ScanElement>(
         &self,
         input: impl Into<DeviceView<'a, T>>,
@@ -499,24 +349,33 @@ impl Context {
         self.scan(input, output, ScanOperator::Sum, ScanKind::Inclusive)
     }
 
-    /// A user operator's scan: `kernel` is a kernel exported with `kernels::scan_kernels!` and
-    /// listed in the PTX registry, `sim` the same function for the simulator.
-    ///
-    /// # Safety
-    /// `kernel` and `sim` must be the same `scan_device::<T, O, _>` instance.
-    pub unsafe fn scan_custom<'a, T: ScanElement>(
+    /// A user operator's scan: `O`'s kernels over `T`, exported by `kernels::scan_kernels!` in a
+    /// kernel crate whose PTX `lib` embeds.
+    pub fn scan_custom<'a, T: ScanElement, O: ScanInstance<T>>(
         &self,
-        kernel: &'static str,
-        sim: SimScanFn<T>,
+        lib: &'static KernelLibrary,
         input: impl Into<DeviceView<'a, T>>,
         output: &mut DeviceBuffer<T>,
+        kind: ScanKind,
     ) -> Result<()> {
-        self.scan_view(ScanKernel { name: kernel, sim }, input.into(), output)
+        self.scan_view(lib, pick::<T, O>(kind), input.into(), output)
     }
 
     /// Scan by key: segments are runs of equal consecutive `keys`; `output[i]` is the scan of
     /// `values` within `i`'s segment (exclusive: the identity at each segment's first element).
     /// `keys` and `values` must have the same length. One pass, like [`Context::scan`].
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, ScanKind, ScanOperator};
+    /// let ctx = Context::sim()?;
+    /// let keys = ctx.htod(&[7u32, 7, 2, 2, 2])?;
+    /// let x = ctx.htod(&[1i64, 1, 1, 1, 1])?;
+    /// let mut out = ctx.alloc_zeros::<i64>(5)?;
+    /// ctx.scan_by_key(&keys, &x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)?;
+    /// assert_eq!(ctx.dtoh(&out)?, [1, 2, 1, 2, 3]);
+    /// # Ok(()) }
+    /// ```
     pub fn scan_by_key<'a, 'b, K: DeviceElement, T: ByKeyKernel<K>>(
         &self,
         keys: impl Into<DeviceView<'a, K>>,
@@ -539,67 +398,52 @@ impl Context {
         if n == 0 {
             return Ok(());
         }
-        let k = T::by_key_kernel(op, kind);
+        let k = T::by_key_kernel(op);
+        let exclusive = (kind == ScanKind::Exclusive) as u32;
         let (kp, vp, op_) = (
             self.view_addr(&keys),
             self.view_addr(&values),
             self.addr(output),
         );
-        let grid = Self::scan_grid::<T>(n)?;
-        let mut ws = self.scan_ws.lock().unwrap_or_else(|p| p.into_inner());
+        let grid = Self::scan_grid(n, ACTIVE.by_key_tile_elems(std::mem::size_of::<T>() as u64))?;
+        let ws = self.workspace::<ScanWorkspace>();
+        let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
         let a = self.scan_workspace(&mut ws, grid as u64)?;
         let sim = k.sim;
-        self.launch(
-            k.name,
-            LaunchShape::linear(grid, SCAN_BLOCK, 0),
-            |b| {
-                b.arg(&kp)
-                    .arg(&vp)
-                    .arg(&op_)
-                    .arg(&n)
-                    .arg(&a.counter)
-                    .arg(&a.flags)
-                    .arg(&a.aggregates)
-                    .arg(&a.prefixes)
-                    .arg(&a.epoch);
-            },
-            // SAFETY: the same arguments, as addresses of this context's (host) memory.
-            || unsafe {
-                sim(
-                    kp as *const K,
-                    vp as *const T,
-                    op_ as *mut T,
-                    n,
-                    a.counter as *mut u32,
-                    a.flags as *mut u32,
-                    a.aggregates as *mut Headed<T>,
-                    a.prefixes as *mut Headed<T>,
-                    a.epoch,
-                )
-            },
-        )
-    }
-}
-
-/// The CPU scan by key the device is checked against.
-pub fn cpu_scan_by_key<K: PartialEq + Copy, T: DeviceElement>(
-    keys: &[K],
-    values: &[T],
-    op: ScanOperator,
-    kind: ScanKind,
-) -> Vec<T> {
-    let mut out = Vec::with_capacity(values.len());
-    let mut acc = op.identity::<T>();
-    for (i, &v) in values.iter().enumerate() {
-        if i == 0 || keys[i] != keys[i - 1] {
-            acc = op.identity::<T>();
+        // SAFETY: the arguments of `scan_by_key_device` in order; the same values for the
+        // simulator, as addresses of this context's (host) memory.
+        unsafe {
+            self.launch(
+                &crate::BUILTIN,
+                k.name,
+                LaunchShape::linear(grid, ACTIVE.block, 0),
+                |b| {
+                    b.arg(&kp)
+                        .arg(&vp)
+                        .arg(&op_)
+                        .arg(&n)
+                        .arg(&exclusive)
+                        .arg(&a.counter)
+                        .arg(&a.flags)
+                        .arg(&a.aggregates)
+                        .arg(&a.prefixes)
+                        .arg(&a.epoch);
+                },
+                || {
+                    sim(
+                        kp as *const K,
+                        vp as *const T,
+                        op_ as *mut T,
+                        n,
+                        exclusive,
+                        a.counter as *mut u32,
+                        a.flags as *mut u32,
+                        a.aggregates as *mut Headed<T>,
+                        a.prefixes as *mut Headed<T>,
+                        a.epoch,
+                    )
+                },
+            )
         }
-        let before = acc;
-        acc = op.combine(acc, v);
-        out.push(match kind {
-            ScanKind::Inclusive => acc,
-            ScanKind::Exclusive => before,
-        });
     }
-    out
 }

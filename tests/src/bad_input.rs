@@ -2,6 +2,7 @@
 //! panic: empty input, short outputs, views out of range, mismatched lengths, operators that do
 //! not apply, requests larger than the device's memory.
 
+use gpu_reduce_tools::scan_ladder::ScanLadderExt;
 use gpu_reduce::{Context, Error, Reduction, ScanKind, ScanOperator};
 
 fn invalid<T: std::fmt::Debug>(r: gpu_reduce::Result<T>, what: &str) {
@@ -51,7 +52,10 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
         ctx.sum_compensated_into(&x, &mut none64),
         "compensated into empty output",
     );
-    invalid(ctx.sum_f32_into(&x, &mut none), "sum_f32_into empty output");
+    invalid(
+        ctx.reduce_into(&x, gpu_reduce::Reduction::Sum, &mut none),
+        "reduce_into empty output",
+    );
     invalid(
         ctx.scan(&x, &mut short, ScanOperator::Sum, ScanKind::Inclusive),
         "scan into a short output",

@@ -2,7 +2,7 @@
 //! reads back to the same sweep, the Markdown table and the figures are written.
 
 use gpu_reduce::Context;
-use gpu_reduce::bench::{self, Dtype, Op, SweepConfig};
+use gpu_reduce_tools::bench::{self, Dtype, Op, SweepConfig};
 
 /// Run a tiny sweep on `ctx` into `dir` and check what comes out.
 pub fn check_bench_sweep(ctx: &Context, dir: &std::path::Path, sizes: &[u64], ladder: bool) {

@@ -9,8 +9,10 @@ pub mod reductions;
 pub mod scans;
 pub mod stress;
 
-use gpu_reduce::conformance::{As64, Shfl};
-use gpu_reduce::{Context, Error, cpu};
+use gpu_reduce_tools::conformance::{As64, Shfl};
+use gpu_reduce::{Context, Error};
+use gpu_reduce_tools::conformance::Conformance;
+use gpu_reduce_tools::cpu;
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 /// The context GPU tests run on. GPU tests are `#[ignore]`d and run only through
@@ -200,7 +202,7 @@ pub fn check_barrier_rotate(ctx: &Context) {
 /// The f32 sum of `data` on `ctx` within the rigorous bound of the f64 sum; returns the result.
 pub fn check_sum(ctx: &Context, data: &[f32]) -> f32 {
     let buf = ctx.htod(data).unwrap();
-    let got = ctx.sum_f32(&buf).unwrap();
+    let got = ctx.sum(&buf).unwrap();
     let (want, sum_abs) = cpu::sum_f64(data);
     let bound = cpu::f32_sum_bound(data.len() as u64, sum_abs);
     assert!(
@@ -242,7 +244,7 @@ pub fn check_sum_exact_integers(ctx: &Context, sizes: &[usize]) {
         let data: Vec<f32> = (0..n).map(|_| rng.random_range(-8i32..=8) as f32).collect();
         let want: i64 = data.iter().map(|&x| x as i64).sum();
         let buf = ctx.htod(&data).unwrap();
-        assert_eq!(ctx.sum_f32(&buf).unwrap(), want as f32, "n = {n}");
+        assert_eq!(ctx.sum(&buf).unwrap(), want as f32, "n = {n}");
     }
 }
 
@@ -260,9 +262,9 @@ pub fn check_sum_offsets(ctx: &Context, n: usize) {
 pub fn check_sum_repeatable(ctx: &Context, n: usize) {
     let data = random_f32(n, 11);
     let buf = ctx.htod(&data).unwrap();
-    let first = ctx.sum_f32(&buf).unwrap().to_bits();
+    let first = ctx.sum(&buf).unwrap().to_bits();
     for _ in 0..5 {
-        assert_eq!(ctx.sum_f32(&buf).unwrap().to_bits(), first);
+        assert_eq!(ctx.sum(&buf).unwrap().to_bits(), first);
     }
 }
 
@@ -272,7 +274,7 @@ pub fn check_bad_requests(ctx: &Context) {
     let input = ctx.htod(&random_f32(1000, 1)).unwrap();
     let mut empty = ctx.alloc_zeros::<f32>(0).unwrap();
     assert!(matches!(
-        ctx.sum_f32_into(&input, &mut empty),
+        ctx.reduce_into(&input, gpu_reduce::Reduction::Sum, &mut empty),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
@@ -281,7 +283,7 @@ pub fn check_bad_requests(ctx: &Context) {
     ));
     let (want, _) = cpu::sum_f64(&ctx.dtoh(&input).unwrap());
     approx::assert_relative_eq!(
-        ctx.sum_f32(&input).unwrap() as f64,
+        ctx.sum(&input).unwrap() as f64,
         want,
         max_relative = 1e-4
     );

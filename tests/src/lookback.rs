@@ -1,7 +1,9 @@
 //! Test bodies of the production single-pass (decoupled look-back) scan and the scan by key,
 //! shared by the simulator tests and their GPU twins.
 
-use gpu_reduce::scan::{ByKeyKernel, ScanElement, cpu_scan, cpu_scan_by_key};
+use gpu_reduce_tools::conformance::Conformance;
+use gpu_reduce::{ByKeyKernel, ScanElement};
+use gpu_reduce_tools::cpu::{cpu_scan, cpu_scan_by_key};
 use gpu_reduce::{Context, Error, ScanKind, ScanOperator};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
@@ -96,9 +98,10 @@ pub fn scan_boundary_sizes(max: usize) -> Vec<usize> {
     let mut v = vec![
         0, 1, 2, 3, 4, 5, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513,
     ];
-    let t4 = kernels::launch::scan_tile_elems(4) as usize;
-    let t8 = kernels::launch::scan_tile_elems(8) as usize;
-    for t in [t8 / 2, t8, t4, 2 * t4, 3 * t4, 33 * t4] {
+    let t4 = kernels::scan::policy::ACTIVE.tile_elems(4) as usize;
+    let t8 = kernels::scan::policy::ACTIVE.tile_elems(8) as usize;
+    // The scan by key's tiles are half as long (policy `by_key_rows`): t8 / 2 and t4 / 2.
+    for t in [t8 / 2, t4 / 2, t8, t4, 2 * t4, 3 * t4, 33 * t4] {
         v.extend([t - 1, t, t + 1]);
     }
     v.sort_unstable();

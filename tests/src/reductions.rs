@@ -1,6 +1,7 @@
 //! Every operator x type of the production reduction against independent CPU references.
 
-use gpu_reduce::{Context, DeviceElement, Reduction, cpu};
+use gpu_reduce::{Context, DeviceElement, Reduction};
+use gpu_reduce_tools::cpu;
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 /// What the reference needs per type.

@@ -7,8 +7,9 @@
 //! the same); min and max are exact operations, compared bit for bit; float sums against a
 //! compensated f64 scan, within a bound that grows with the rounding depth of the scan.
 
-use gpu_reduce::scan::cpu_scan;
-use gpu_reduce::scan_ladder::ScanLadderElement;
+use gpu_reduce_tools::scan_ladder::ScanLadderExt;
+use gpu_reduce_tools::cpu::cpu_scan;
+use gpu_reduce_tools::scan_ladder::ScanLadderElement;
 use gpu_reduce::{Context, ScanKind, ScanOperator};
 use rand::{SeedableRng, rngs::SmallRng};
 

@@ -4,7 +4,7 @@
 //! with its own context and stream, at once. Every case is checked (a mismatch panics with the
 //! case's description), so a passing run means zero mismatches.
 
-use gpu_reduce::scan::ScanElement;
+use gpu_reduce::ScanElement;
 use gpu_reduce::{Context, ScanKind, ScanOperator};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 

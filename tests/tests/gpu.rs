@@ -1,7 +1,7 @@
 //! The same test bodies on the GPU, plus agreement with the simulator. `#[ignore]`d: run with
 //! `cargo xtask test --gpu`, which reports them skipped when no GPU is present.
 
-use gpu_reduce::conformance::Shfl;
+use gpu_reduce_tools::conformance::{Conformance, Shfl};
 use integration_tests::*;
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 

@@ -2,7 +2,7 @@
 //! and agreement with the simulator. `#[ignore]`d: run with `cargo xtask test --gpu`.
 
 use gpu_reduce::Context;
-use gpu_reduce::ladder::{
+use gpu_reduce_tools::ladder::{
     self, Ladder, LadderDtype, LadderElem, check_all, ladder_sum, run_ladder,
 };
 use integration_tests::{gpu, sim};

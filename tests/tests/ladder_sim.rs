@@ -3,7 +3,7 @@
 //! within the ladder's error bound). Run everywhere, CI included.
 
 use gpu_reduce::Context;
-use gpu_reduce::ladder::{
+use gpu_reduce_tools::ladder::{
     self, Ladder, LadderDtype, LadderElem, check_all, ladder_sum, run_ladder, schedule,
 };
 use integration_tests::sim;

@@ -4,7 +4,8 @@
 //! The bundle's `run.sh` (step `sanitize`) runs it under `compute-sanitizer` with memcheck,
 //! racecheck, synccheck and initcheck; small sizes keep the instrumented run short.
 
-use gpu_reduce::ladder::check_all;
+use gpu_reduce_tools::bench::StreamExt;
+use gpu_reduce_tools::ladder::check_all;
 use integration_tests::gpu;
 use integration_tests::lookback::{check_scan_by_key, check_scan_every_op_and_type};
 use integration_tests::reductions::check_every_op_and_type;

@@ -4,7 +4,7 @@
 //! BCAO), plus the sizes that need a further level of each recursion, against the CPU
 //! references of `integration_tests::scans`. Run everywhere, CI included.
 
-use gpu_reduce::scan_ladder::{ScanLadderStep, ScanLaunch, bcao_plan, bit_plan};
+use gpu_reduce_tools::scan_ladder::{ScanLadderStep, ScanLaunch, bcao_plan, bit_plan};
 use gpu_reduce::{ScanKind, ScanOperator};
 use integration_tests::scans::*;
 use integration_tests::sim;

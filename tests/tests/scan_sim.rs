@@ -7,7 +7,7 @@ use proptest::prelude::*;
 #[test]
 fn scan_every_operator_type_and_kind_at_boundaries() {
     // Up to three 4-byte tiles and one past (six 8-byte tiles).
-    let tile = kernels::launch::scan_tile_elems(4) as usize;
+    let tile = kernels::scan::policy::ACTIVE.tile_elems(4) as usize;
     check_scan_every_op_and_type(&sim(), &scan_boundary_sizes(3 * tile + 1));
 }
 
@@ -24,7 +24,7 @@ fn scan_by_key_every_operator() {
 #[test]
 fn scan_stress_many_tiles() {
     // 40 tiles waiting on each other, repeatedly (the simulator runs blocks on OS threads).
-    let tile = kernels::launch::scan_tile_elems(4) as usize;
+    let tile = kernels::scan::policy::ACTIVE.tile_elems(4) as usize;
     check_scan_stress(&sim(), 40 * tile + 17, 3);
 }
 

@@ -1,7 +1,10 @@
 //! `cargo xtask <command>`: the project's automation, in Rust so it runs wherever cargo does.
 //!
-//! - `build-ptx [--arch sm_NN]`: build the kernels to PTX (target/ptx/<arch>/kernels.ptx) and,
-//!   when ptxas is found (`PTXAS` or PATH), assemble it and print the per-kernel resource table.
+//! - `build-ptx [--arch sm_NN] [--out DIR]`: build the library's kernels and the tools' kernels
+//!   to PTX (whole modules `target/ptx/<arch>/<crate>.ptx`, and one module per kernel beside
+//!   them) and, when ptxas is found (`PTXAS` or PATH), assemble every per-kernel module (what
+//!   the library loads) and print the resource table. `--out DIR` also copies the whole
+//!   modules there: a directory for `GPU_REDUCE_PTX_DIR` on machines without the nightly.
 //! - `test [--gpu]`: the PTX build and ptxas check, then every workspace test. GPU tests are
 //!   `#[ignore]`d (listed as ignored); `--gpu` runs them when a CUDA device is present and
 //!   reports them SKIPPED, never passed, when none is.
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::{Parser, Subcommand};
-use ptx_builder::{DEFAULT_ARCH, PtxBuild};
+use ptx_builder::{DEFAULT_ARCH, PtxArtifact, PtxBuild};
 
 #[derive(Parser)]
 #[command(name = "cargo xtask")]
@@ -27,6 +30,9 @@ enum Cmd {
     BuildPtx {
         #[arg(long, default_value = DEFAULT_ARCH)]
         arch: String,
+        /// Also copy the whole-module PTX files here (for `GPU_REDUCE_PTX_DIR`).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Run the test suite (PTX build, ptxas check, unit and integration tests).
     Test {
@@ -49,7 +55,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let root = workspace_root();
     let r = match cli.cmd {
-        Cmd::BuildPtx { arch } => build_ptx(&root, &arch).map(|_| ()),
+        Cmd::BuildPtx { arch, out } => build_ptx(&root, &arch, out.as_deref()).map(|_| ()),
         Cmd::Test { gpu } => test(&root, gpu),
         Cmd::Bundle { arch, out } => bundle(&root, &arch, &root.join(out)),
     };
@@ -69,31 +75,82 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Build the PTX; assemble it with ptxas when available. Returns the PTX path.
-fn build_ptx(root: &Path, arch: &str) -> Res<PathBuf> {
-    let art = PtxBuild::new(root, arch)
-        .and_then(|b| b.build())
-        .map_err(|e| e.to_string())?;
-    println!(
-        "PTX ({}): {} — {} kernel(s): {}",
-        art.arch,
-        art.ptx_path.display(),
-        art.entries.len(),
-        art.entries.join(", ")
-    );
-    match ptx_builder::find_ptxas().map_err(|e| e.to_string())? {
-        Some(ptxas) => {
-            let rows = ptx_builder::ptxas_report(&ptxas, &art.ptx_path, arch)
-                .map_err(|e| format!("the PTX does not assemble: {e}"))?;
-            println!(
-                "ptxas ({}) -arch={arch}: assembled\n{}",
-                ptxas.display(),
-                ptx_builder::format_table(&rows)
-            );
+/// The kernel crates, built to PTX: the library's and the tools'.
+const KERNEL_CRATES: [&str; 2] = ["kernels", "tools/kernels"];
+
+/// Build the PTX of both kernel crates; assemble every per-kernel module with ptxas when
+/// available; copy the whole modules to `out` if given. Returns the library's artifact.
+fn build_ptx(root: &Path, arch: &str, out: Option<&Path>) -> Res<PtxArtifact> {
+    let mut library = None;
+    for krate in KERNEL_CRATES {
+        let art = PtxBuild::new(root.join(krate), arch)
+            .map(|b| b.target_dir(root.join("target/ptx")))
+            .and_then(|b| b.build())
+            .map_err(|e| e.to_string())?;
+        println!(
+            "PTX ({}) of {krate}: {} — {} kernel(s), {} kB",
+            art.arch,
+            art.ptx_path.display(),
+            art.entries.len(),
+            std::fs::metadata(&art.ptx_path).map_or(0, |m| m.len() / 1000)
+        );
+        if let Some(dir) = out {
+            std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            let name = art.ptx_path.file_name().ok_or("PTX path has no file name")?;
+            copy(&art.ptx_path, &dir.join(name))?;
         }
-        None => println!("ptxas not found (set PTXAS or put it on PATH): assembly check SKIPPED"),
+        match ptx_builder::find_ptxas().map_err(|e| e.to_string())? {
+            Some(ptxas) => {
+                let rows = assemble_modules(&ptxas, &art, arch)?;
+                println!(
+                    "ptxas ({}) -arch={arch}: all {} per-kernel modules assembled\n{}",
+                    ptxas.display(),
+                    art.modules.len(),
+                    ptx_builder::format_table(&rows)
+                );
+            }
+            None => {
+                println!("ptxas not found (set PTXAS or put it on PATH): assembly check SKIPPED")
+            }
+        }
+        library.get_or_insert(art);
     }
-    Ok(art.ptx_path)
+    library.ok_or_else(|| "no kernel crate".into())
+}
+
+/// Assemble each per-kernel module (what the library loads), on every core.
+fn assemble_modules(
+    ptxas: &Path,
+    art: &PtxArtifact,
+    arch: &str,
+) -> Res<Vec<ptx_builder::KernelResources>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunks: Vec<_> = art.modules.chunks(art.modules.len().div_ceil(threads).max(1)).collect();
+    let results: Vec<Res<Vec<_>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                s.spawn(move || {
+                    let mut rows = Vec::new();
+                    for m in *chunk {
+                        rows.extend(ptx_builder::ptxas_report(ptxas, &m.path, arch).map_err(|e| {
+                            format!("the PTX module of {} does not assemble: {e}", m.entry)
+                        })?);
+                    }
+                    Ok(rows)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a ptxas thread panicked".into())))
+            .collect()
+    });
+    let mut rows = Vec::new();
+    for r in results {
+        rows.extend(r?);
+    }
+    Ok(rows)
 }
 
 fn cargo() -> Command {
@@ -111,7 +168,7 @@ fn status(cmd: &mut Command, what: &str) -> Res<()> {
 
 fn test(root: &Path, gpu: bool) -> Res<()> {
     println!("== PTX build and ptxas check");
-    build_ptx(root, DEFAULT_ARCH)?;
+    build_ptx(root, DEFAULT_ARCH, None)?;
     println!("== cargo test --workspace (GPU tests are listed as ignored)");
     let mut total = run_tests(
         cargo().current_dir(root).args(["test", "--workspace"]),
@@ -216,12 +273,12 @@ fn gpu_present(root: &Path) -> bool {
 
 fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
     ptx_builder::check_arch(arch).map_err(|e| e.to_string())?;
-    let ptx = build_ptx(root, arch)?;
     let bin = out.join("bin");
     if out.exists() {
         std::fs::remove_dir_all(out).map_err(|e| format!("cleaning {}: {e}", out.display()))?;
     }
     std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    build_ptx(root, arch, Some(&out.join("ptx")))?;
 
     status(
         cargo().current_dir(root).env("KERNELS_ARCH", arch).args([
@@ -278,11 +335,10 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
     if tests.is_empty() {
         return Err("cargo built no GPU test binary".into());
     }
-    copy(&ptx, &out.join("kernels.ptx"))?;
     // The CUB baseline is compiled on the GPU machine (nvcc is there, not here).
     std::fs::create_dir_all(out.join("cub")).map_err(|e| e.to_string())?;
     for f in ["cub_shim.cu", "build.sh"] {
-        copy(&root.join("host/cub").join(f), &out.join("cub").join(f))?;
+        copy(&root.join("tools/cli/cub").join(f), &out.join("cub").join(f))?;
     }
     let run_sh = out.join("run.sh");
     std::fs::write(&run_sh, RUN_SH).map_err(|e| e.to_string())?;

@@ -14,35 +14,18 @@
 
 use crate::gpu::{self, FULL_MASK, ShflValue};
 use crate::warp::warp_reduce_rev;
+use super::policy::ACTIVE;
 
 /// Published: the tile's aggregate (the combination of its own elements).
 pub const STATUS_AGGREGATE: u32 = 1;
 /// Published: the tile's inclusive prefix (everything up to and including the tile).
 pub const STATUS_PREFIX: u32 = 2;
-/// Predecessors each lane reads per look-back round (build-time tunable for experiments:
-/// `GPU_REDUCE_SCAN_LOOKBACK`).
-const PER_LANE: usize = crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_LOOKBACK"), 1) as usize;
-/// Nanoseconds warp 0 sleeps after publishing its aggregate before its first look-back read
-/// (build-time `GPU_REDUCE_SCAN_FIRST_DELAY`), in launches of [`FIRST_DELAY_MIN_TILES`] tiles
-/// or more, for tiles from [`FIRST_DELAY_FROM`] on. Reading at once finds the nearest inclusive
-/// prefix far back behind predecessors that have not published yet, and hundreds of warps
-/// polling the same few status lines load one L2 slice hard; after the sleep the prefix front
-/// has moved up and one round usually suffices. Measured i32 at 1e9 against CUB in the same
-/// process (BENCHMARKS.md): H100 0 ns 0.98x, 400 ns 1.02x, 1.2-2 us 1.07x, 3 us 1.11x, 5 us
-/// 0.87x (the wait is no longer hidden); H200 0 ns 0.97x, 2 us 1.08x, 3 us 1.10x, 4 us 1.10x.
-/// CUB's sm_90 tuning sleeps ~1.2 us first.
-const FIRST_DELAY: u32 = crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_FIRST_DELAY"), 3000);
-/// Tiles below this id look back at once (`GPU_REDUCE_SCAN_DELAY_FROM`): the first wave's
-/// predecessors all started with it.
-const FIRST_DELAY_FROM: u64 =
-    crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_DELAY_FROM"), 256) as u64;
-/// Launches of fewer tiles never sleep (`GPU_REDUCE_SCAN_DELAY_MIN_TILES`; 2048 tiles = 128 MiB,
-/// more than the L2): short, L2-resident scans have little polling to spread out and pay the
-/// sleep in latency (H100, i32 at 1e7: 0.97x CUB with the sleep, 1.04x without).
-const FIRST_DELAY_MIN_TILES: u32 =
-    crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_DELAY_MIN_TILES"), 2048);
-/// Nanoseconds between unsuccessful look-back rounds (`GPU_REDUCE_SCAN_POLL_DELAY`).
-const POLL_DELAY: u32 = crate::launch::env_u32(option_env!("GPU_REDUCE_SCAN_POLL_DELAY"), 100);
+// Look-back timing and width: `super::policy` says what each is and why.
+const PER_LANE: usize = ACTIVE.lookback_per_lane as usize;
+const FIRST_DELAY: u32 = ACTIVE.first_delay_ns;
+const FIRST_DELAY_FROM: u64 = ACTIVE.delay_from_tile;
+const FIRST_DELAY_MIN_TILES: u32 = ACTIVE.delay_min_tiles;
+const POLL_DELAY: u32 = ACTIVE.poll_delay_ns;
 /// Predecessors a warp reads per look-back round.
 pub const LOOKBACK_WINDOW: u64 = 32 * PER_LANE as u64;
 /// Epochs are 30-bit: `epoch << 2` must fit a u32.

@@ -13,12 +13,21 @@
 //! order. Integer results are exact (sums wrap).
 
 pub mod lookback;
+pub mod policy;
 pub mod tile;
 
 use crate::gpu::{self, ShflValue};
-use crate::ops::{Element, Max, Min, ReduceOp, Sum};
+#[cfg(feature = "builtin")]
+use crate::ops::{Max, Min, Sum};
+use crate::ops::{Element, ReduceOp};
 use lookback::TileStatus;
+use policy::ACTIVE;
 use tile::{TileIo, scan_tile};
+
+/// Rows per thread of the scan's tiles ([`policy`]).
+const ROWS: usize = ACTIVE.rows as usize;
+/// Rows per thread of the scan by key's tiles ([`policy`]).
+const BY_KEY_ROWS: usize = ACTIVE.by_key_rows as usize;
 
 /// The block's tile id from the launch's counter; the block that draws the last ticket puts the
 /// counter back to 0 for the next launch (every other ticket is drawn by then).
@@ -37,8 +46,8 @@ unsafe fn next_tile(counter: *mut u32) -> u64 {
 }
 
 /// Inclusive (`EXCLUSIVE = false`) or exclusive scan of `n` elements from `input` to `output`
-/// (the same address for in place) with operator `O`. One block of `SCAN_BLOCK` threads per
-/// tile, `grid = ceil(n / scan_tile_elems)`. `counter` is 0 at launch and 0 again after;
+/// (the same address for in place) with operator `O`. One block of `ACTIVE.block` threads per
+/// tile, `grid = ceil(n / ACTIVE.tile_elems(size of T))`. `counter` is 0 at launch and 0 again after;
 /// `flags`/`aggregates`/`prefixes` hold one entry per tile, `epoch` is new for this launch.
 ///
 /// # Safety
@@ -102,7 +111,7 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
         epoch,
     };
     unsafe {
-        scan_tile(
+        scan_tile::<ROWS, _, _, _, _>(
             tile,
             aligned,
             io,
@@ -154,22 +163,20 @@ pub fn segmented<T: Element, O: ReduceOp<T, Acc = T>>(a: Headed<T>, b: Headed<T>
 
 /// Scan by key: `output[i]` is the scan of `values` restricted to the run of equal consecutive
 /// `keys` that contains `i` (inclusive: up to and including `i`; exclusive: up to `i - 1`, the
-/// identity at a run's first element). Launch as [`scan_device`], with tiles of `T`'s size.
+/// identity at a run's first element; `exclusive` is 0 or 1: a run-time flag rather than two
+/// instances, which halves this family's PTX). Launch as [`scan_device`], with tiles of
+/// `ACTIVE.by_key_tile_elems(size of T)` elements.
 ///
 /// # Safety
 /// As [`scan_device`]; `keys` holds `n` elements.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
-pub unsafe fn scan_by_key_device<
-    K: Element,
-    T: Element,
-    O: ReduceOp<T, Acc = T>,
-    const EXCLUSIVE: bool,
->(
+pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>>(
     keys: *const K,
     values: *const T,
     output: *mut T,
     n: u64,
+    exclusive: u32,
     counter: *mut u32,
     flags: *mut u32,
     aggregates: *mut Headed<T>,
@@ -211,7 +218,7 @@ pub unsafe fn scan_by_key_device<
             for j in 0..4 {
                 let i = first + j as u64;
                 if j < per_vec && i < n {
-                    let r = if !EXCLUSIVE {
+                    let r = if exclusive == 0 {
                         incl[j].value
                     } else if head_at(i) != 0 {
                         O::identity()
@@ -230,7 +237,7 @@ pub unsafe fn scan_by_key_device<
         epoch,
     };
     unsafe {
-        scan_tile(
+        scan_tile::<BY_KEY_ROWS, _, _, _, _>(
             tile,
             false,
             io,
@@ -242,9 +249,49 @@ pub unsafe fn scan_by_key_device<
     };
 }
 
-/// Export `scan_device::<T, Op, false/true>` as an inclusive and an exclusive kernel. A user
-/// operator (any `ReduceOp<T, Acc = T>`: associative, with identity) gets its kernels the same
-/// way: `scan_kernels! { my_incl, my_excl: f32, MyOp; }`.
+/// The simulator's entry point of a scan kernel: input, output, n, counter, flags,
+/// aggregates, prefixes, epoch.
+#[cfg(not(target_arch = "nvptx64"))]
+pub type SimScanFn<T> = unsafe fn(*const T, *mut T, u64, *mut u32, *mut u32, *mut T, *mut T, u32);
+
+/// The simulator's entry point of a scan-by-key kernel: keys, values, output, n, exclusive,
+/// counter, flags, aggregates, prefixes, epoch.
+#[cfg(not(target_arch = "nvptx64"))]
+pub type SimScanByKeyFn<K, T> = unsafe fn(
+    *const K,
+    *const T,
+    *mut T,
+    u64,
+    u32,
+    *mut u32,
+    *mut u32,
+    *mut Headed<T>,
+    *mut Headed<T>,
+    u32,
+);
+
+/// An operator whose scan kernels over `T` exist ([`scan_kernels!`](crate::scan_kernels)
+/// implements it): the host finds the kernels through it, by type, with no name lists.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait ScanInstance<T: Element>: ReduceOp<T, Acc = T> {
+    /// The inclusive scan.
+    const INCLUSIVE: crate::Kernel<SimScanFn<T>>;
+    /// The exclusive scan.
+    const EXCLUSIVE: crate::Kernel<SimScanFn<T>>;
+}
+
+/// An operator whose scan-by-key kernel over keys `K` and values `T` exists
+/// ([`scan_by_key_kernels!`](crate::scan_by_key_kernels) implements it).
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait ScanByKeyInstance<K: Element, T: Element>: ReduceOp<T, Acc = T> {
+    /// The scan by key (inclusive or exclusive by its `exclusive` argument).
+    const KERNEL: crate::Kernel<SimScanByKeyFn<K, T>>;
+}
+
+/// Export `scan_device::<T, Op, false/true>` as an inclusive and an exclusive kernel and
+/// register them with [`ScanInstance`]. A user operator (any `ReduceOp<T, Acc = T>`:
+/// associative, with identity) gets its kernels the same way:
+/// `scan_kernels! { my_incl, my_excl: f32, MyOp; }`.
 #[macro_export]
 macro_rules! scan_kernels {
     ($($incl:ident, $excl:ident : $t:ty, $op:ty;)*) => {$(
@@ -266,36 +313,42 @@ macro_rules! scan_kernels {
                 unsafe { $crate::scan::scan_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch) }
             }
         }
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl $crate::scan::ScanInstance<$t> for $op {
+            const INCLUSIVE: $crate::Kernel<$crate::scan::SimScanFn<$t>> =
+                $crate::Kernel { name: stringify!($incl), sim: $incl };
+            const EXCLUSIVE: $crate::Kernel<$crate::scan::SimScanFn<$t>> =
+                $crate::Kernel { name: stringify!($excl), sim: $excl };
+        }
     )*};
 }
 
-/// Export `scan_by_key_device::<K, T, Op, false/true>` as an inclusive and an exclusive kernel.
+/// Export `scan_by_key_device::<K, T, Op>` as a kernel and register it with
+/// [`ScanByKeyInstance`]: `scan_by_key_kernels! { my_kernel: u32, f32, MyOp; }`.
 #[macro_export]
 macro_rules! scan_by_key_kernels {
-    ($($incl:ident, $excl:ident : $k:ty, $t:ty, $op:ty;)*) => {$(
+    ($($name:ident : $k:ty, $t:ty, $op:ty;)*) => {$(
         $crate::kernel! {
-            /// Inclusive scan by key; see [`scan_by_key_device`]($crate::scan::scan_by_key_device).
-            pub unsafe fn $incl(
-                keys: *const $k, values: *const $t, output: *mut $t, n: u64, counter: *mut u32,
-                flags: *mut u32, aggregates: *mut $crate::scan::Headed<$t>,
+            /// Scan by key; see [`scan_by_key_device`]($crate::scan::scan_by_key_device).
+            pub unsafe fn $name(
+                keys: *const $k, values: *const $t, output: *mut $t, n: u64, exclusive: u32,
+                counter: *mut u32, flags: *mut u32, aggregates: *mut $crate::scan::Headed<$t>,
                 prefixes: *mut $crate::scan::Headed<$t>, epoch: u32,
             ) {
-                unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op, false>(keys, values, output, n, counter, flags, aggregates, prefixes, epoch) }
+                unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op>(keys, values, output, n, exclusive, counter, flags, aggregates, prefixes, epoch) }
             }
         }
-        $crate::kernel! {
-            /// Exclusive scan by key; see [`scan_by_key_device`]($crate::scan::scan_by_key_device).
-            pub unsafe fn $excl(
-                keys: *const $k, values: *const $t, output: *mut $t, n: u64, counter: *mut u32,
-                flags: *mut u32, aggregates: *mut $crate::scan::Headed<$t>,
-                prefixes: *mut $crate::scan::Headed<$t>, epoch: u32,
-            ) {
-                unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op, true>(keys, values, output, n, counter, flags, aggregates, prefixes, epoch) }
-            }
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl $crate::scan::ScanByKeyInstance<$k, $t> for $op {
+            const KERNEL: $crate::Kernel<$crate::scan::SimScanByKeyFn<$k, $t>> =
+                $crate::Kernel { name: stringify!($name), sim: $name };
         }
     )*};
 }
 
+// The library's built-in scans (the `builtin` feature; a user's kernel crate turns it off so
+// its PTX holds its own kernels only).
+#[cfg(feature = "builtin")]
 scan_kernels! {
     scan_inclusive_sum_i32, scan_exclusive_sum_i32: i32, Sum;
     scan_inclusive_sum_u32, scan_exclusive_sum_u32: u32, Sum;
@@ -317,153 +370,42 @@ scan_kernels! {
     scan_inclusive_max_f64, scan_exclusive_max_f64: f64, Max;
 }
 
+#[cfg(feature = "builtin")]
 scan_by_key_kernels! {
-    scan_by_key_inclusive_sum_u32_i32, scan_by_key_exclusive_sum_u32_i32: u32, i32, Sum;
-    scan_by_key_inclusive_sum_u32_u32, scan_by_key_exclusive_sum_u32_u32: u32, u32, Sum;
-    scan_by_key_inclusive_sum_u32_i64, scan_by_key_exclusive_sum_u32_i64: u32, i64, Sum;
-    scan_by_key_inclusive_sum_u32_u64, scan_by_key_exclusive_sum_u32_u64: u32, u64, Sum;
-    scan_by_key_inclusive_sum_u32_f32, scan_by_key_exclusive_sum_u32_f32: u32, f32, Sum;
-    scan_by_key_inclusive_sum_u32_f64, scan_by_key_exclusive_sum_u32_f64: u32, f64, Sum;
-    scan_by_key_inclusive_min_u32_i32, scan_by_key_exclusive_min_u32_i32: u32, i32, Min;
-    scan_by_key_inclusive_min_u32_u32, scan_by_key_exclusive_min_u32_u32: u32, u32, Min;
-    scan_by_key_inclusive_min_u32_i64, scan_by_key_exclusive_min_u32_i64: u32, i64, Min;
-    scan_by_key_inclusive_min_u32_u64, scan_by_key_exclusive_min_u32_u64: u32, u64, Min;
-    scan_by_key_inclusive_min_u32_f32, scan_by_key_exclusive_min_u32_f32: u32, f32, Min;
-    scan_by_key_inclusive_min_u32_f64, scan_by_key_exclusive_min_u32_f64: u32, f64, Min;
-    scan_by_key_inclusive_max_u32_i32, scan_by_key_exclusive_max_u32_i32: u32, i32, Max;
-    scan_by_key_inclusive_max_u32_u32, scan_by_key_exclusive_max_u32_u32: u32, u32, Max;
-    scan_by_key_inclusive_max_u32_i64, scan_by_key_exclusive_max_u32_i64: u32, i64, Max;
-    scan_by_key_inclusive_max_u32_u64, scan_by_key_exclusive_max_u32_u64: u32, u64, Max;
-    scan_by_key_inclusive_max_u32_f32, scan_by_key_exclusive_max_u32_f32: u32, f32, Max;
-    scan_by_key_inclusive_max_u32_f64, scan_by_key_exclusive_max_u32_f64: u32, f64, Max;
-    scan_by_key_inclusive_sum_u64_i32, scan_by_key_exclusive_sum_u64_i32: u64, i32, Sum;
-    scan_by_key_inclusive_sum_u64_u32, scan_by_key_exclusive_sum_u64_u32: u64, u32, Sum;
-    scan_by_key_inclusive_sum_u64_i64, scan_by_key_exclusive_sum_u64_i64: u64, i64, Sum;
-    scan_by_key_inclusive_sum_u64_u64, scan_by_key_exclusive_sum_u64_u64: u64, u64, Sum;
-    scan_by_key_inclusive_sum_u64_f32, scan_by_key_exclusive_sum_u64_f32: u64, f32, Sum;
-    scan_by_key_inclusive_sum_u64_f64, scan_by_key_exclusive_sum_u64_f64: u64, f64, Sum;
-    scan_by_key_inclusive_min_u64_i32, scan_by_key_exclusive_min_u64_i32: u64, i32, Min;
-    scan_by_key_inclusive_min_u64_u32, scan_by_key_exclusive_min_u64_u32: u64, u32, Min;
-    scan_by_key_inclusive_min_u64_i64, scan_by_key_exclusive_min_u64_i64: u64, i64, Min;
-    scan_by_key_inclusive_min_u64_u64, scan_by_key_exclusive_min_u64_u64: u64, u64, Min;
-    scan_by_key_inclusive_min_u64_f32, scan_by_key_exclusive_min_u64_f32: u64, f32, Min;
-    scan_by_key_inclusive_min_u64_f64, scan_by_key_exclusive_min_u64_f64: u64, f64, Min;
-    scan_by_key_inclusive_max_u64_i32, scan_by_key_exclusive_max_u64_i32: u64, i32, Max;
-    scan_by_key_inclusive_max_u64_u32, scan_by_key_exclusive_max_u64_u32: u64, u32, Max;
-    scan_by_key_inclusive_max_u64_i64, scan_by_key_exclusive_max_u64_i64: u64, i64, Max;
-    scan_by_key_inclusive_max_u64_u64, scan_by_key_exclusive_max_u64_u64: u64, u64, Max;
-    scan_by_key_inclusive_max_u64_f32, scan_by_key_exclusive_max_u64_f32: u64, f32, Max;
-    scan_by_key_inclusive_max_u64_f64, scan_by_key_exclusive_max_u64_f64: u64, f64, Max;
+    scan_by_key_sum_u32_i32: u32, i32, Sum;
+    scan_by_key_sum_u32_u32: u32, u32, Sum;
+    scan_by_key_sum_u32_i64: u32, i64, Sum;
+    scan_by_key_sum_u32_u64: u32, u64, Sum;
+    scan_by_key_sum_u32_f32: u32, f32, Sum;
+    scan_by_key_sum_u32_f64: u32, f64, Sum;
+    scan_by_key_min_u32_i32: u32, i32, Min;
+    scan_by_key_min_u32_u32: u32, u32, Min;
+    scan_by_key_min_u32_i64: u32, i64, Min;
+    scan_by_key_min_u32_u64: u32, u64, Min;
+    scan_by_key_min_u32_f32: u32, f32, Min;
+    scan_by_key_min_u32_f64: u32, f64, Min;
+    scan_by_key_max_u32_i32: u32, i32, Max;
+    scan_by_key_max_u32_u32: u32, u32, Max;
+    scan_by_key_max_u32_i64: u32, i64, Max;
+    scan_by_key_max_u32_u64: u32, u64, Max;
+    scan_by_key_max_u32_f32: u32, f32, Max;
+    scan_by_key_max_u32_f64: u32, f64, Max;
+    scan_by_key_sum_u64_i32: u64, i32, Sum;
+    scan_by_key_sum_u64_u32: u64, u32, Sum;
+    scan_by_key_sum_u64_i64: u64, i64, Sum;
+    scan_by_key_sum_u64_u64: u64, u64, Sum;
+    scan_by_key_sum_u64_f32: u64, f32, Sum;
+    scan_by_key_sum_u64_f64: u64, f64, Sum;
+    scan_by_key_min_u64_i32: u64, i32, Min;
+    scan_by_key_min_u64_u32: u64, u32, Min;
+    scan_by_key_min_u64_i64: u64, i64, Min;
+    scan_by_key_min_u64_u64: u64, u64, Min;
+    scan_by_key_min_u64_f32: u64, f32, Min;
+    scan_by_key_min_u64_f64: u64, f64, Min;
+    scan_by_key_max_u64_i32: u64, i32, Max;
+    scan_by_key_max_u64_u32: u64, u32, Max;
+    scan_by_key_max_u64_i64: u64, i64, Max;
+    scan_by_key_max_u64_u64: u64, u64, Max;
+    scan_by_key_max_u64_f32: u64, f32, Max;
+    scan_by_key_max_u64_f64: u64, f64, Max;
 }
-
-/// Names of the scan kernels, for the host's kernel registry.
-pub const KERNEL_NAMES: &[&str] = &[
-    "scan_inclusive_sum_i32",
-    "scan_exclusive_sum_i32",
-    "scan_inclusive_sum_u32",
-    "scan_exclusive_sum_u32",
-    "scan_inclusive_sum_i64",
-    "scan_exclusive_sum_i64",
-    "scan_inclusive_sum_u64",
-    "scan_exclusive_sum_u64",
-    "scan_inclusive_sum_f32",
-    "scan_exclusive_sum_f32",
-    "scan_inclusive_sum_f64",
-    "scan_exclusive_sum_f64",
-    "scan_inclusive_min_i32",
-    "scan_exclusive_min_i32",
-    "scan_inclusive_min_u32",
-    "scan_exclusive_min_u32",
-    "scan_inclusive_min_i64",
-    "scan_exclusive_min_i64",
-    "scan_inclusive_min_u64",
-    "scan_exclusive_min_u64",
-    "scan_inclusive_min_f32",
-    "scan_exclusive_min_f32",
-    "scan_inclusive_min_f64",
-    "scan_exclusive_min_f64",
-    "scan_inclusive_max_i32",
-    "scan_exclusive_max_i32",
-    "scan_inclusive_max_u32",
-    "scan_exclusive_max_u32",
-    "scan_inclusive_max_i64",
-    "scan_exclusive_max_i64",
-    "scan_inclusive_max_u64",
-    "scan_exclusive_max_u64",
-    "scan_inclusive_max_f32",
-    "scan_exclusive_max_f32",
-    "scan_inclusive_max_f64",
-    "scan_exclusive_max_f64",
-    "scan_by_key_inclusive_sum_u32_i32",
-    "scan_by_key_exclusive_sum_u32_i32",
-    "scan_by_key_inclusive_sum_u32_u32",
-    "scan_by_key_exclusive_sum_u32_u32",
-    "scan_by_key_inclusive_sum_u32_i64",
-    "scan_by_key_exclusive_sum_u32_i64",
-    "scan_by_key_inclusive_sum_u32_u64",
-    "scan_by_key_exclusive_sum_u32_u64",
-    "scan_by_key_inclusive_sum_u32_f32",
-    "scan_by_key_exclusive_sum_u32_f32",
-    "scan_by_key_inclusive_sum_u32_f64",
-    "scan_by_key_exclusive_sum_u32_f64",
-    "scan_by_key_inclusive_min_u32_i32",
-    "scan_by_key_exclusive_min_u32_i32",
-    "scan_by_key_inclusive_min_u32_u32",
-    "scan_by_key_exclusive_min_u32_u32",
-    "scan_by_key_inclusive_min_u32_i64",
-    "scan_by_key_exclusive_min_u32_i64",
-    "scan_by_key_inclusive_min_u32_u64",
-    "scan_by_key_exclusive_min_u32_u64",
-    "scan_by_key_inclusive_min_u32_f32",
-    "scan_by_key_exclusive_min_u32_f32",
-    "scan_by_key_inclusive_min_u32_f64",
-    "scan_by_key_exclusive_min_u32_f64",
-    "scan_by_key_inclusive_max_u32_i32",
-    "scan_by_key_exclusive_max_u32_i32",
-    "scan_by_key_inclusive_max_u32_u32",
-    "scan_by_key_exclusive_max_u32_u32",
-    "scan_by_key_inclusive_max_u32_i64",
-    "scan_by_key_exclusive_max_u32_i64",
-    "scan_by_key_inclusive_max_u32_u64",
-    "scan_by_key_exclusive_max_u32_u64",
-    "scan_by_key_inclusive_max_u32_f32",
-    "scan_by_key_exclusive_max_u32_f32",
-    "scan_by_key_inclusive_max_u32_f64",
-    "scan_by_key_exclusive_max_u32_f64",
-    "scan_by_key_inclusive_sum_u64_i32",
-    "scan_by_key_exclusive_sum_u64_i32",
-    "scan_by_key_inclusive_sum_u64_u32",
-    "scan_by_key_exclusive_sum_u64_u32",
-    "scan_by_key_inclusive_sum_u64_i64",
-    "scan_by_key_exclusive_sum_u64_i64",
-    "scan_by_key_inclusive_sum_u64_u64",
-    "scan_by_key_exclusive_sum_u64_u64",
-    "scan_by_key_inclusive_sum_u64_f32",
-    "scan_by_key_exclusive_sum_u64_f32",
-    "scan_by_key_inclusive_sum_u64_f64",
-    "scan_by_key_exclusive_sum_u64_f64",
-    "scan_by_key_inclusive_min_u64_i32",
-    "scan_by_key_exclusive_min_u64_i32",
-    "scan_by_key_inclusive_min_u64_u32",
-    "scan_by_key_exclusive_min_u64_u32",
-    "scan_by_key_inclusive_min_u64_i64",
-    "scan_by_key_exclusive_min_u64_i64",
-    "scan_by_key_inclusive_min_u64_u64",
-    "scan_by_key_exclusive_min_u64_u64",
-    "scan_by_key_inclusive_min_u64_f32",
-    "scan_by_key_exclusive_min_u64_f32",
-    "scan_by_key_inclusive_min_u64_f64",
-    "scan_by_key_exclusive_min_u64_f64",
-    "scan_by_key_inclusive_max_u64_i32",
-    "scan_by_key_exclusive_max_u64_i32",
-    "scan_by_key_inclusive_max_u64_u32",
-    "scan_by_key_exclusive_max_u64_u32",
-    "scan_by_key_inclusive_max_u64_i64",
-    "scan_by_key_exclusive_max_u64_i64",
-    "scan_by_key_inclusive_max_u64_u64",
-    "scan_by_key_exclusive_max_u64_u64",
-    "scan_by_key_inclusive_max_u64_f32",
-    "scan_by_key_exclusive_max_u64_f32",
-    "scan_by_key_inclusive_max_u64_f64",
-    "scan_by_key_exclusive_max_u64_f64",
-];

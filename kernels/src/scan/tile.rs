@@ -1,6 +1,6 @@
 //! One tile of the single-pass scan: load, scan within the block, look back, store.
 //!
-//! Layout: a tile is `SCAN_BLOCK` threads × `SCAN_ROWS` rows × one 16-byte vector per thread
+//! Layout: a tile is `block` threads × `ROWS` rows × one 16-byte vector per thread
 //! (4 elements of 4 bytes, or 2 of 8). Each warp owns a contiguous stretch of the tile; in row
 //! `k`, lane `l` holds the vector at `(k * 32 + l)` of that stretch, so every load and store
 //! instruction of a warp touches 512 contiguous bytes (fully coalesced 128-bit accesses), and a
@@ -8,12 +8,11 @@
 //! and one warp scan of the thread totals (five shuffles per 512 bytes of a warp).
 
 use crate::gpu::{self, FULL_MASK, SharedArray, ShflValue};
-use crate::launch::{SCAN_BLOCK, SCAN_ROWS};
 use crate::scan::lookback::TileStatus;
+use crate::scan::policy::ACTIVE;
 use crate::warp::warp_inclusive_scan;
 
-const WARPS: usize = SCAN_BLOCK as usize / 32;
-const ROWS: usize = SCAN_ROWS as usize;
+const WARPS: usize = ACTIVE.block as usize / 32;
 
 /// What one tile scan needs from its caller.
 pub struct TileIo<A, L, S> {
@@ -31,12 +30,12 @@ pub struct TileIo<A, L, S> {
 }
 
 /// Scan tile `tile` (the block's dynamic tile id) with `op`, fetching and publishing through
-/// `status`. Called by every thread of a `SCAN_BLOCK`-thread block.
+/// `status`, `ROWS` rows per thread. Called by every thread of an `ACTIVE.block`-thread block.
 ///
 /// # Safety
 /// The loads and stores are valid for the tile's in-range elements; `status` spans the launch.
 #[inline(always)]
-pub unsafe fn scan_tile<A, F, L, S>(
+pub unsafe fn scan_tile<const ROWS: usize, A, F, L, S>(
     tile: u64,
     aligned: bool,
     io: TileIo<A, L, S>,

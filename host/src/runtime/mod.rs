@@ -1,0 +1,13 @@
+//! The runtime layer: contexts, device memory, kernel loading and launching on either backend.
+//! It knows no algorithm; `reduce` and `scan` are built on it.
+
+mod buffer;
+mod context;
+mod mapped;
+mod module;
+mod simbuf;
+
+pub use buffer::{DeviceBuffer, DeviceView};
+pub(crate) use context::Backend;
+pub use context::{BackendKind, Context, DeviceInfo, LaunchShape, device_count};
+pub use module::{EmbeddedModules, KernelLibrary, LoadStats, load_stats};

@@ -1,0 +1,81 @@
+//! Tuning of the one-launch reduction, in one place (CUB's `tuning_*.cuh` are the model): the
+//! shape every reduction kernel is compiled for and the host launches with, and why.
+//!
+//! One policy serves every architecture, on purpose: the tile set of a reduction (and so the
+//! association order of a float sum) depends on these numbers and on `n` alone, which is what
+//! makes a result bitwise identical on an A100, an H100, an H200 and the simulator. What does
+//! differ per device is only the physical grid (how many blocks share the tiles), which the
+//! host reads from the driver's occupancy calculator at run time and which never changes a bit.
+
+/// The shape of the one-launch reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReducePolicy {
+    /// Threads per block. A multiple of 32: the warp collectives assume full warps.
+    pub block: u32,
+    /// Bytes each thread loads per grid-stride step: two 16-byte vectors in flight. Four in
+    /// flight measured slower on an H200 (0.93x CUB instead of 0.99x at 2^28 f32, BENCHMARKS.md).
+    pub bytes_per_step: u64,
+    /// Most tiles (virtual blocks) of one reduction, and the length of the partials workspace:
+    /// 2048 tiles of 256 threads cover 2^28 f32 in 64 steps per thread, and leave the last
+    /// block 2048 partials to combine (a few microseconds).
+    pub max_tiles: u32,
+}
+
+/// The policy of every architecture (see the module docs for why there is one).
+pub const POLICY: ReducePolicy = ReducePolicy {
+    block: 256,
+    bytes_per_step: 32,
+    max_tiles: 2048,
+};
+
+/// The policy the kernels for `sm` (e.g. 90 for sm_90) are compiled with.
+pub const fn for_arch(_sm: u32) -> ReducePolicy {
+    POLICY
+}
+
+/// Threads per block of the reduction kernels ([`POLICY`]).
+pub const BLOCK: u32 = POLICY.block;
+const _: () = assert!(BLOCK.is_multiple_of(32) && BLOCK <= 1024);
+
+impl ReducePolicy {
+    /// Tiles of a reduction over `n` elements of `elem_bytes` bytes: depends on those alone
+    /// (never on the device), so the combining order, and thus the bits of a float result,
+    /// are reproducible everywhere. The physical grid may be smaller.
+    pub const fn tiles(&self, n: u64, elem_bytes: u64) -> u32 {
+        let per_block = self.block as u64 * self.bytes_per_step / elem_bytes;
+        let blocks = n.div_ceil(per_block);
+        if blocks == 0 {
+            1
+        } else if blocks > self.max_tiles as u64 {
+            self.max_tiles
+        } else {
+            blocks as u32
+        }
+    }
+
+    /// Elements one thread visits in sequence at most (for error bounds).
+    pub const fn per_thread_steps(&self, n: u64, elem_bytes: u64) -> u64 {
+        let tiles = self.tiles(n, elem_bytes) as u64;
+        let per_step = self.bytes_per_step / elem_bytes;
+        n.div_ceil(tiles * self.block as u64 * per_step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_depend_on_n_only_and_are_bounded() {
+        let p = POLICY;
+        assert_eq!(p.tiles(0, 4), 1);
+        assert_eq!(p.tiles(1, 8), 1);
+        let per_block = p.block as u64 * 8;
+        assert_eq!(p.tiles(per_block, 4), 1);
+        assert_eq!(p.tiles(per_block + 1, 4), 2);
+        assert_eq!(p.tiles(per_block + 1, 8), 3);
+        assert_eq!(p.tiles(u64::MAX, 4), p.max_tiles);
+        assert_eq!(p.per_thread_steps(1 << 30, 4), 256);
+        assert_eq!(for_arch(80), for_arch(90));
+    }
+}

@@ -1,0 +1,113 @@
+//! Tuning of the single-pass scans, in one place (CUB's `tuning_scan.cuh` is the model): tile
+//! shape, look-back width and delays, with the measurements that chose them (BENCHMARKS.md has
+//! the tables). `for_arch` picks the policy of an architecture; the kernels are compiled with
+//! the one of their `-C target-cpu`, and the host launches them with the same.
+//!
+//! Every architecture uses the sm_90 numbers for now: they were measured on an H100 and an
+//! H200; no other GPU was available to tune on. A tile's shape also fixes where tiles start,
+//! so keeping one shape keeps integer (and, later, deterministic float) results alike on all.
+
+/// The shape and look-back timing of the single-pass scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanPolicy {
+    /// Threads per block (one tile per block). A multiple of 32, at most 1024.
+    pub block: u32,
+    /// 16-byte vectors each thread scans per tile: 16, i.e. 64 KiB tiles. A tile's block waits
+    /// at a barrier while one warp looks back, so big tiles pay that wait over more bytes;
+    /// measured on an H200 at 1e9 i32: 4 rows 0.75x CUB, 8 rows 0.93x, 16 rows 0.97x; 512
+    /// threads x 16 rows 0.984x, not kept because the f64 kernel cannot launch 512 threads at
+    /// its 158 registers.
+    pub rows: u32,
+    /// Rows of the scan by key: its (head flag, value) pairs and scalar key loads take more
+    /// registers per element; at 16 rows its kernels spilled and each instance was ~110 kB of
+    /// PTX (72 of them were 8 MB, 60% of the library's PTX). 8 rows keeps them in registers.
+    pub by_key_rows: u32,
+    /// Predecessors each lane reads per look-back round (a warp reads 32 x this). Wider
+    /// windows measured slower on an H200 (more status lines polled per round).
+    pub lookback_per_lane: u32,
+    /// Nanoseconds warp 0 sleeps after publishing its aggregate, before its first look-back
+    /// read, in launches of [`ScanPolicy::delay_min_tiles`] tiles or more, for tiles from
+    /// [`ScanPolicy::delay_from_tile`] on. Read at once, the nearest inclusive prefix is far
+    /// back behind predecessors that have not published, and hundreds of warps polling the same
+    /// few status lines load one L2 slice hard; after the sleep the prefix front has moved up
+    /// and one round usually suffices. i32 at 1e9 against CUB in the same process: H100 0 ns
+    /// 0.98x, 400 ns 1.02x, 1.2-2 us 1.07x, 3 us 1.11x, 5 us 0.87x (the wait is no longer
+    /// hidden); H200 0 ns 0.97x, 2 us 1.08x, 3 us 1.10x, 4 us 1.10x. (CUB's sm_90 tuning
+    /// sleeps ~1.2 us first.)
+    pub first_delay_ns: u32,
+    /// Tiles below this id look back at once: the first wave's predecessors all started with it.
+    pub delay_from_tile: u64,
+    /// Launches of fewer tiles never sleep (2048 tiles = 128 MiB, more than the L2): short,
+    /// L2-resident scans have little polling to spread out and pay the sleep in latency (H100,
+    /// i32 at 1e7: 0.97x CUB with the sleep, 1.04x without).
+    pub delay_min_tiles: u32,
+    /// Nanoseconds between unsuccessful look-back rounds.
+    pub poll_delay_ns: u32,
+}
+
+/// The policy measured on sm_90 (H100, H200).
+pub const SM90: ScanPolicy = ScanPolicy {
+    block: 256,
+    rows: 16,
+    by_key_rows: 8,
+    lookback_per_lane: 1,
+    first_delay_ns: 3000,
+    delay_from_tile: 256,
+    delay_min_tiles: 2048,
+    poll_delay_ns: 100,
+};
+
+// Tried and dropped (BENCHMARKS.md): persistent blocks with cp.async prefetch (0.28-0.88x CUB),
+// a whole-block look-back, `.minnctapersm` register caps for 3 or 4 blocks per SM (0.85x,
+// 0.98x, 0.94x).
+
+/// The policy of architecture `sm` (e.g. 80 for sm_80).
+pub const fn for_arch(_sm: u32) -> ScanPolicy {
+    SM90
+}
+
+/// The policy the kernels of this build are compiled with: that of the `-C target-cpu` on
+/// nvptx64; the simulator uses sm_90's.
+pub const ACTIVE: ScanPolicy = for_arch(compiled_arch());
+
+const fn compiled_arch() -> u32 {
+    if cfg!(target_feature = "sm_90") {
+        90
+    } else if cfg!(target_feature = "sm_80") {
+        80
+    } else {
+        90
+    }
+}
+
+const _: () = assert!(
+    ACTIVE.block.is_multiple_of(32)
+        && ACTIVE.block <= 1024
+        && ACTIVE.rows >= 1
+        && ACTIVE.by_key_rows >= 1
+        && ACTIVE.lookback_per_lane >= 1
+);
+
+impl ScanPolicy {
+    /// Elements per tile of the scan for elements of `elem_bytes` bytes.
+    pub const fn tile_elems(&self, elem_bytes: u64) -> u64 {
+        self.block as u64 * self.rows as u64 * 16 / elem_bytes
+    }
+
+    /// Elements per tile of the scan by key for values of `elem_bytes` bytes.
+    pub const fn by_key_tile_elems(&self, elem_bytes: u64) -> u64 {
+        self.block as u64 * self.by_key_rows as u64 * 16 / elem_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_are_64_kib_and_by_key_tiles_half() {
+        assert_eq!(ACTIVE.tile_elems(4) * 4, 64 * 1024);
+        assert_eq!(ACTIVE.by_key_tile_elems(8) * 8, 32 * 1024);
+        assert_eq!(for_arch(80), for_arch(90));
+    }
+}

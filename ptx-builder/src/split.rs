@@ -1,0 +1,306 @@
+//! Splitting llc's one PTX module into one standalone module per entry.
+
+use crate::Error;
+
+/// The names of the `.entry` (kernel) functions in a PTX text, in order.
+pub fn entry_names(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+        .map(|rest| rest.split(['(', ' ']).next().unwrap_or("").to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Entry,
+    Func,
+}
+
+/// If `line` begins a function definition or declaration, its kind and whether it is an
+/// `.extern` declaration.
+fn function_directive(line: &str) -> Option<(Kind, bool)> {
+    let mut extern_ = false;
+    for tok in line.split_whitespace() {
+        match tok {
+            ".visible" | ".weak" | ".common" => {}
+            ".extern" => extern_ = true,
+            ".entry" => return Some((Kind::Entry, extern_)),
+            ".func" => return Some((Kind::Func, extern_)),
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The entry name on a `.entry NAME(` line.
+fn entry_name(line: &str) -> Option<&str> {
+    let rest = line.split(".entry").nth(1)?.trim_start();
+    let name = rest.split(['(', ' ', '\t']).next()?;
+    (!name.is_empty()).then_some(name)
+}
+
+fn shape(msg: impl Into<String>) -> Error {
+    Error::PtxShape(msg.into())
+}
+
+/// Split llc's PTX into one standalone module per entry: `(entry name, module text)` in PTX
+/// order.
+///
+/// llc writes a header (`.version`, `.target`, `.address_size`, file-scope inline asm such as
+/// `.shared` arrays), then one chunk per function, each ending with a `}` line right after a
+/// `// -- End function` line. The forward declarations of the `.func`s (and any module-scope
+/// variables) sit inside the first chunk, before its definition: they move to the header. A
+/// module is the header, one entry's chunk, every `.func` chunk (the entries may call them)
+/// and whatever follows the last chunk.
+///
+/// Why: the CUDA driver JIT-compiles a whole module at load time, so one module per kernel
+/// lets a host that loads kernels lazily pay only for the kernels it uses.
+///
+/// Text of any other shape is an error, not a panic.
+pub fn split_modules(ptx: &str) -> Result<Vec<(String, String)>, Error> {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let closes: Vec<usize> = (1..lines.len())
+        .filter(|&i| lines[i].trim_end() == "}" && lines[i - 1].contains("// -- End function"))
+        .collect();
+    let Some(&last_close) = closes.last() else {
+        return Err(shape(
+            "no function found (none ends with `// -- End function` and `}`)",
+        ));
+    };
+
+    // The first chunk: its definition is the last function directive before the first body.
+    let first_close = closes[0];
+    let body = (0..first_close)
+        .find(|&i| lines[i].trim() == "{")
+        .ok_or_else(|| shape("the first function has no `{` body"))?;
+    let def = (0..body)
+        .rev()
+        .find(|&i| matches!(function_directive(lines[i]), Some((_, false))))
+        .ok_or_else(|| shape("the first chunk has no .entry or .func definition"))?;
+    let mut header = Vec::new();
+    let mut first_chunk = Vec::new();
+    for &l in &lines[..def] {
+        let t = l.trim_start();
+        // The first function's own marker comments stay with it; everything else before its
+        // definition (header, forward declarations, globals) is shared.
+        if t.starts_with("// .globl") || t.starts_with("// @") {
+            first_chunk.push(l);
+        } else {
+            header.push(l);
+        }
+    }
+    for want in [".version", ".target"] {
+        if !header.iter().any(|l| l.trim_start().starts_with(want)) {
+            return Err(shape(format!("no `{want}` line before the first function")));
+        }
+    }
+    first_chunk.extend_from_slice(&lines[def..=first_close]);
+
+    let mut chunks: Vec<(Kind, Option<&str>, Vec<&str>)> = Vec::new();
+    let mut start = 0;
+    for (n, &close) in closes.iter().enumerate() {
+        let chunk: Vec<&str> = if n == 0 {
+            std::mem::take(&mut first_chunk)
+        } else {
+            lines[start..=close].to_vec()
+        };
+        start = close + 1;
+        let mut defs = chunk.iter().filter_map(|l| match function_directive(l) {
+            Some((k, false)) => Some((k, *l)),
+            _ => None,
+        });
+        let (kind, line) = defs.next().ok_or_else(|| {
+            shape(format!(
+                "function chunk {n} (ending at line {}) has no .entry or .func definition",
+                close + 1
+            ))
+        })?;
+        if defs.next().is_some() {
+            return Err(shape(format!(
+                "function chunk {n} (ending at line {}) defines more than one function",
+                close + 1
+            )));
+        }
+        let name = match kind {
+            Kind::Entry => Some(
+                entry_name(line)
+                    .ok_or_else(|| shape(format!("no entry name on `{}`", line.trim())))?,
+            ),
+            Kind::Func => None,
+        };
+        chunks.push((kind, name, chunk));
+    }
+    let trailer = &lines[last_close + 1..];
+    if let Some(l) = trailer
+        .iter()
+        .find(|l| function_directive(l).is_some_and(|(_, ext)| !ext) || l.trim() == "{")
+    {
+        return Err(shape(format!(
+            "a function after the last `// -- End function`: `{}`",
+            l.trim()
+        )));
+    }
+
+    let funcs: Vec<&Vec<&str>> = chunks
+        .iter()
+        .filter(|(k, _, _)| *k == Kind::Func)
+        .map(|(_, _, c)| c)
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut modules = Vec::new();
+    for (_, name, chunk) in chunks.iter().filter(|(k, _, _)| *k == Kind::Entry) {
+        let name = name.expect("entries have names");
+        if !seen.insert(name) {
+            return Err(shape(format!("entry `{name}` is defined twice")));
+        }
+        let mut text = String::new();
+        for part in std::iter::once(&header)
+            .chain(std::iter::once(chunk))
+            .chain(funcs.iter().copied())
+        {
+            for l in part {
+                text.push_str(l);
+                text.push('\n');
+            }
+        }
+        for l in trailer {
+            text.push_str(l);
+            text.push('\n');
+        }
+        modules.push((name.to_string(), text));
+    }
+    Ok(modules)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// llc's shape: a .func called by both entries, defined between them; its forward
+    /// declaration inside the first chunk.
+    pub(crate) const PTX: &str = "//
+// Generated by LLVM NVPTX Back-End
+//
+
+.version 7.0
+.target sm_80
+.address_size 64
+
+                                        // Start of file scope inline assembly
+.shared .align 16 .b8 SCRATCH[512];
+                                        // End of file scope inline assembly
+\t// .globl\tfirst                   // -- Begin function first
+.func panic_fmt
+()
+.noreturn;
+                                        // @first
+.visible .entry first(
+\t.param .u64 .ptr .align 1 first_param_0
+)
+{
+\t.reg .b32 \t%r<2>;
+
+// %bb.0:
+\t{ // callseq 0, 0
+\tcall.uni panic_fmt, ();
+\t} // callseq 0
+\tret;
+                                        // -- End function
+}
+.func panic_fmt()
+.noreturn                               // -- Begin function panic_fmt
+                                        // @panic_fmt
+{
+
+
+// %bb.0:
+\ttrap; exit;
+                                        // -- End function
+}
+\t// .globl\tsecond                  // -- Begin function second
+.visible .entry second(
+\t.param .u32 second_param_0
+)                                       // @second
+{
+\tret;
+                                        // -- End function
+}
+";
+
+    #[test]
+    fn splits_into_standalone_modules() {
+        assert_eq!(entry_names(PTX), ["first", "second"]);
+        let mods = split_modules(PTX).unwrap();
+        let names: Vec<&str> = mods.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["first", "second"]);
+        for (name, text) in &mods {
+            assert_eq!(entry_names(text), [name.as_str()], "{text}");
+            // Header, shared arrays and the forward declaration come before the entry.
+            let decl = text.find(".func panic_fmt\n()\n.noreturn;").expect(text);
+            assert!(text.find(".target sm_80").unwrap() < decl);
+            assert!(text.find("SCRATCH[512]").unwrap() < decl);
+            let entry = text.find(".visible .entry").unwrap();
+            assert!(decl < entry, "{text}");
+            // The .func's definition comes with every module, after the entry.
+            assert_eq!(text.matches(".func panic_fmt()").count(), 1, "{text}");
+            assert!(entry < text.find(".func panic_fmt()").unwrap());
+            assert_eq!(text.matches(".version").count(), 1);
+            assert!(text.ends_with("}\n"));
+        }
+        let (_, first) = &mods[0];
+        assert!(first.contains("// .globl\tfirst"));
+        assert!(!first.contains("second"));
+        let (_, second) = &mods[1];
+        assert!(!second.contains("first"), "{second}");
+        assert!(!second.contains("// @first"));
+    }
+
+    #[test]
+    fn trailing_text_goes_to_every_module() {
+        let ptx = format!("{PTX}\t// trailing note\n");
+        for (_, text) in split_modules(&ptx).unwrap() {
+            assert!(text.ends_with("\t// trailing note\n"));
+        }
+    }
+
+    #[test]
+    fn other_shapes_are_errors() {
+        let bad = [
+            ("", "no function"),
+            ("hello world\n", "no function"),
+            (&PTX.replace(".target sm_80\n", ""), "no `.target` line"),
+            (&PTX.replace(".version 7.0\n", ""), "no `.version` line"),
+            (
+                &format!("{PTX}.visible .entry third(\n)\n{{\n\tret;\n}}\n"),
+                "after the last",
+            ),
+            (
+                // Two functions in one chunk: the marker between them is missing.
+                &PTX.replacen(
+                    "\tret;\n                                        // -- End function\n}\n.func",
+                    "\tret;\n}\n.func",
+                    1,
+                ),
+                "more than one function",
+            ),
+            (
+                &PTX.replace(".visible .entry second(", ".visible .entry first("),
+                "defined twice",
+            ),
+        ];
+        for (text, want) in bad {
+            match split_modules(text) {
+                Err(Error::PtxShape(m)) => assert!(m.contains(want), "{m} (wanted {want})"),
+                other => panic!("expected a shape error ({want}), got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn finds_entries() {
+        let ptx =
+            ".visible .entry reduce_sum_f32(\n.param .u64 a\n)\n.visible .entry k2()\n.func f()";
+        assert_eq!(entry_names(ptx), vec!["reduce_sum_f32", "k2"]);
+    }
+}

@@ -1,0 +1,621 @@
+//! The benchmark sweep: our production reduce and scan (and, on request, the seeds' reduction
+//! ladder) against CUB and the memory limit, over sizes and element types, in one process and
+//! run. Measured the way METHOD.md asks: CUDA events (wall clock on the simulator, labelled
+//! simulated), warm-up, median and spread of many runs, fresh random inputs rotated over
+//! buffers several times the L2 size, and every method's result checked against a CPU
+//! reference before its time is recorded. [`report`] writes JSON and Markdown, [`plot`] the
+//! figures.
+
+pub mod plot;
+pub mod report;
+
+use cudarc::driver::PushKernelArg;
+use rand::{SeedableRng, rngs::SmallRng};
+use serde::{Deserialize, Serialize};
+
+use gpu_reduce::{BackendKind, Context, DeviceBuffer};
+use crate::cub::Cub;
+use gpu_reduce::{Error, Result};
+use gpu_reduce::Reduction;
+use gpu_reduce::{ScanKind, ScanOperator};
+use crate::scan_table::TableElement;
+
+/// What a measurement belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// Sum of all elements.
+    Reduce,
+    /// Inclusive prefix sum.
+    Scan,
+}
+
+/// Element types of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    F32,
+    F64,
+    I32,
+}
+
+impl Dtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F64 => "f64",
+            Dtype::I32 => "i32",
+        }
+    }
+}
+
+/// Whose code a measured method is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// This library's production kernels.
+    Ours,
+    /// The seeds' teaching kernels.
+    Ladder,
+    /// CUB, through the shim.
+    Cub,
+    /// The memory limit: a device copy or the read-only streaming kernel.
+    Limit,
+}
+
+/// One method at one size and type.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Measurement {
+    /// "reduce", "scan", or "memory" for the limits.
+    pub op: String,
+    pub dtype: String,
+    pub n: u64,
+    pub method: String,
+    pub family: Family,
+    /// Bytes the method must move (read + written) once.
+    pub bytes: u64,
+    pub median_ms: f64,
+    /// Spread: min, 10th and 90th percentile, max of the timed runs (`None` where only the
+    /// median is known).
+    pub min_ms: Option<f64>,
+    pub p10_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub runs: usize,
+    /// `bytes / median`, 10^9 B/s; `None` on the simulator (its times say nothing of a GPU).
+    pub gb_per_s: Option<f64>,
+    /// The result matched the CPU reference.
+    pub checked: bool,
+}
+
+/// What a sweep covers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SweepConfig {
+    pub ops: Vec<Op>,
+    pub dtypes: Vec<Dtype>,
+    pub sizes: Vec<u64>,
+    pub iters: usize,
+    pub warmup: usize,
+    pub ladder: bool,
+    pub seed: u64,
+}
+
+/// The machine a sweep ran on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Machine {
+    /// "cuda" or "sim".
+    pub backend: String,
+    pub device: String,
+    pub compute_capability: String,
+    pub multiprocessors: u32,
+    pub l2_bytes: usize,
+    pub memory_bytes: usize,
+    /// e.g. "13.0"; empty on the simulator.
+    pub cuda_driver: String,
+    pub ptx_arch: String,
+    /// CUB_VERSION of the shim, when it was loaded.
+    pub cub_version: Option<i32>,
+    /// UTC, RFC 3339.
+    pub date: String,
+    /// The command line that produced the sweep.
+    pub command: String,
+}
+
+/// A whole sweep: where, what, and every measurement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sweep {
+    pub machine: Machine,
+    pub config: SweepConfig,
+    pub measurements: Vec<Measurement>,
+    /// Sizes left out, and why (does not fit in device memory, ...).
+    pub skipped: Vec<String>,
+}
+
+impl Sweep {
+    /// Every measured result matched its CPU reference.
+    pub fn all_checked(&self) -> bool {
+        self.measurements.iter().all(|m| m.checked)
+    }
+}
+
+/// Parse a size list: comma-separated items, each a number (`1000`, `1e6`, `2^20`) or a range
+/// of powers of two `2^A..2^B` (every power from A to B).
+pub fn parse_sizes(s: &str) -> std::result::Result<Vec<u64>, String> {
+    let one = |t: &str| -> std::result::Result<u64, String> {
+        let t = t.trim();
+        if let Some(e) = t.strip_prefix("2^") {
+            let e: u32 = e.parse().map_err(|_| format!("bad exponent in {t:?}"))?;
+            return 1u64
+                .checked_shl(e)
+                .filter(|_| e < 63)
+                .ok_or_else(|| format!("{t} is too large"));
+        }
+        if let Some((m, e)) = t.split_once(['e', 'E']) {
+            let m: u64 = m.parse().map_err(|_| format!("bad size {t:?}"))?;
+            let e: u32 = e.parse().map_err(|_| format!("bad size {t:?}"))?;
+            return 10u64
+                .checked_pow(e)
+                .and_then(|p| p.checked_mul(m))
+                .ok_or_else(|| format!("{t} is too large"));
+        }
+        t.parse().map_err(|_| format!("bad size {t:?}"))
+    };
+    let mut out = Vec::new();
+    for item in s.split(',').filter(|t| !t.trim().is_empty()) {
+        if let Some((a, b)) = item.split_once("..") {
+            let (a, b) = (one(a)?, one(b)?);
+            if !a.is_power_of_two() || !b.is_power_of_two() || a > b {
+                return Err(format!(
+                    "range {item:?}: both ends powers of two, the first not above the second"
+                ));
+            }
+            let mut x = a;
+            while x <= b {
+                out.push(x);
+                x *= 2;
+            }
+        } else {
+            out.push(one(item)?);
+        }
+    }
+    if out.is_empty() || out.contains(&0) {
+        return Err(format!("{s:?}: give at least one size, none of them 0"));
+    }
+    Ok(out)
+}
+
+/// Element types of the sweep: random data, a checked sum, a checked scan, CUB.
+pub trait SweepElement: TableElement + crate::cub::CubSum {
+    const SWEEP_DTYPE: Dtype;
+    /// Does `got` match the sum of `data` (exact for integers, within the reduction's error
+    /// bound for floats)?
+    fn sum_ok(got: Self, data: &[Self]) -> bool;
+}
+
+impl SweepElement for f32 {
+    const SWEEP_DTYPE: Dtype = Dtype::F32;
+    fn sum_ok(got: Self, data: &[Self]) -> bool {
+        let (exact, abs) = crate::cpu::sum_f64(data);
+        (got as f64 - exact).abs() <= crate::cpu::f32_sum_bound(data.len() as u64, abs)
+    }
+}
+impl SweepElement for f64 {
+    const SWEEP_DTYPE: Dtype = Dtype::F64;
+    fn sum_ok(got: Self, data: &[Self]) -> bool {
+        let exact: f64 = data.iter().sum();
+        let abs: f64 = data.iter().map(|x| x.abs()).sum();
+        (got - exact).abs()
+            <= crate::cpu::sum_bound(data.len() as u64, 8, f64::EPSILON, abs) + 1e-300
+    }
+}
+impl SweepElement for i32 {
+    const SWEEP_DTYPE: Dtype = Dtype::I32;
+    fn sum_ok(got: Self, data: &[Self]) -> bool {
+        got == data.iter().fold(0i32, |a, &x| a.wrapping_add(x))
+    }
+}
+
+/// The read-only streaming kernel that measures the memory limit.
+pub trait StreamExt {
+    /// XOR of the 32-bit words of `input` (its byte length a multiple of 4), through the
+    /// read-only streaming kernel; `partials` is the per-warp scratch ([`StreamExt::stream_shape`]
+    /// gives how many). Exists to measure the read bandwidth limit.
+    fn stream_read_xor<T: cudarc::driver::DeviceRepr>(
+        &self,
+        input: &DeviceBuffer<T>,
+        partials: &mut DeviceBuffer<u32>,
+    ) -> Result<()>;
+
+    /// Grid and block of the streaming kernel: enough warps to keep the memory busy.
+    fn stream_shape(&self) -> (u32, u32);
+}
+
+impl StreamExt for Context {
+    fn stream_read_xor<T: cudarc::driver::DeviceRepr>(
+        &self,
+        input: &DeviceBuffer<T>,
+        partials: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let bytes = input.len() * std::mem::size_of::<T>();
+        if !bytes.is_multiple_of(4) {
+            return Err(Error::InvalidArgument(format!(
+                "stream_read_xor: {bytes} bytes is not a whole number of 32-bit words"
+            )));
+        }
+        let (grid, block) = self.stream_shape();
+        if partials.len() < (grid * block / 32) as usize {
+            return Err(Error::InvalidArgument(format!(
+                "stream_read_xor: {} partials, {} needed",
+                partials.len(),
+                grid * block / 32
+            )));
+        }
+        let words = (bytes / 4) as u64;
+        let (i, p) = (self.device_addr(input)?, self.device_addr(&*partials)?);
+        // SAFETY: stream_read_u32's arguments; `partials` holds one word per warp.
+        unsafe {
+            self.launch(
+                &crate::TOOL_KERNELS,
+                "stream_read_u32",
+                gpu_reduce::LaunchShape::linear(grid, block, 0),
+                |b| {
+                    b.arg(&i).arg(&words).arg(&p);
+                },
+                || tool_kernels::stream::stream_read_u32(i as *const u32, words, p as *mut u32),
+            )
+        }
+    }
+
+    fn stream_shape(&self) -> (u32, u32) {
+        match self.backend_kind() {
+            BackendKind::Cuda => (self.info().multiprocessors.max(1) * 8, 256),
+            BackendKind::Sim => (2, 64),
+        }
+    }
+}
+
+/// Enough buffers of `bytes` that cycling through them overflows the L2 several times, within
+/// a share of the free memory (the simulator has no cache to defeat: two).
+fn rotation(ctx: &Context, bytes: usize) -> Result<usize> {
+    if ctx.backend_kind() == BackendKind::Sim {
+        return Ok(2);
+    }
+    let l2 = ctx.info().l2_bytes.max(1);
+    let free = ctx.free_memory()?;
+    let want = (4 * l2).div_ceil(bytes.max(1)).clamp(2, 64);
+    // Inputs, plus an output and scratch of about the same size.
+    let fit = (free.saturating_sub(256 << 20) / 3) / bytes.max(1);
+    if fit < 1 {
+        return Err(Error::OutOfMemory { bytes });
+    }
+    Ok(want.min(fit))
+}
+
+/// Run the sweep; `progress` is told what is being measured (one call per measurement).
+pub fn run_sweep(
+    ctx: &Context,
+    cub: Option<&Cub>,
+    config: &SweepConfig,
+    command: &str,
+    mut progress: impl FnMut(&str),
+    mut step_done: impl FnMut(),
+) -> Result<Sweep> {
+    let d = ctx.info();
+    let machine = Machine {
+        backend: match d.backend {
+            BackendKind::Cuda => "cuda".into(),
+            BackendKind::Sim => "sim".into(),
+        },
+        device: d.name.clone(),
+        compute_capability: format!("{}.{}", d.compute_capability.0, d.compute_capability.1),
+        multiprocessors: d.multiprocessors,
+        l2_bytes: d.l2_bytes,
+        memory_bytes: d.total_memory,
+        cuda_driver: if d.driver_version > 0 {
+            format!(
+                "{}.{}",
+                d.driver_version / 1000,
+                d.driver_version % 1000 / 10
+            )
+        } else {
+            String::new()
+        },
+        ptx_arch: gpu_reduce::PTX_ARCH.to_string(),
+        cub_version: cub.map(|c| c.version()),
+        date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        command: command.to_string(),
+    };
+    let mut sweep = Sweep {
+        machine,
+        config: config.clone(),
+        measurements: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for &n in &config.sizes {
+        for (i, &dt) in config.dtypes.iter().enumerate() {
+            let seed = config.seed ^ (n << 8) ^ i as u64;
+            let r = match dt {
+                Dtype::F32 => sweep_one::<f32>(ctx, cub, config, n, seed, &mut progress),
+                Dtype::F64 => sweep_one::<f64>(ctx, cub, config, n, seed, &mut progress),
+                Dtype::I32 => sweep_one::<i32>(ctx, cub, config, n, seed, &mut progress),
+            };
+            match r {
+                Ok(m) => sweep.measurements.extend(m),
+                Err(Error::OutOfMemory { bytes }) => sweep.skipped.push(format!(
+                    "{} n = {n}: does not fit in device memory ({bytes} bytes asked)",
+                    dt.name()
+                )),
+                Err(e) => return Err(e),
+            }
+            step_done();
+        }
+    }
+    Ok(sweep)
+}
+
+/// Spread of a set of timings.
+fn spread(times: &[f64]) -> (f64, f64, f64, f64, f64) {
+    let mut v = times.to_vec();
+    v.sort_by(f64::total_cmp);
+    let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+    let median = crate::stats::summarize(&v).map_or(f64::NAN, |s| s.median);
+    (median, v[0], q(0.1), q(0.9), v[v.len() - 1])
+}
+
+fn sweep_one<T: SweepElement>(
+    ctx: &Context,
+    cub: Option<&Cub>,
+    cfg: &SweepConfig,
+    n: u64,
+    seed: u64,
+    progress: &mut impl FnMut(&str),
+) -> Result<Vec<Measurement>> {
+    let size = std::mem::size_of::<T>();
+    let nu = usize::try_from(n).map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
+    let bytes = nu
+        .checked_mul(size)
+        .ok_or(Error::OutOfMemory { bytes: usize::MAX })?;
+    let r = rotation(ctx, bytes)?;
+    let sim = ctx.backend_kind() == BackendKind::Sim;
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut hosts: Vec<Vec<T>> = Vec::with_capacity(r);
+    let mut inputs = Vec::with_capacity(r);
+    for _ in 0..r {
+        let data: Vec<T> = (0..nu).map(|_| T::random(&mut rng)).collect();
+        inputs.push(ctx.htod(&data)?);
+        hosts.push(data);
+    }
+    let mut out = ctx.alloc_zeros::<T>(nu)?;
+    let mut k = 0usize;
+    let mut next = move || {
+        k += 1;
+        k % r
+    };
+    let mut rows = Vec::new();
+    let mut ladder_rows = Vec::new();
+    let mut record =
+        |op: &str, method: &str, family: Family, moved: u64, times: &[f64], checked: bool| {
+            let (median, min, p10, p90, max) = spread(times);
+            rows.push(Measurement {
+                op: op.into(),
+                dtype: T::SWEEP_DTYPE.name().into(),
+                n,
+                method: method.into(),
+                family,
+                bytes: moved,
+                median_ms: median,
+                min_ms: Some(min),
+                p10_ms: Some(p10),
+                p90_ms: Some(p90),
+                max_ms: Some(max),
+                runs: times.len(),
+                gb_per_s: (!sim).then(|| crate::stats::gb_per_s(moved, median)),
+                checked,
+            });
+        };
+    let (it, wu) = (cfg.iters, cfg.warmup);
+    let b = bytes as u64;
+
+    // The memory limits, for this size and type.
+    progress(&format!("{} n={n}: device copy", T::SWEEP_DTYPE.name()));
+    ctx.copy_into(&inputs[0], &mut out, 0)?;
+    let ok = ctx.dtoh(&out)? == hosts[0];
+    let t = ctx.time_ms(wu, it, || ctx.copy_into(&inputs[next()], &mut out, 0))?;
+    record(
+        "memory",
+        "device copy (read + write)",
+        Family::Limit,
+        2 * b,
+        &t,
+        ok,
+    );
+
+    progress(&format!(
+        "{} n={n}: read-only stream",
+        T::SWEEP_DTYPE.name()
+    ));
+    let (g, bl) = ctx.stream_shape();
+    let mut partials = ctx.alloc_zeros::<u32>((g * bl / 32) as usize)?;
+    if bytes.is_multiple_of(4) {
+        ctx.stream_read_xor(&inputs[0], &mut partials)?;
+        let got = ctx.dtoh(&partials)?.iter().fold(0u32, |a, &x| a ^ x);
+        let want = xor_words(&hosts[0]);
+        let t = ctx.time_ms(wu, it, || {
+            ctx.stream_read_xor(&inputs[next()], &mut partials)
+        })?;
+        record(
+            "memory",
+            "read-only stream",
+            Family::Limit,
+            b,
+            &t,
+            got == want,
+        );
+    }
+
+    if cfg.ops.contains(&Op::Reduce) {
+        progress(&format!("{} n={n}: reduce", T::SWEEP_DTYPE.name()));
+        let mut res = ctx.alloc_zeros::<T>(1)?;
+        let ok = T::sum_ok(ctx.reduce(&inputs[0], Reduction::Sum)?, &hosts[0]);
+        let t = ctx.time_ms(wu, it, || {
+            ctx.reduce_into(&inputs[next()], Reduction::Sum, &mut res)
+        })?;
+        record("reduce", "ours: sum (one launch)", Family::Ours, b, &t, ok);
+        if let Some(c) = cub {
+            let run = cub_sum_runner::<T>(c, ctx, &inputs, &res)?;
+            run(0)?;
+            let ok = T::sum_ok(ctx.dtoh(&res)?[0], &hosts[0]);
+            let t = ctx.time_ms(wu, it, || run(next()))?;
+            record("reduce", "CUB DeviceReduce::Sum", Family::Cub, b, &t, ok);
+        }
+        if cfg.ladder && n <= u32::MAX as u64 {
+            progress(&format!(
+                "{} n={n}: reduction ladder",
+                T::SWEEP_DTYPE.name()
+            ));
+            let dt = match T::SWEEP_DTYPE {
+                Dtype::F32 => crate::ladder::LadderDtype::F32,
+                Dtype::F64 => crate::ladder::LadderDtype::F64,
+                Dtype::I32 => crate::ladder::LadderDtype::I32,
+            };
+            for row in crate::ladder::run_ladder_seeded(ctx, nu, dt, it, wu, seed)? {
+                ladder_rows.push(Measurement {
+                    op: "reduce".into(),
+                    dtype: T::SWEEP_DTYPE.name().into(),
+                    n,
+                    method: format!("ladder: {} (seed {})", row.kernel, row.seed),
+                    family: Family::Ladder,
+                    bytes: b,
+                    median_ms: row.median_ms,
+                    min_ms: None,
+                    p10_ms: None,
+                    p90_ms: None,
+                    max_ms: None,
+                    runs: it,
+                    gb_per_s: row.gb_per_s.is_finite().then_some(row.gb_per_s),
+                    checked: row.checked,
+                });
+            }
+        }
+    }
+
+    if cfg.ops.contains(&Op::Scan) {
+        progress(&format!("{} n={n}: scan", T::SWEEP_DTYPE.name()));
+        let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
+        ctx.memset_zeros(&mut out)?;
+        ctx.scan(&inputs[0], &mut out, op, incl)?;
+        let ok = T::check(&ctx.dtoh(&out)?, &hosts[0]);
+        let t = ctx.time_ms(wu, it, || ctx.scan(&inputs[next()], &mut out, op, incl))?;
+        record(
+            "scan",
+            "ours: inclusive sum (one pass)",
+            Family::Ours,
+            2 * b,
+            &t,
+            ok,
+        );
+        if let Some(c) = cub {
+            // One prepared call per input buffer (each owns its scratch).
+            let mut runners = Vec::with_capacity(r);
+            for input in &inputs {
+                match T::cub_inclusive_sum(c, ctx, input, &mut out) {
+                    Some(x) => runners.push(x?),
+                    None => break,
+                }
+            }
+            if runners.len() == r {
+                ctx.memset_zeros(&mut out)?;
+                runners[0].run()?;
+                let ok = T::check(&ctx.dtoh(&out)?, &hosts[0]);
+                let t = ctx.time_ms(wu, it, || runners[next()].run())?;
+                record(
+                    "scan",
+                    "CUB DeviceScan::InclusiveSum",
+                    Family::Cub,
+                    2 * b,
+                    &t,
+                    ok,
+                );
+            }
+        }
+    }
+    rows.extend(ladder_rows);
+    Ok(rows)
+}
+
+/// XOR of the 32-bit words of `data` (as the streaming kernel folds them).
+fn xor_words<T: Copy>(data: &[T]) -> u32 {
+    let bytes = std::mem::size_of_val(data);
+    // SAFETY: plain numeric elements; every byte is initialised.
+    let raw = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, bytes) };
+    raw.as_chunks::<4>()
+        .0
+        .iter()
+        .fold(0u32, |a, w| a ^ u32::from_ne_bytes(*w))
+}
+
+/// CUB's sum over input `i` into `res[0]`, scratch allocated once.
+fn cub_sum_runner<'a, T: SweepElement>(
+    cub: &'a Cub,
+    ctx: &'a Context,
+    inputs: &'a [DeviceBuffer<T>],
+    res: &DeviceBuffer<T>,
+) -> Result<impl Fn(usize) -> Result<()> + 'a> {
+    let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
+        return Err(Error::InvalidArgument("CUB needs the CUDA backend".into()));
+    };
+    cuda_ctx
+        .bind_to_thread()
+        .map_err(|e| Error::InvalidArgument(format!("binding the context: {e}")))?;
+    let n = inputs[0].len() as u64;
+    let temp_bytes = cub
+        .temp_bytes_sum::<T>(n)
+        .map_err(|e| Error::InvalidArgument(format!("CUB: {e}")))?;
+    let temp = ctx.alloc_zeros::<u8>(temp_bytes.max(1))?;
+    let (temp_addr, out_addr) = (ctx.device_addr(&temp)?, ctx.device_addr(res)?);
+    let stream = cuda_stream.cu_stream() as usize;
+    Ok(move |i: usize| -> Result<()> {
+        let _keep = &temp;
+        // SAFETY: device buffers of this context, alive for the whole benchmark.
+        unsafe {
+            cub.sum::<T>(
+                temp_addr,
+                temp_bytes,
+                ctx.device_addr(&inputs[i])?,
+                out_addr,
+                n,
+                stream as *mut std::ffi::c_void,
+            )
+        }
+        .map_err(|e| Error::InvalidArgument(format!("CUB: {e}")))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_sizes("2^10..2^12").unwrap(), vec![1024, 2048, 4096]);
+        assert_eq!(parse_sizes("100,1e3,2^4").unwrap(), vec![100, 1000, 16]);
+        assert!(parse_sizes("2^12..2^10").unwrap_err().contains("range"));
+        assert!(parse_sizes("0").is_err());
+        assert!(parse_sizes("abc").unwrap_err().contains("bad size"));
+        assert!(parse_sizes("2^70").is_err());
+        assert!(parse_sizes("3..8").is_err());
+    }
+
+    #[test]
+    fn spread_orders() {
+        let (med, min, p10, p90, max) = spread(&[5.0, 1.0, 3.0, 2.0, 4.0]);
+        assert_eq!((med, min, max), (3.0, 1.0, 5.0));
+        assert!(p10 <= med && med <= p90);
+    }
+
+    #[test]
+    fn xor_of_words() {
+        assert_eq!(xor_words(&[1u32, 2, 4]), 7);
+        assert_eq!(xor_words(&[1.0f64]), 0x3ff0_0000);
+    }
+}

@@ -1,0 +1,111 @@
+//! The CLI's behaviour on bad input, on any machine: clap errors exit 2; missing driver, missing
+//! device or a bad ordinal print a message and exit 1, never panic.
+
+use std::process::Command;
+
+fn host(args: &[&str]) -> (i32, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn malformed_arguments_exit_2() {
+    for args in [
+        &["reduce", "--n", "abc"][..],
+        &["reduce", "--iters", "0"],
+        &["reduce", "--bogus"],
+        &["no-such-command"],
+        &["bench", "--sizes", "2^12..2^10"],
+        &["bench", "--sizes", "0"],
+        &["bench", "--ops", "sort"],
+        &["bench", "--dtypes", "f16"],
+    ] {
+        let (code, text) = host(args);
+        assert_eq!(code, 2, "{args:?}: {text}");
+        assert!(text.contains("error"), "{args:?}: {text}");
+    }
+}
+
+#[test]
+fn missing_gpu_or_bad_device_is_a_clean_error() {
+    // What this machine has decides which error is due; each branch asserts its own message.
+    let (code, text, expect) = match gpu_reduce::device_count() {
+        Err(gpu_reduce::Error::NoDriver) => {
+            let (c, t) = host(&["reduce", "--n", "10", "--backend", "cuda"]);
+            (c, t, "no CUDA driver")
+        }
+        Ok(0) => {
+            let (c, t) = host(&["reduce", "--n", "10", "--backend", "cuda"]);
+            (c, t, "found no GPU")
+        }
+        Ok(n) => {
+            let (c, t) = host(&["reduce", "--n", "10", "--device", &n.to_string()]);
+            (c, t, "out of range")
+        }
+        Err(e) => panic!("unexpected driver state: {e}"),
+    };
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(expect), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+}
+
+#[test]
+fn simulator_backend_runs_and_says_so() {
+    let (code, text) = host(&["reduce", "--backend", "sim", "--n", "100000", "--seed", "1"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("backend: sim"), "{text}");
+    assert!(text.contains(": correct"), "{text}");
+    assert!(
+        text.contains("SIMULATED") && !text.contains("GB/s"),
+        "{text}"
+    );
+}
+
+#[test]
+fn auto_backend_says_which_it_used() {
+    let (code, text) = host(&["reduce", "--n", "5000", "--iters", "1"]);
+    assert_eq!(code, 0, "{text}");
+    let expect = match gpu_reduce::device_count() {
+        Ok(n) if n > 0 => "backend: cuda",
+        _ => "backend: sim",
+    };
+    assert!(text.contains(expect), "{text}");
+}
+
+#[test]
+fn bench_on_the_simulator_writes_its_reports() {
+    let dir = std::env::temp_dir().join(format!("gpu-reduce-cli-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.to_str().unwrap();
+    let (code, text) = host(&[
+        "bench",
+        "--backend",
+        "sim",
+        "--sizes",
+        "2^10",
+        "--dtypes",
+        "i32",
+        "--iters",
+        "1",
+        "--quiet",
+        "--out",
+        out,
+    ]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("| scan | i32 | 2^10 |"), "{text}");
+    let sweep = gpu_reduce_tools::bench::report::read_json(&dir.join("results.json")).unwrap();
+    assert_eq!(sweep.machine.backend, "sim");
+    assert!(sweep.all_checked() && !sweep.measurements.is_empty());
+    for f in ["results.md", "reduce-i32-time.png", "scan-i32-time.svg"] {
+        assert!(dir.join(f).metadata().unwrap().len() > 0, "{f}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
