@@ -19,7 +19,12 @@ fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let sass: Vec<String> = std::env::var("GPU_REDUCE_SASS")
         .ok()
-        .map(|v| v.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect())
+        .map(|v| {
+            v.split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default();
     let artifact = ptx_builder::PtxBuild::new(&src, &arch)
         .map(|b| {

@@ -69,13 +69,19 @@ mod tests {
             <Min as ScanByKeyInstance<u64, f32>>::KERNEL.name,
         ];
         for n in names {
-            let ptx = super::BUILTIN.ptx(n).unwrap_or_else(|| panic!("no module for {n}"));
+            let ptx = super::BUILTIN
+                .ptx(n)
+                .unwrap_or_else(|| panic!("no module for {n}"));
             assert!(ptx.contains(&format!(".entry {n}(")), "{n}");
             assert!(ptx.contains(&format!(".target {}", super::PTX_ARCH)));
         }
         let entries: Vec<_> = super::BUILTIN.entries().collect();
         assert!(entries.windows(2).all(|w| w[0] < w[1]), "index sorted");
         // The library's PTX holds its own kernels only (no ladder, stream or test kernels).
-        assert!(entries.iter().all(|e| e.starts_with("reduce_") || e.starts_with("scan_")));
+        assert!(
+            entries
+                .iter()
+                .all(|e| e.starts_with("reduce_") || e.starts_with("scan_"))
+        );
     }
 }

@@ -85,7 +85,12 @@ pub trait DeviceElement:
 
 macro_rules! element {
     ($t:ty, int) => {
-        element!($t, Some(<BitAnd as ReduceInstance<$t>>::KERNEL), Some(<BitOr as ReduceInstance<$t>>::KERNEL), Some(<BitXor as ReduceInstance<$t>>::KERNEL));
+        element!(
+            $t,
+            Some(<BitAnd as ReduceInstance<$t>>::KERNEL),
+            Some(<BitOr as ReduceInstance<$t>>::KERNEL),
+            Some(<BitXor as ReduceInstance<$t>>::KERNEL)
+        );
     };
     ($t:ty, float) => {
         element!($t, None, None, None);
@@ -176,7 +181,8 @@ impl Context {
         // second wave, 5-7% slower on an H200), or the test override. Never changes a bit.
         let limit = match (ws.grid_override, &self.backend) {
             (0, Backend::Cuda(_)) => {
-                self.info().multiprocessors.max(1) * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?
+                self.info().multiprocessors.max(1)
+                    * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?
             }
             (0, Backend::Sim) => u32::MAX,
             (g, _) => g,

@@ -315,7 +315,12 @@ impl Context {
         op: ScanOperator,
         kind: ScanKind,
     ) -> Result<()> {
-        self.scan_view(&crate::BUILTIN, T::scan_kernel(op, kind), input.into(), output)
+        self.scan_view(
+            &crate::BUILTIN,
+            T::scan_kernel(op, kind),
+            input.into(),
+            output,
+        )
     }
 
     /// [`Context::scan`] in place: `data` is overwritten with its scan.
@@ -327,7 +332,13 @@ impl Context {
     ) -> Result<()> {
         self.check(&[data.backend()])?;
         let a = self.addr(data);
-        self.launch_scan(&crate::BUILTIN, T::scan_kernel(op, kind), a, a, data.len() as u64)
+        self.launch_scan(
+            &crate::BUILTIN,
+            T::scan_kernel(op, kind),
+            a,
+            a,
+            data.len() as u64,
+        )
     }
 
     /// Inclusive sum, the most common scan.

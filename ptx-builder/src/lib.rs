@@ -33,7 +33,13 @@
 //!    per architecture, so the driver has nothing to JIT on those GPUs.
 //!
 //! With `GPU_REDUCE_PTX_DIR` set, steps 1-4 are skipped: the whole-module PTX is read from
-//! `<dir>/<crate>.ptx` (what `cargo xtask build-ptx` writes), for machines without rustup.
+//! `<dir>/<crate>.ptx`, for machines without rustup or the nightly. That file is what
+//! `cargo xtask build-ptx` (or any build) writes as `<target_dir>/<arch>/<crate>.ptx`, so
+//! `GPU_REDUCE_PTX_DIR=<workspace>/target/ptx/sm_80` reuses a workspace build.
+//!
+//! The kernel crate needs what any `no_std` staticlib for `nvptx64` needs: a `#[panic_handler]`
+//! (on `target_arch = "nvptx64"`) and its kernels as `#[unsafe(no_mangle)] extern "ptx-kernel"`
+//! functions.
 //!
 //! A build script uses it as
 //!

@@ -2,8 +2,8 @@
 //! panic: empty input, short outputs, views out of range, mismatched lengths, operators that do
 //! not apply, requests larger than the device's memory.
 
-use gpu_reduce_tools::scan_ladder::ScanLadderExt;
 use gpu_reduce::{Context, Error, Reduction, ScanKind, ScanOperator};
+use gpu_reduce_tools::scan_ladder::ScanLadderExt;
 
 fn invalid<T: std::fmt::Debug>(r: gpu_reduce::Result<T>, what: &str) {
     match r {

@@ -9,9 +9,9 @@ pub mod reductions;
 pub mod scans;
 pub mod stress;
 
-use gpu_reduce_tools::conformance::{As64, Shfl};
 use gpu_reduce::{Context, Error};
 use gpu_reduce_tools::conformance::Conformance;
+use gpu_reduce_tools::conformance::{As64, Shfl};
 use gpu_reduce_tools::cpu;
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
@@ -282,9 +282,5 @@ pub fn check_bad_requests(ctx: &Context) {
         Err(Error::InvalidArgument(_))
     ));
     let (want, _) = cpu::sum_f64(&ctx.dtoh(&input).unwrap());
-    approx::assert_relative_eq!(
-        ctx.sum(&input).unwrap() as f64,
-        want,
-        max_relative = 1e-4
-    );
+    approx::assert_relative_eq!(ctx.sum(&input).unwrap() as f64, want, max_relative = 1e-4);
 }

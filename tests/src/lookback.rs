@@ -1,10 +1,10 @@
 //! Test bodies of the production single-pass (decoupled look-back) scan and the scan by key,
 //! shared by the simulator tests and their GPU twins.
 
-use gpu_reduce_tools::conformance::Conformance;
 use gpu_reduce::{ByKeyKernel, ScanElement};
-use gpu_reduce_tools::cpu::{cpu_scan, cpu_scan_by_key};
 use gpu_reduce::{Context, Error, ScanKind, ScanOperator};
+use gpu_reduce_tools::conformance::Conformance;
+use gpu_reduce_tools::cpu::{cpu_scan, cpu_scan_by_key};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 use crate::reductions::{TestElem, data};

@@ -1,16 +1,16 @@
 //! Prefix-scan checks shared by every scan's tests: [`check_scan`] compares a device scan with
 //! independent CPU references, and the bodies of the teaching scans' tests (BIT and BCAO,
-//! `gpu_reduce::scan_ladder`) that run on the simulator (`tests/scan_ladder_sim.rs`) and on the
+//! `gpu_reduce_tools::scan_ladder`) that run on the simulator (`tests/scan_ladder_sim.rs`) and on the
 //! GPU (`tests/scan_ladder_gpu.rs`).
 //!
 //! References: integer sums wrap, so they are compared exactly (in any order the wrapped sum is
 //! the same); min and max are exact operations, compared bit for bit; float sums against a
 //! compensated f64 scan, within a bound that grows with the rounding depth of the scan.
 
-use gpu_reduce_tools::scan_ladder::ScanLadderExt;
+use gpu_reduce::{Context, ScanKind, ScanOperator};
 use gpu_reduce_tools::cpu::cpu_scan;
 use gpu_reduce_tools::scan_ladder::ScanLadderElement;
-use gpu_reduce::{Context, ScanKind, ScanOperator};
+use gpu_reduce_tools::scan_ladder::ScanLadderExt;
 use rand::{SeedableRng, rngs::SmallRng};
 
 use crate::reductions::TestElem;

@@ -2,8 +2,8 @@
 //! sizes, every recursion level up to n > 2^30, and agreement with the simulator bit for bit.
 //! `#[ignore]`d: run with `cargo xtask test --gpu`.
 
-use gpu_reduce_tools::scan_ladder::{bcao_plan, bit_plan};
 use gpu_reduce::{ScanKind, ScanOperator};
+use gpu_reduce_tools::scan_ladder::{bcao_plan, bit_plan};
 use integration_tests::scans::*;
 use integration_tests::{gpu, sim};
 

@@ -4,8 +4,8 @@
 //! BCAO), plus the sizes that need a further level of each recursion, against the CPU
 //! references of `integration_tests::scans`. Run everywhere, CI included.
 
-use gpu_reduce_tools::scan_ladder::{ScanLadderStep, ScanLaunch, bcao_plan, bit_plan};
 use gpu_reduce::{ScanKind, ScanOperator};
+use gpu_reduce_tools::scan_ladder::{ScanLadderStep, ScanLaunch, bcao_plan, bit_plan};
 use integration_tests::scans::*;
 use integration_tests::sim;
 use proptest::prelude::*;

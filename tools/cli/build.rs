@@ -9,7 +9,7 @@ fn main() {
     let src = manifest.join("../kernels");
     ptx_builder::emit_rerun_if_changed(&src);
     // The tool kernels use the library's hardware layer: rebuild when it changes too.
-    ptx_builder::emit_rerun_if_changed(&manifest.join("../../kernels"));
+    ptx_builder::emit_rerun_if_changed(manifest.join("../../kernels"));
     let arch = std::env::var("KERNELS_ARCH").unwrap_or_else(|_| ptx_builder::DEFAULT_ARCH.into());
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let artifact = ptx_builder::PtxBuild::new(&src, &arch)

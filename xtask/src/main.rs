@@ -96,7 +96,10 @@ fn build_ptx(root: &Path, arch: &str, out: Option<&Path>) -> Res<PtxArtifact> {
         );
         if let Some(dir) = out {
             std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-            let name = art.ptx_path.file_name().ok_or("PTX path has no file name")?;
+            let name = art
+                .ptx_path
+                .file_name()
+                .ok_or("PTX path has no file name")?;
             copy(&art.ptx_path, &dir.join(name))?;
         }
         match ptx_builder::find_ptxas().map_err(|e| e.to_string())? {
@@ -125,7 +128,10 @@ fn assemble_modules(
     arch: &str,
 ) -> Res<Vec<ptx_builder::KernelResources>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunks: Vec<_> = art.modules.chunks(art.modules.len().div_ceil(threads).max(1)).collect();
+    let chunks: Vec<_> = art
+        .modules
+        .chunks(art.modules.len().div_ceil(threads).max(1))
+        .collect();
     let results: Vec<Res<Vec<_>>> = std::thread::scope(|s| {
         let handles: Vec<_> = chunks
             .iter()
@@ -133,9 +139,9 @@ fn assemble_modules(
                 s.spawn(move || {
                     let mut rows = Vec::new();
                     for m in *chunk {
-                        rows.extend(ptx_builder::ptxas_report(ptxas, &m.path, arch).map_err(|e| {
-                            format!("the PTX module of {} does not assemble: {e}", m.entry)
-                        })?);
+                        rows.extend(ptx_builder::ptxas_report(ptxas, &m.path, arch).map_err(
+                            |e| format!("the PTX module of {} does not assemble: {e}", m.entry),
+                        )?);
                     }
                     Ok(rows)
                 })
@@ -143,7 +149,10 @@ fn assemble_modules(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a ptxas thread panicked".into())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a ptxas thread panicked".into()))
+            })
             .collect()
     });
     let mut rows = Vec::new();
@@ -338,7 +347,10 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
     // The CUB baseline is compiled on the GPU machine (nvcc is there, not here).
     std::fs::create_dir_all(out.join("cub")).map_err(|e| e.to_string())?;
     for f in ["cub_shim.cu", "build.sh"] {
-        copy(&root.join("tools/cli/cub").join(f), &out.join("cub").join(f))?;
+        copy(
+            &root.join("tools/cli/cub").join(f),
+            &out.join("cub").join(f),
+        )?;
     }
     let run_sh = out.join("run.sh");
     std::fs::write(&run_sh, RUN_SH).map_err(|e| e.to_string())?;

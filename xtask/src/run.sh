@@ -5,7 +5,8 @@
 # 003's scan table (BIT, BCAO, decoupled look-back, CUB). Logs go to $OUT (or ./out), the
 # sweep's JSON, table and plots to $OUT/bench; a short summary is printed last. STEPS (default
 # "tests reduce ladder bench scan"; also "sanitize": every kernel under compute-sanitizer's
-# memcheck, racecheck, synccheck and initcheck) picks steps; BENCH_ARGS and SCAN_ARGS are passed to
+# memcheck, racecheck, synccheck and initcheck; "coldstart": `host info --verbose` in fresh
+# processes, three with the driver's JIT cache emptied first, then three with it warm) picks steps; BENCH_ARGS and SCAN_ARGS are passed to
 # `host bench` and `host scan`.
 set -u -o pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -29,6 +30,15 @@ if has tests; then
         # --include-ignored: the GPU tests and the simulator tests, on the same machine.
         echo "== $(basename "$t")"
         "$t" --include-ignored --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || rc=1
+    done
+fi
+if has coldstart; then
+    # A first sum and a first scan in a fresh process, cold (empty ~/.nv/ComputeCache, as on
+    # every new machine or container) and warm.
+    for run in cold1 cold2 cold3 warm1 warm2 warm3; do
+        case "$run" in cold*) rm -rf "$HOME/.nv/ComputeCache" ;; esac
+        echo "== host info --verbose ($run)"
+        "$here/bin/host" info --verbose 2>&1 | tee -a "$out/coldstart.log" || rc=1
     done
 fi
 if has reduce; then
@@ -93,6 +103,7 @@ echo "== summary (rc=$rc)"
 head -2 "$out/device.txt"
 [ -f "$out/gpu-tests.log" ] && grep -h '^test result' "$out/gpu-tests.log"
 [ -f "$out/sanitize.log" ] && cat "$out/sanitize.log"
+[ -f "$out/coldstart.log" ] && grep -hE '^== host info|driver init|Context::new|first sum|first scan|kernel loads' "$out/coldstart.log"
 [ -f "$out/reduce.log" ] && grep -h '^n = \|^time:' "$out/reduce.log"
 [ -f "$out/bench/results.md" ] && cat "$out/bench/results.md"
 for f in "$out"/scan-*.md; do [ -f "$f" ] && cat "$f"; done

@@ -2,8 +2,8 @@
 
 use cudarc::driver::CudaSlice;
 
-use super::simbuf::SimBuf;
 use super::BackendKind;
+use super::simbuf::SimBuf;
 use crate::error::{Error, Result};
 
 /// A device buffer of `T`, owned; freed when dropped. Made by a [`Context`](crate::Context)

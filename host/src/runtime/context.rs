@@ -6,9 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{
-    CudaContext, CudaStream, DeviceRepr, LaunchArgs, ValidAsZeroBits, sys,
-};
+use cudarc::driver::{CudaContext, CudaStream, DeviceRepr, LaunchArgs, ValidAsZeroBits, sys};
 
 use super::buffer::{Buf, DeviceBuffer, DeviceView};
 use super::mapped::MappedResult;
@@ -65,6 +63,9 @@ pub struct Context {
     info: DeviceInfo,
     /// Scratch of the algorithms, one slot per type (each algorithm owns its type).
     workspaces: Mutex<Vec<(TypeId, Arc<dyn Any + Send + Sync>)>>,
+    /// Kernels this context has launched, by (library, name) address: the launch path finds
+    /// them with two pointer compares instead of the process-wide cache's hashed lookup.
+    launched: Mutex<Vec<(usize, usize, &'static LoadedKernel)>>,
 }
 
 /// Number of CUDA devices, with the absence of a driver as an error rather than a panic.
@@ -194,6 +195,7 @@ impl Context {
             backend,
             info,
             workspaces: Mutex::new(Vec::new()),
+            launched: Mutex::new(Vec::new()),
         }
     }
 
@@ -398,14 +400,23 @@ impl Context {
         lib: &'static KernelLibrary,
         name: &'static str,
     ) -> Result<&'static LoadedKernel> {
+        let key = (lib as *const KernelLibrary as usize, name.as_ptr() as usize);
         match &self.backend {
-            Backend::Cuda(c) => module::load(
-                &c.ctx,
-                self.info.ordinal,
-                self.info.compute_capability,
-                lib,
-                name,
-            ),
+            Backend::Cuda(c) => {
+                let mut seen = self.launched.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(&(_, _, k)) = seen.iter().find(|(l, n, _)| (*l, *n) == key) {
+                    return Ok(k);
+                }
+                let k = module::load(
+                    &c.ctx,
+                    self.info.ordinal,
+                    self.info.compute_capability,
+                    lib,
+                    name,
+                )?;
+                seen.push((key.0, key.1, k));
+                Ok(k)
+            }
             Backend::Sim => Err(Error::InvalidArgument(
                 "internal: the simulator loads no PTX".into(),
             )),

@@ -10,4 +10,4 @@ mod simbuf;
 pub use buffer::{DeviceBuffer, DeviceView};
 pub(crate) use context::Backend;
 pub use context::{BackendKind, Context, DeviceInfo, LaunchShape, device_count};
-pub use module::{EmbeddedModules, KernelLibrary, LoadStats, load_stats};
+pub use module::{EmbeddedModule, EmbeddedModules, KernelLibrary, LoadStats, load_stats};

@@ -18,9 +18,16 @@ use cudarc::nvrtc::Ptx;
 
 use crate::error::{Error, Result};
 
-/// Embedded modules as the PTX builder's index lists them: (entry name, PTX module text,
-/// SASS images by architecture), sorted by entry name.
-pub type EmbeddedModules = &'static [(&'static str, &'static str, &'static [(&'static str, &'static [u8])])];
+/// One embedded module as the PTX builder's index lists it: (entry name, PTX module text, SASS
+/// images by architecture).
+pub type EmbeddedModule = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static [u8])],
+);
+
+/// Embedded modules, sorted by entry name.
+pub type EmbeddedModules = &'static [EmbeddedModule];
 
 /// A set of kernels compiled to PTX by `ptx-builder` (the library's own, or a tool's, or a
 /// user's kernel crate), one module per kernel, loaded lazily.
@@ -79,7 +86,7 @@ impl KernelLibrary {
         a
     }
 
-    fn find(&self, entry: &str) -> Option<&'static (&'static str, &'static str, &'static [(&'static str, &'static [u8])])> {
+    fn find(&self, entry: &str) -> Option<&'static EmbeddedModule> {
         let modules: EmbeddedModules = self.modules;
         modules
             .binary_search_by(|m| m.0.cmp(entry))
@@ -195,7 +202,11 @@ pub(crate) fn load(
     s.from_sass += image.is_some() as u32;
     s.ptx_bytes += if image.is_some() { 0 } else { ptx.len() };
     s.seconds += seconds;
-    s.loads
-        .push((lib.name.to_string(), entry.to_string(), seconds, image.is_some()));
+    s.loads.push((
+        lib.name.to_string(),
+        entry.to_string(),
+        seconds,
+        image.is_some(),
+    ));
     Ok(k)
 }

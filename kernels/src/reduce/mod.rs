@@ -14,9 +14,9 @@ pub mod policy;
 
 use crate::block::block_reduce;
 use crate::gpu;
-use crate::ops::{Element, ReduceOp};
 #[cfg(feature = "builtin")]
 use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum, SumCompensated};
+use crate::ops::{Element, ReduceOp};
 use policy::BLOCK as REDUCE_BLOCK;
 
 /// Combine the elements of one 16-byte vector whose first element has index `base`.

@@ -12,9 +12,9 @@
 //! status word with release semantics and read after the word with acquire semantics (two
 //! dependent loads per look-back window instead of one).
 
+use super::policy::ACTIVE;
 use crate::gpu::{self, FULL_MASK, ShflValue};
 use crate::warp::warp_reduce_rev;
-use super::policy::ACTIVE;
 
 /// Published: the tile's aggregate (the combination of its own elements).
 pub const STATUS_AGGREGATE: u32 = 1;

@@ -17,9 +17,9 @@ pub mod policy;
 pub mod tile;
 
 use crate::gpu::{self, ShflValue};
+use crate::ops::{Element, ReduceOp};
 #[cfg(feature = "builtin")]
 use crate::ops::{Max, Min, Sum};
-use crate::ops::{Element, ReduceOp};
 use lookback::TileStatus;
 use policy::ACTIVE;
 use tile::{TileIo, scan_tile};

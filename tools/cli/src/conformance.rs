@@ -37,13 +37,7 @@ fn check_threads(threads: u32) -> Result<()> {
 /// The conformance kernels, run on a context's backend.
 pub trait Conformance {
     /// One block of `threads`; thread `t` gets `shfl_<op>(lane, arg, width)`.
-    fn conformance_shfl(
-        &self,
-        op: Shfl,
-        arg: u32,
-        width: u32,
-        threads: u32,
-    ) -> Result<Vec<u32>>;
+    fn conformance_shfl(&self, op: Shfl, arg: u32, width: u32, threads: u32) -> Result<Vec<u32>>;
 
     /// 64-bit `shfl_down(value, arg, 32)` of `input` (whole warps), moved as `kind`.
     fn conformance_shfl64(&self, input: &[u64], kind: As64, arg: u32) -> Result<Vec<u64>>;
@@ -74,13 +68,7 @@ pub trait Conformance {
 }
 
 impl Conformance for Context {
-    fn conformance_shfl(
-        &self,
-        op: Shfl,
-        arg: u32,
-        width: u32,
-        threads: u32,
-    ) -> Result<Vec<u32>> {
+    fn conformance_shfl(&self, op: Shfl, arg: u32, width: u32, threads: u32) -> Result<Vec<u32>> {
         check_threads(threads)?;
         if !width.is_power_of_two() || width > 32 {
             return Err(Error::InvalidArgument(format!(

@@ -12,9 +12,9 @@
 //! with a caller-owned scratch buffer of at least that size.
 //!
 //! ```no_run
-//! # fn main() -> Result<(), gpu_reduce::cub::CubError> {
-//! use gpu_reduce::cub::Cub;
-//! let cub = Cub::load(&gpu_reduce::cub::default_library_path())?;
+//! # fn main() -> Result<(), gpu_reduce_tools::cub::CubError> {
+//! use gpu_reduce_tools::cub::Cub;
+//! let cub = Cub::load(&gpu_reduce_tools::cub::default_library_path())?;
 //! let bytes = cub.temp_bytes_sum::<f32>(1 << 20)?;
 //! # let (temp, input, out, stream) = (0u64, 0u64, 0u64, std::ptr::null_mut());
 //! // ... allocate `bytes` of device memory as `temp`, then:

@@ -15,12 +15,12 @@
 use std::fmt::Debug;
 
 use cudarc::driver::{DeviceRepr, PushKernelArg, ValidAsZeroBits};
-use tool_kernels::ladder::{Elem, Entry, KernelFn};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
+use tool_kernels::ladder::{Elem, Entry, KernelFn};
 
+use crate::stats;
 use gpu_reduce::{BackendKind, Context, DeviceBuffer, LaunchShape};
 use gpu_reduce::{Error, Result};
-use crate::stats;
 
 pub use tool_kernels::ladder::Ladder;
 

@@ -12,9 +12,9 @@
 use cudarc::driver::PushKernelArg;
 use tool_kernels::scan_ladder::{ScanLadderElem, ScanLadderKernels, ScanLadderOp, bcao, bit};
 
+use gpu_reduce::DeviceElement;
 use gpu_reduce::{Context, DeviceBuffer, LaunchShape};
 use gpu_reduce::{Error, Result};
-use gpu_reduce::DeviceElement;
 use gpu_reduce::{ScanKind, ScanOperator};
 
 use crate::TOOL_KERNELS;
@@ -142,45 +142,50 @@ pub fn bcao_launches(n: usize) -> usize {
 }
 
 /// Checks shared by both scans; `n` on success.
-fn scan_ladder_args<T>(ctx: &Context, input: &DeviceBuffer<T>, output: &DeviceBuffer<T>) -> Result<u64> {
-        ctx.device_addr(input)?;
-        ctx.device_addr(output)?;
-        let n = input.len();
-        if output.len() < n {
-            return Err(Error::InvalidArgument(format!(
-                "the scan's output holds {} elements, fewer than the input's {n}",
-                output.len()
-            )));
-        }
-        if n > MAX_N {
-            return Err(Error::InvalidArgument(format!(
-                "the teaching scans take at most {MAX_N} elements (1-D grid limit), not {n}"
-            )));
-        }
-        Ok(n as u64)
+fn scan_ladder_args<T>(
+    ctx: &Context,
+    input: &DeviceBuffer<T>,
+    output: &DeviceBuffer<T>,
+) -> Result<u64> {
+    ctx.device_addr(input)?;
+    ctx.device_addr(output)?;
+    let n = input.len();
+    if output.len() < n {
+        return Err(Error::InvalidArgument(format!(
+            "the scan's output holds {} elements, fewer than the input's {n}",
+            output.len()
+        )));
+    }
+    if n > MAX_N {
+        return Err(Error::InvalidArgument(format!(
+            "the teaching scans take at most {MAX_N} elements (1-D grid limit), not {n}"
+        )));
+    }
+    Ok(n as u64)
 }
 
 /// One launch of a plan, on the buffers at `bufs`.
 fn run_step<T: ScanLadderElement>(
-        ctx: &Context,
-        k: &ScanLadderKernels<T>,
-        l: ScanLaunch,
-        bufs: &PlanBuffers,
-    ) -> Result<()> {
-        let shape = LaunchShape::linear(l.grid, l.block, 0);
-        // The plan and the buffers come from the same `bcao::levels`; a level without its
-        // buffer would be a bug here, reported rather than launched.
-        let level = |i: usize| {
-            bufs.levels.get(i).copied().ok_or_else(|| {
-                Error::InvalidArgument(format!("internal: no buffer for level {i} of {l:?}"))
-            })
-        };
-        match l.step {
-            ScanLadderStep::BitBuild { offset } => {
-                let (tree, n) = (bufs.tree, bufs.n);
-                let f = k.bit_build.sim;
-                // SAFETY: the kernel's parameters in order, the same for the simulator.
-                unsafe { ctx.launch(
+    ctx: &Context,
+    k: &ScanLadderKernels<T>,
+    l: ScanLaunch,
+    bufs: &PlanBuffers,
+) -> Result<()> {
+    let shape = LaunchShape::linear(l.grid, l.block, 0);
+    // The plan and the buffers come from the same `bcao::levels`; a level without its
+    // buffer would be a bug here, reported rather than launched.
+    let level = |i: usize| {
+        bufs.levels.get(i).copied().ok_or_else(|| {
+            Error::InvalidArgument(format!("internal: no buffer for level {i} of {l:?}"))
+        })
+    };
+    match l.step {
+        ScanLadderStep::BitBuild { offset } => {
+            let (tree, n) = (bufs.tree, bufs.n);
+            let f = k.bit_build.sim;
+            // SAFETY: the kernel's parameters in order, the same for the simulator.
+            unsafe {
+                ctx.launch(
                     &TOOL_KERNELS,
                     k.bit_build.name,
                     shape,
@@ -188,14 +193,16 @@ fn run_step<T: ScanLadderElement>(
                         b.arg(&tree).arg(&n).arg(&offset);
                     },
                     // SAFETY: the tree holds n elements of this context's memory.
-                    move || { f(tree as *mut T, n, offset) },
-                ) }
+                    move || f(tree as *mut T, n, offset),
+                )
             }
-            ScanLadderStep::BitQuery => {
-                let (tree, out, n, inclusive) = (bufs.tree, level(0)?, bufs.n, bufs.inclusive);
-                let f = k.bit_query.sim;
-                // SAFETY: the kernel's parameters in order, the same for the simulator.
-                unsafe { ctx.launch(
+        }
+        ScanLadderStep::BitQuery => {
+            let (tree, out, n, inclusive) = (bufs.tree, level(0)?, bufs.n, bufs.inclusive);
+            let f = k.bit_query.sim;
+            // SAFETY: the kernel's parameters in order, the same for the simulator.
+            unsafe {
+                ctx.launch(
                     &TOOL_KERNELS,
                     k.bit_query.name,
                     shape,
@@ -203,22 +210,24 @@ fn run_step<T: ScanLadderElement>(
                         b.arg(&tree).arg(&out).arg(&n).arg(&inclusive);
                     },
                     // SAFETY: the tree and the output hold n elements (checked by the caller).
-                    move || { f(tree as *const T, out as *mut T, n, inclusive) },
-                ) }
+                    move || f(tree as *const T, out as *mut T, n, inclusive),
+                )
             }
-            ScanLadderStep::BcaoBlock { level: lv, n } => {
-                // Level 0 is scanned from the input into the output; level l >= 1 (the tile
-                // totals of level l - 1) in place in its own buffer.
-                let dst = level(lv)?;
-                let src = if lv == 0 { bufs.input } else { dst };
-                // The top level's total is not needed: null.
-                let totals = bufs.levels.get(lv + 1).copied().unwrap_or(0);
-                // Only the caller's scan may be inclusive; the scans of the tile totals give
-                // each tile the combination of the tiles before it: exclusive.
-                let inclusive = if lv == 0 { bufs.inclusive } else { 0 };
-                let f = k.bcao_block.sim;
-                // SAFETY: the kernel's parameters in order, the same for the simulator.
-                unsafe { ctx.launch(
+        }
+        ScanLadderStep::BcaoBlock { level: lv, n } => {
+            // Level 0 is scanned from the input into the output; level l >= 1 (the tile
+            // totals of level l - 1) in place in its own buffer.
+            let dst = level(lv)?;
+            let src = if lv == 0 { bufs.input } else { dst };
+            // The top level's total is not needed: null.
+            let totals = bufs.levels.get(lv + 1).copied().unwrap_or(0);
+            // Only the caller's scan may be inclusive; the scans of the tile totals give
+            // each tile the combination of the tiles before it: exclusive.
+            let inclusive = if lv == 0 { bufs.inclusive } else { 0 };
+            let f = k.bcao_block.sim;
+            // SAFETY: the kernel's parameters in order, the same for the simulator.
+            unsafe {
+                ctx.launch(
                     &TOOL_KERNELS,
                     k.bcao_block.name,
                     shape,
@@ -235,13 +244,15 @@ fn run_step<T: ScanLadderElement>(
                             inclusive,
                         )
                     },
-                ) }
+                )
             }
-            ScanLadderStep::BcaoAdd { level: lv, n } => {
-                let (data, offsets) = (level(lv)?, level(lv + 1)?);
-                let f = k.bcao_add.sim;
-                // SAFETY: the kernel's parameters in order, the same for the simulator.
-                unsafe { ctx.launch(
+        }
+        ScanLadderStep::BcaoAdd { level: lv, n } => {
+            let (data, offsets) = (level(lv)?, level(lv + 1)?);
+            let f = k.bcao_add.sim;
+            // SAFETY: the kernel's parameters in order, the same for the simulator.
+            unsafe {
+                ctx.launch(
                     &TOOL_KERNELS,
                     k.bcao_add.name,
                     shape,
@@ -249,10 +260,11 @@ fn run_step<T: ScanLadderElement>(
                         b.arg(&data).arg(&offsets).arg(&n);
                     },
                     // SAFETY: data holds n elements, offsets one per tile of data.
-                    move || { f(data as *mut T, offsets as *const T, n) },
-                ) }
+                    move || f(data as *mut T, offsets as *const T, n),
+                )
             }
         }
+    }
 }
 
 /// The seed-003 teaching scans on a context.

@@ -6,13 +6,13 @@
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
-use gpu_reduce::{BackendKind, Context, DeviceBuffer};
-use crate::cub::{Cub, CubInclusiveSum};
-use gpu_reduce::{Error, Result};
 use crate::cpu::cpu_scan;
-use gpu_reduce::{ScanElement, ScanKind, ScanOperator};
+use crate::cub::{Cub, CubInclusiveSum};
 use crate::scan_ladder::{ScanLadderElement, ScanLadderExt};
 use crate::stats;
+use gpu_reduce::{BackendKind, Context, DeviceBuffer};
+use gpu_reduce::{Error, Result};
+use gpu_reduce::{ScanElement, ScanKind, ScanOperator};
 
 /// The seed's lengths.
 pub const SEED_LENGTHS: [u64; 8] = [
@@ -60,7 +60,11 @@ fn cub_runner<'a, T: CubInclusiveSum + DeviceRepr>(
     let cub_err = |e: crate::cub::CubError| Error::InvalidArgument(format!("CUB: {e}"));
     let temp_bytes = cub.temp_bytes_inclusive_sum::<T>(n).map_err(cub_err)?;
     let temp = ctx.alloc_zeros::<u8>(temp_bytes.max(1))?;
-    let (t, i, o) = (ctx.device_addr(&temp)?, ctx.device_addr(input)?, ctx.device_addr(&*out)?);
+    let (t, i, o) = (
+        ctx.device_addr(&temp)?,
+        ctx.device_addr(input)?,
+        ctx.device_addr(&*out)?,
+    );
     let stream = cuda_stream.cu_stream() as usize;
     let run = Box::new(move || {
         // SAFETY: device buffers of this context, alive as long as the runner (the caller keeps

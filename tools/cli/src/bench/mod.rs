@@ -13,12 +13,12 @@ use cudarc::driver::PushKernelArg;
 use rand::{SeedableRng, rngs::SmallRng};
 use serde::{Deserialize, Serialize};
 
-use gpu_reduce::{BackendKind, Context, DeviceBuffer};
 use crate::cub::Cub;
-use gpu_reduce::{Error, Result};
-use gpu_reduce::Reduction;
-use gpu_reduce::{ScanKind, ScanOperator};
 use crate::scan_table::TableElement;
+use gpu_reduce::Reduction;
+use gpu_reduce::{BackendKind, Context, DeviceBuffer};
+use gpu_reduce::{Error, Result};
+use gpu_reduce::{ScanKind, ScanOperator};
 
 /// What a measurement belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

@@ -15,7 +15,7 @@
 //! finishes as the CUDA samples do, by running the same kernel again on the partials until one
 //! value is left ([`Ladder::grid`] gives each launch's grid). The Kepler kernel adds each
 //! block's sum to `out[0]` with one atomic, so one launch does the whole sum. The host
-//! (`gpu_reduce::ladder`) times exactly those launches (all passes), nothing else.
+//! (`gpu_reduce_tools::ladder`) times exactly those launches (all passes), nothing else.
 //!
 //! All kernels take `n: u32` (the seeds' `unsigned int n`); the host keeps `n < 2^31`, so no
 //! index computation overflows. Loads past `n` read the identity (zero) instead, so every `n`
