@@ -53,22 +53,40 @@ pub static BUILTIN: KernelLibrary = KernelLibrary::new(
 #[cfg(test)]
 mod tests {
     use kernels::reduce::ReduceInstance;
-    use kernels::scan::{ScanByKeyInstance, ScanInstance};
 
     /// Every kernel the host can ask for is in the embedded index (names come from the macro
     /// invocations, so a kernel compiled out of the PTX would fail here, not at run time).
     #[test]
     fn embedded_index_has_the_kernels_the_host_uses() {
-        use kernels::ops::*;
-        let names = [
-            <Sum as ReduceInstance<f32>>::KERNEL.name,
-            <ArgMax as ReduceInstance<u64>>::KERNEL.name,
-            <SumCompensated as ReduceInstance<f32>>::KERNEL.name,
-            <Sum as ScanInstance<i32>>::INCLUSIVE.name,
-            <Max as ScanInstance<f64>>::EXCLUSIVE.name,
-            <Min as ScanByKeyInstance<u64, f32>>::KERNEL.name,
-        ];
-        for n in names {
+        use crate::{ByKeyKernel, Reduction, ScanElement, ScanKind, ScanOperator};
+        use kernels::ops::SumCompensated;
+        let mut names = vec![<SumCompensated as ReduceInstance<f32>>::KERNEL.name];
+        fn of<T: ScanElement + ByKeyKernel<u32> + ByKeyKernel<u64>>(names: &mut Vec<&str>) {
+            names.extend(
+                Reduction::ALL
+                    .iter()
+                    .filter_map(|&op| T::kernel(op))
+                    .map(|k| k.name),
+            );
+            names.push(T::argmin_kernel().name);
+            names.push(T::argmax_kernel().name);
+            for op in ScanOperator::ALL {
+                for kind in ScanKind::ALL {
+                    names.push(T::scan_kernel(op, kind).name);
+                }
+                names.push(<T as ByKeyKernel<u32>>::by_key_kernel(op).name);
+                names.push(<T as ByKeyKernel<u64>>::by_key_kernel(op).name);
+            }
+        }
+        of::<i32>(&mut names);
+        of::<u32>(&mut names);
+        of::<i64>(&mut names);
+        of::<u64>(&mut names);
+        of::<f32>(&mut names);
+        of::<f64>(&mut names);
+        // 48 reductions + the compensated sum, 36 scans, 36 scans by key: all the library has.
+        assert_eq!(names.len(), 121);
+        for n in &names {
             let ptx = super::BUILTIN
                 .ptx(n)
                 .unwrap_or_else(|| panic!("no module for {n}"));
@@ -77,6 +95,11 @@ mod tests {
         }
         let entries: Vec<_> = super::BUILTIN.entries().collect();
         assert!(entries.windows(2).all(|w| w[0] < w[1]), "index sorted");
+        assert_eq!(
+            entries.len(),
+            names.len(),
+            "the index holds exactly the host's kernels"
+        );
         // The library's PTX holds its own kernels only (no ladder, stream or test kernels).
         assert!(
             entries
