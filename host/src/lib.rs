@@ -41,14 +41,30 @@ pub use cudarc;
 pub use kernels;
 
 /// The architecture the embedded PTX targets (`KERNELS_ARCH` at build time, default sm_80).
-pub const PTX_ARCH: &str = env!("KERNELS_PTX_ARCH");
+pub const PTX_ARCH: &str = env!("GPU_REDUCE_KERNELS_ARCH");
 
 /// The library's own kernels: reductions and scans of the built-in operators.
-pub static BUILTIN: KernelLibrary = KernelLibrary::new(
-    "gpu-reduce",
-    PTX_ARCH,
-    include!(concat!(env!("OUT_DIR"), "/kernels_index.rs")),
-);
+pub static BUILTIN: KernelLibrary = include_kernels!("gpu-reduce", "kernels_index.rs");
+
+/// The [`KernelLibrary`] of a kernel crate that this crate's build script built with
+/// `ptx_builder::build_script_embed(dir, index_file, &[])`: `name` must be unique in the
+/// process (loaded modules are cached under it).
+///
+/// ```ignore
+/// // build.rs: ptx_builder::build_script_embed("my-kernels", "my_kernels.rs", &[]);
+/// static MY_KERNELS: gpu_reduce::KernelLibrary =
+///     gpu_reduce::include_kernels!("my-kernels", "my_kernels.rs");
+/// ```
+#[macro_export]
+macro_rules! include_kernels {
+    ($name:expr, $index_file:expr) => {
+        $crate::KernelLibrary::new(
+            $name,
+            env!("GPU_REDUCE_KERNELS_ARCH"),
+            include!(concat!(env!("OUT_DIR"), "/", $index_file)),
+        )
+    };
+}
 
 #[cfg(test)]
 mod tests {

@@ -82,6 +82,59 @@ pub fn emit_rerun_if_changed(crate_dir: impl AsRef<Path>) {
     }
 }
 
+/// Everything a build script of a crate that embeds kernels does, in one call: build the kernel
+/// crate at `crate_dir` (relative paths are relative to the calling crate's manifest) for
+/// `KERNELS_ARCH` (default [`DEFAULT_ARCH`](crate::DEFAULT_ARCH)), with SASS for the
+/// architectures in `GPU_REDUCE_SASS` (comma separated; needs `ptxas`), into
+/// `$OUT_DIR/ptx`; write the embed index `$OUT_DIR/<index_file>`; print the rerun lines for the
+/// crate and each of `also_watch`; and tell the crate the architecture
+/// (`GPU_REDUCE_KERNELS_ARCH`, which `gpu_reduce::include_kernels!` reads). On failure it
+/// prints the error and exits the build script with status 1.
+///
+/// ```no_run
+/// // build.rs of a crate with its own kernels in ./my-kernels:
+/// ptx_builder::build_script_embed("my-kernels", "my_kernels.rs", &[]);
+/// ```
+pub fn build_script_embed(
+    crate_dir: impl AsRef<Path>,
+    index_file: &str,
+    also_watch: &[&Path],
+) -> PtxArtifact {
+    let fail = |msg: String| -> ! {
+        eprintln!("error: {msg}");
+        std::process::exit(1)
+    };
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_default();
+    let dir = manifest.join(crate_dir.as_ref());
+    emit_rerun_if_changed(&dir);
+    for w in also_watch {
+        emit_rerun_if_changed(manifest.join(w));
+    }
+    let arch = std::env::var("KERNELS_ARCH").unwrap_or_else(|_| crate::DEFAULT_ARCH.into());
+    let out = std::env::var_os("OUT_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            fail("OUT_DIR is not set: call build_script_embed from a build script".into())
+        });
+    let sass = std::env::var("GPU_REDUCE_SASS").unwrap_or_default();
+    let sass: Vec<&str> = sass.split(',').filter(|s| !s.is_empty()).collect();
+    let artifact = crate::PtxBuild::new(&dir, &arch)
+        .map(|b| b.target_dir(out.join("ptx")).sass(&sass))
+        .and_then(|b| b.build())
+        .unwrap_or_else(|e| {
+            fail(format!(
+                "building the kernels of {} to PTX failed: {e}",
+                dir.display()
+            ))
+        });
+    write_embed_index(&artifact, &out.join(index_file))
+        .unwrap_or_else(|e| fail(format!("writing the kernel index {index_file} failed: {e}")));
+    println!("cargo::rustc-env=GPU_REDUCE_KERNELS_ARCH={arch}");
+    artifact
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

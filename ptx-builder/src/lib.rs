@@ -70,7 +70,7 @@ mod split;
 mod toolchain;
 
 pub use builder::{PtxArtifact, PtxBuild, PtxModule};
-pub use embed::{emit_rerun_if_changed, write_embed_index};
+pub use embed::{build_script_embed, emit_rerun_if_changed, write_embed_index};
 pub use ptxas::{KernelResources, find_ptxas, format_table, parse_ptxas, ptxas_report};
 pub use split::{entry_names, split_modules};
 pub use toolchain::llvm_tools_dir;

@@ -18,8 +18,5 @@ use gpu_reduce::KernelLibrary;
 
 /// The tools' kernels: the seeds' ladder and teaching scans, the streaming kernel, the
 /// conformance kernels.
-pub static TOOL_KERNELS: KernelLibrary = KernelLibrary::new(
-    "gpu-reduce-tools",
-    env!("TOOL_KERNELS_PTX_ARCH"),
-    include!(concat!(env!("OUT_DIR"), "/tool_kernels_index.rs")),
-);
+pub static TOOL_KERNELS: KernelLibrary =
+    gpu_reduce::include_kernels!("gpu-reduce-tools", "tool_kernels_index.rs");
