@@ -30,10 +30,10 @@ pub mod runtime;
 pub mod scan;
 
 pub use error::{Error, Result};
-pub use reduce::{DeviceElement, Reduction};
+pub use reduce::{DeviceElement, Pending, Reduction};
 pub use runtime::{
-    BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, KernelLibrary, LaunchShape,
-    LoadStats, device_count, load_stats,
+    BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, DeviceViewMut, KernelLibrary,
+    LaunchShape, LoadStats, device_count, load_stats,
 };
 pub use scan::{ByKeyKernel, ScanElement, ScanKind, ScanOperator};
 

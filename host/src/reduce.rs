@@ -17,7 +17,10 @@ use kernels::reduce::policy::{BLOCK, POLICY};
 use kernels::reduce::{ReduceInstance, SimReduceFn};
 
 use crate::error::{Error, Result};
-use crate::runtime::{Backend, Context, DeviceBuffer, DeviceView, KernelLibrary, LaunchShape};
+use crate::runtime::mapped::MappedResult;
+use crate::runtime::{
+    Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
+};
 
 /// The built-in reductions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -138,6 +141,86 @@ struct ReduceWorkspace {
     grid_override: u32,
 }
 
+/// Bytes of reduction scratch: `POLICY.max_tiles` partials of up to 16 bytes, then the counter.
+const SCRATCH_BYTES: usize = 16 * POLICY.max_tiles as usize + 16;
+
+/// A value-returning reduction in flight ([`Context::reduce_async`] and friends): the kernel
+/// is queued; [`Pending::wait`] returns its value. Dropping it without waiting is fine.
+#[must_use = "a pending reduction does nothing until waited on"]
+pub struct Pending<'c, R> {
+    ctx: &'c Context,
+    state: PendingState,
+    kernel: &'static str,
+    finish: Box<dyn FnOnce([u64; ACC_WORDS]) -> R + Send + 'c>,
+}
+
+enum PendingState {
+    /// On a GPU: the mapped slot the kernel writes, and the flag value it raises.
+    Cuda(Option<MappedResult>, u32),
+    /// The simulator ran the kernel synchronously.
+    Done([u64; ACC_WORDS]),
+}
+
+impl<R> std::fmt::Debug for Pending<'_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pending({})", self.kernel)
+    }
+}
+
+impl<R> Pending<'_, R> {
+    /// Whether the result has arrived (never blocks).
+    pub fn is_ready(&self) -> bool {
+        match &self.state {
+            PendingState::Cuda(Some(slot), seq) => slot.raised(*seq),
+            _ => true,
+        }
+    }
+
+    /// Wait for the result: spins briefly, then sleeps (in the driver for large inputs), so a
+    /// long wait does not keep a CPU core busy. A kernel fault is reported here.
+    pub fn wait(mut self) -> Result<R> {
+        let words = match &mut self.state {
+            PendingState::Done(w) => *w,
+            PendingState::Cuda(slot, seq) => {
+                let Backend::Cuda(c) = &self.ctx.backend else {
+                    unreachable!("a CUDA pending value belongs to a CUDA context")
+                };
+                let r = slot
+                    .as_mut()
+                    .expect("taken only by wait and drop")
+                    .wait(*seq, &c.stream);
+                let kernel = self.kernel;
+                r.map_err(|e| match e {
+                    // An asynchronous kernel fault surfaces at the next synchronising call.
+                    Error::Driver { source, .. } => Error::Launch {
+                        kernel: kernel.into(),
+                        source,
+                    },
+                    e => e,
+                })?
+            }
+        };
+        let finish = std::mem::replace(&mut self.finish, Box::new(|_| unreachable!()));
+        Ok(finish(words))
+    }
+}
+
+impl<R> Drop for Pending<'_, R> {
+    fn drop(&mut self) {
+        // The slot goes back to the pool: a later reduction on the same stream runs after this
+        // one, and waits for a new flag value, so the late write cannot be mistaken for its own.
+        if let (PendingState::Cuda(slot, _), Backend::Cuda(c)) =
+            (&mut self.state, &self.ctx.backend)
+            && let Some(slot) = slot.take()
+        {
+            c.results
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(slot);
+        }
+    }
+}
+
 impl Context {
     /// Cap the physical grid of the reductions (`None`: automatic). For tests that show the
     /// result does not depend on the grid.
@@ -149,44 +232,52 @@ impl Context {
 
     /// Launch reduction kernel `k` of `lib` over `input`, writing its accumulator to `out` (an
     /// address of this context's memory with room for one `A`), then `seq` to the flag at
-    /// `done` when that is not 0.
+    /// `done` when that is not 0. The caller holds `out`'s ordering guard across this call.
     fn launch_reduce<T: DeviceElement, A: Copy>(
         &self,
         lib: &'static KernelLibrary,
         k: &ReduceKernel<T, A>,
-        input: DeviceView<'_, T>,
+        input: &DeviceView<'_, T>,
         out: u64,
         done: u64,
         seq: u32,
     ) -> Result<()> {
         const { assert!(std::mem::size_of::<A>() <= 16) };
-        self.check(&[input.backend()])?;
         let n = input.len() as u64;
-        let input_addr = self.view_addr(&input);
+        let (input_addr, _input_access) = self.read(input)?;
+        let tiles = POLICY.tiles(n, std::mem::size_of::<T>() as u64);
         let ws = self.workspace::<ReduceWorkspace>();
         // A poisoned lock only means another thread panicked mid-call; the workspace itself is
         // still consistent (the kernel resets its counter), so keep going.
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
-        if ws.bufs.is_none() {
-            let partials = self.alloc_zeros::<u64>(2 * POLICY.max_tiles as usize)?;
-            ws.bufs = Some((partials, self.alloc_zeros::<u32>(1)?));
-        }
-        let Some((partials, counter)) = &ws.bufs else {
-            unreachable!("allocated just above")
+        let (partials, counter) = if let Some(scratch) = self.graph_scratch(SCRATCH_BYTES)? {
+            // Captured into a CUDA graph: scratch of this launch's own (a replay may run any
+            // time, beside this context's other work), its counter cleared in the graph.
+            let counter = scratch + SCRATCH_BYTES as u64 - 16;
+            self.memset_raw(counter, 4)?;
+            (scratch, counter)
+        } else {
+            if ws.bufs.is_none() {
+                let partials = self.alloc_zeros::<u64>(2 * POLICY.max_tiles as usize)?;
+                ws.bufs = Some((partials, self.alloc_zeros::<u32>(1)?));
+            }
+            let Some((partials, counter)) = &ws.bufs else {
+                unreachable!("allocated just above")
+            };
+            (self.scratch_addr(partials), self.scratch_addr(counter))
         };
-        let (partials, counter) = (self.addr(partials), self.addr(counter));
-        let tiles = POLICY.tiles(n, std::mem::size_of::<T>() as u64);
         // One full wave of the device (as many blocks per SM as the kernel's registers allow:
         // an f64 sum keeps 6 blocks of 256 per SM, not 8, and a grid sized for 8 left a ragged
         // second wave, 5-7% slower on an H200), or the test override. Never changes a bit.
+        // Inputs of no more tiles than SMs need no occupancy query.
+        let sms = self.info().multiprocessors.max(1);
         let limit = match (ws.grid_override, &self.backend) {
-            (0, Backend::Cuda(_)) => {
-                self.info().multiprocessors.max(1)
-                    * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?
-            }
+            (0, Backend::Cuda(_)) if tiles <= sms => sms,
+            (0, Backend::Cuda(_)) => sms * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?,
             (0, Backend::Sim) => u32::MAX,
             (g, _) => g,
         };
+        drop(ws);
         // As few blocks as give every block the same number of tiles within the limit (2048
         // tiles on 1056 block slots: 1024 blocks of 2 tiles, not 1056 blocks with a ragged
         // second round).
@@ -226,40 +317,79 @@ impl Context {
         }
     }
 
-    /// Run `k` and read its accumulator back. On a GPU the kernel writes straight into mapped
-    /// pinned host memory and then raises a flag there; the host polls the flag, so the call is
-    /// one launch and no driver synchronisation on the way back (~1-2 µs less than
-    /// `cuStreamSynchronize`, which waits for the driver to see the kernel end).
+    /// Queue `k` and return a handle on its accumulator, converted by `finish`. On a GPU the
+    /// kernel writes straight into mapped pinned host memory and then raises a flag there; the
+    /// host polls the flag, so the call is one launch and no driver synchronisation on the way
+    /// back (~1-2 µs less than `cuStreamSynchronize`, which waits for the driver to see the
+    /// kernel end).
+    fn reduce_pending<'c, T: DeviceElement, A: Copy, R>(
+        &'c self,
+        lib: &'static KernelLibrary,
+        k: &ReduceKernel<T, A>,
+        input: DeviceView<'_, T>,
+        finish: impl FnOnce(A) -> R + Send + 'c,
+    ) -> Result<Pending<'c, R>> {
+        let state = match &self.backend {
+            Backend::Cuda(c) => {
+                if self.capturing()? {
+                    return Err(Error::InvalidArgument(
+                        "a reduction that returns its value to the host cannot be captured \
+                         into a CUDA graph; capture `reduce_into` (result on the device)"
+                            .into(),
+                    ));
+                }
+                let slot = c.results.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                let mut slot = match slot {
+                    Some(s) => s,
+                    None => MappedResult::new(&c.ctx)?,
+                };
+                let seq = slot.next_seq();
+                let launched = self.launch_reduce(
+                    lib,
+                    k,
+                    &input,
+                    slot.device_addr,
+                    slot.flag_device_addr(),
+                    seq,
+                );
+                if let Err(e) = launched {
+                    c.results
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(slot);
+                    return Err(e);
+                }
+                // Long kernels get an event the waiting thread can sleep on.
+                slot.mark_launched(&c.stream, input.len() * std::mem::size_of::<T>())?;
+                PendingState::Cuda(Some(slot), seq)
+            }
+            Backend::Sim => {
+                let mut out = self.alloc_zeros::<u64>(ACC_WORDS)?;
+                let addr = self.scratch_addr(&out);
+                self.launch_reduce(lib, k, &input, addr, 0, 0)?;
+                let v = self.dtoh(&mut out)?;
+                PendingState::Done([v[0], v[1]])
+            }
+        };
+        Ok(Pending {
+            ctx: self,
+            state,
+            kernel: k.name,
+            // SAFETY: the kernel wrote one A (<= 16 bytes, plain data) at the start of the words.
+            finish: Box::new(move |w: [u64; ACC_WORDS]| {
+                finish(unsafe { std::ptr::read_unaligned(w.as_ptr() as *const A) })
+            }),
+        })
+    }
+
+    /// Run `k` and read its accumulator back (blocks until it is there).
     fn reduce_to_host<T: DeviceElement, A: Copy>(
         &self,
         lib: &'static KernelLibrary,
         k: &ReduceKernel<T, A>,
         input: DeviceView<'_, T>,
     ) -> Result<A> {
-        let as_launch = |e| match e {
-            // An asynchronous kernel fault surfaces at the next synchronising call.
-            Error::Driver { source, .. } => Error::Launch {
-                kernel: k.name.into(),
-                source,
-            },
-            e => e,
-        };
-        let words: [u64; ACC_WORDS] = match &self.backend {
-            Backend::Cuda(c) => {
-                let mut r = c.result.lock().unwrap_or_else(|p| p.into_inner());
-                let seq = r.next_seq();
-                self.launch_reduce(lib, k, input, r.device_addr, r.flag_device_addr(), seq)?;
-                r.wait(seq, &c.stream).map_err(as_launch)?
-            }
-            Backend::Sim => {
-                let out = self.alloc_zeros::<u64>(ACC_WORDS)?;
-                self.launch_reduce(lib, k, input, self.addr(&out), 0, 0)?;
-                let v = self.dtoh(&out)?;
-                [v[0], v[1]]
-            }
-        };
-        // SAFETY: the kernel wrote one A (<= 16 bytes, plain data) at the start of the words.
-        Ok(unsafe { std::ptr::read_unaligned(words.as_ptr() as *const A) })
+        self.reduce_pending(lib, k, input, |a| a)?.wait()
     }
 
     fn kernel_for<T: DeviceElement>(op: Reduction) -> Result<ReduceKernel<T, T>> {
@@ -278,19 +408,20 @@ impl Context {
         lib: &'static KernelLibrary,
         k: &ReduceKernel<T, A>,
         input: DeviceView<'_, T>,
-        out: &mut DeviceBuffer<A>,
+        mut out: DeviceViewMut<'_, A>,
     ) -> Result<()> {
         if out.is_empty() {
             return Err(Error::InvalidArgument(
                 "the output buffer of a reduction must hold at least 1 element".into(),
             ));
         }
-        self.check(&[out.backend()])?;
-        self.launch_reduce(lib, k, input, self.addr(out), 0, 0)
+        let (out_addr, _out_access) = self.write(&mut out)?;
+        self.launch_reduce(lib, k, &input, out_addr, 0, 0)
     }
 
     /// Reduce `input` with `op` in one launch and return the result. Empty input gives the
-    /// operator's identity.
+    /// operator's identity. Blocks until the value is on the host (see
+    /// [`Context::reduce_async`] for a form that does not).
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
@@ -310,14 +441,38 @@ impl Context {
     }
 
     /// Reduce `input` with `op` in one launch, leaving the result on the device in `out[0]`.
-    pub fn reduce_into<'a, T: DeviceElement>(
+    /// Queued on the context's stream; never blocks the host. Can be captured into a CUDA
+    /// graph.
+    pub fn reduce_into<'a, 'b, T: DeviceElement>(
         &self,
         input: impl Into<DeviceView<'a, T>>,
         op: Reduction,
-        out: &mut DeviceBuffer<T>,
+        out: impl Into<DeviceViewMut<'b, T>>,
     ) -> Result<()> {
         let k = Self::kernel_for::<T>(op)?;
-        self.reduce_into_buf(&crate::BUILTIN, &k, input.into(), out)
+        self.reduce_into_buf(&crate::BUILTIN, &k, input.into(), out.into())
+    }
+
+    /// [`Context::reduce`] without blocking: the kernel is queued, the handle's
+    /// [`Pending::wait`] returns the value.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Reduction};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[3i64, 4, 5])?;
+    /// let pending = ctx.reduce_async(&x, Reduction::Sum)?;
+    /// // ... other host work ...
+    /// assert_eq!(pending.wait()?, 12);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_async<'a, T: DeviceElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        op: Reduction,
+    ) -> Result<Pending<'_, T>> {
+        let k = Self::kernel_for::<T>(op)?;
+        self.reduce_pending(&crate::BUILTIN, &k, input.into(), |a| a)
     }
 
     /// Sum (integers wrap).
@@ -369,13 +524,13 @@ impl Context {
     }
 
     /// The accurate sum left on the device, as the f64 before its final rounding.
-    pub fn sum_compensated_into<'a>(
+    pub fn sum_compensated_into<'a, 'b>(
         &self,
         input: impl Into<DeviceView<'a, f32>>,
-        out: &mut DeviceBuffer<f64>,
+        out: impl Into<DeviceViewMut<'b, f64>>,
     ) -> Result<()> {
         let k = <SumCompensated as ReduceInstance<f32>>::KERNEL;
-        self.reduce_into_buf(&crate::BUILTIN, &k, input.into(), out)
+        self.reduce_into_buf(&crate::BUILTIN, &k, input.into(), out.into())
     }
 
     /// A user operator's reduction: `O`'s kernel over `T`, exported by `kernels::reduce_kernels!`
@@ -386,5 +541,28 @@ impl Context {
         input: impl Into<DeviceView<'a, T>>,
     ) -> Result<O::Acc> {
         self.reduce_to_host(lib, &O::KERNEL, input.into())
+    }
+
+    /// [`Context::reduce_custom`] without blocking.
+    pub fn reduce_custom_async<'a, T: DeviceElement, O: ReduceInstance<T>>(
+        &self,
+        lib: &'static KernelLibrary,
+        input: impl Into<DeviceView<'a, T>>,
+    ) -> Result<Pending<'_, O::Acc>> {
+        self.reduce_pending(lib, &O::KERNEL, input.into(), |a| a)
+    }
+
+    /// A user operator's reduction left on the device in `out[0]` (never blocks; can be
+    /// captured into a CUDA graph).
+    pub fn reduce_custom_into<'a, 'b, T: DeviceElement, O: ReduceInstance<T>>(
+        &self,
+        lib: &'static KernelLibrary,
+        input: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, O::Acc>>,
+    ) -> Result<()>
+    where
+        O::Acc: 'b,
+    {
+        self.reduce_into_buf(lib, &O::KERNEL, input.into(), out.into())
     }
 }

@@ -82,7 +82,9 @@ use kernels::scan::policy::ACTIVE;
 use kernels::scan::{Headed, ScanByKeyInstance, ScanInstance, SimScanByKeyFn, SimScanFn};
 
 use crate::error::{Error, Result};
-use crate::runtime::{Context, DeviceBuffer, DeviceView, KernelLibrary, LaunchShape};
+use crate::runtime::{
+    Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
+};
 
 /// A scan kernel as the host calls it.
 pub type ScanKernel<T> = Kernel<SimScanFn<T>>;
@@ -166,8 +168,28 @@ struct ScanArgs {
 }
 
 impl Context {
-    /// Workspace for `tiles` tiles and a fresh epoch.
+    /// Workspace for `tiles` tiles and a fresh epoch. Captured into a CUDA graph: scratch of
+    /// the launch's own, its counter and status words cleared inside the graph (a replay must
+    /// not meet the previous replay's statuses, and the epoch is fixed in the graph).
     fn scan_workspace(&self, ws: &mut ScanWorkspace, tiles: u64) -> Result<ScanArgs> {
+        let too_many = || Error::InvalidArgument(format!("a scan of {tiles} tiles is too large"));
+        let t = usize::try_from(tiles).map_err(|_| too_many())?;
+        let graph_bytes = t
+            .checked_mul(40)
+            .and_then(|b| b.checked_add(16))
+            .ok_or_else(too_many)?;
+        if let Some(base) = self.graph_scratch(graph_bytes)? {
+            // counter (16 bytes), flags (8 per tile), aggregates and prefixes (16 per tile each)
+            self.memset_raw(base, 16 + 8 * t)?;
+            let values = base + 16 + 8 * tiles;
+            return Ok(ScanArgs {
+                counter: base,
+                flags: base + 16,
+                aggregates: values,
+                prefixes: values + 16 * tiles,
+                epoch: 1,
+            });
+        }
         // New, zeroed buffers when there are none, they are too small, or the epoch would wrap
         // (zeroed status words match no epoch).
         let fresh = ws.bufs.is_none() || tiles > ws.tiles || ws.epoch >= EPOCH_MASK;
@@ -192,24 +214,18 @@ impl Context {
         };
         ws.tiles = cap;
         ws.epoch += 1;
-        let values = self.addr(&b.values);
+        let values = self.scratch_addr(&b.values);
         Ok(ScanArgs {
-            counter: self.addr(&b.counter),
-            flags: self.addr(&b.flags),
+            counter: self.scratch_addr(&b.counter),
+            flags: self.scratch_addr(&b.flags),
             aggregates: values,
             prefixes: values + 16 * ws.tiles,
             epoch: ws.epoch,
         })
     }
 
-    /// The checks every scan makes: one backend, and room for `n` results.
-    fn check_scan_output<T>(
-        &self,
-        backends: &[crate::BackendKind],
-        n: usize,
-        output: &DeviceBuffer<T>,
-    ) -> Result<()> {
-        self.check(backends)?;
+    /// Room for `n` results in `output`, or an error.
+    fn check_scan_output<T>(n: usize, output: &DeviceViewMut<'_, T>) -> Result<()> {
         if output.len() < n {
             return Err(Error::InvalidArgument(format!(
                 "scan output holds {} elements, the input {n}",
@@ -225,10 +241,11 @@ impl Context {
         lib: &'static KernelLibrary,
         k: ScanKernel<T>,
         input: DeviceView<'_, T>,
-        output: &mut DeviceBuffer<T>,
+        mut output: DeviceViewMut<'_, T>,
     ) -> Result<()> {
-        self.check_scan_output(&[input.backend(), output.backend()], input.len(), output)?;
-        let (i, o) = (self.view_addr(&input), self.addr(output));
+        Self::check_scan_output(input.len(), &output)?;
+        let (i, _read) = self.read(&input)?;
+        let (o, _write) = self.write(&mut output)?;
         self.launch_scan(lib, k, i, o, input.len() as u64)
     }
 
@@ -243,6 +260,7 @@ impl Context {
             })
     }
 
+    /// Launch `k` over addresses whose ordering guards the caller holds.
     fn launch_scan<T: ScanElement>(
         &self,
         lib: &'static KernelLibrary,
@@ -308,10 +326,10 @@ impl Context {
     /// assert_eq!(ctx.dtoh(&out)?, [0, 1, 3, 6]);
     /// # Ok(()) }
     /// ```
-    pub fn scan<'a, T: ScanElement>(
+    pub fn scan<'a, 'b, T: ScanElement>(
         &self,
         input: impl Into<DeviceView<'a, T>>,
-        output: &mut DeviceBuffer<T>,
+        output: impl Into<DeviceViewMut<'b, T>>,
         op: ScanOperator,
         kind: ScanKind,
     ) -> Result<()> {
@@ -319,26 +337,21 @@ impl Context {
             &crate::BUILTIN,
             T::scan_kernel(op, kind),
             input.into(),
-            output,
+            output.into(),
         )
     }
 
     /// [`Context::scan`] in place: `data` is overwritten with its scan.
-    pub fn scan_in_place<T: ScanElement>(
+    pub fn scan_in_place<'a, T: ScanElement>(
         &self,
-        data: &mut DeviceBuffer<T>,
+        data: impl Into<DeviceViewMut<'a, T>>,
         op: ScanOperator,
         kind: ScanKind,
     ) -> Result<()> {
-        self.check(&[data.backend()])?;
-        let a = self.addr(data);
-        self.launch_scan(
-            &crate::BUILTIN,
-            T::scan_kernel(op, kind),
-            a,
-            a,
-            data.len() as u64,
-        )
+        let mut data = data.into();
+        let n = data.len() as u64;
+        let (a, _write) = self.write(&mut data)?;
+        self.launch_scan(&crate::BUILTIN, T::scan_kernel(op, kind), a, a, n)
     }
 
     /// Inclusive sum, the most common scan.
@@ -352,24 +365,24 @@ impl Context {
     /// assert_eq!(ctx.dtoh(&out)?, [1.0, 3.0, 6.0]);
     /// # Ok(()) }
     /// ```
-    pub fn inclusive_sum<'a, T: ScanElement>(
+    pub fn inclusive_sum<'a, 'b, T: ScanElement>(
         &self,
         input: impl Into<DeviceView<'a, T>>,
-        output: &mut DeviceBuffer<T>,
+        output: impl Into<DeviceViewMut<'b, T>>,
     ) -> Result<()> {
         self.scan(input, output, ScanOperator::Sum, ScanKind::Inclusive)
     }
 
     /// A user operator's scan: `O`'s kernels over `T`, exported by `kernels::scan_kernels!` in a
     /// kernel crate whose PTX `lib` embeds.
-    pub fn scan_custom<'a, T: ScanElement, O: ScanInstance<T>>(
+    pub fn scan_custom<'a, 'b, T: ScanElement, O: ScanInstance<T>>(
         &self,
         lib: &'static KernelLibrary,
         input: impl Into<DeviceView<'a, T>>,
-        output: &mut DeviceBuffer<T>,
+        output: impl Into<DeviceViewMut<'b, T>>,
         kind: ScanKind,
     ) -> Result<()> {
-        self.scan_view(lib, pick::<T, O>(kind), input.into(), output)
+        self.scan_view(lib, pick::<T, O>(kind), input.into(), output.into())
     }
 
     /// Scan by key: segments are runs of equal consecutive `keys`; `output[i]` is the scan of
@@ -387,17 +400,16 @@ impl Context {
     /// assert_eq!(ctx.dtoh(&out)?, [1, 2, 1, 2, 3]);
     /// # Ok(()) }
     /// ```
-    pub fn scan_by_key<'a, 'b, K: DeviceElement, T: ByKeyKernel<K>>(
+    pub fn scan_by_key<'a, 'b, 'c, K: DeviceElement, T: ByKeyKernel<K>>(
         &self,
         keys: impl Into<DeviceView<'a, K>>,
         values: impl Into<DeviceView<'b, T>>,
-        output: &mut DeviceBuffer<T>,
+        output: impl Into<DeviceViewMut<'c, T>>,
         op: ScanOperator,
         kind: ScanKind,
     ) -> Result<()> {
-        let (keys, values) = (keys.into(), values.into());
-        let backends = [keys.backend(), values.backend(), output.backend()];
-        self.check_scan_output(&backends, values.len(), output)?;
+        let (keys, values, mut output) = (keys.into(), values.into(), output.into());
+        Self::check_scan_output(values.len(), &output)?;
         if keys.len() != values.len() {
             return Err(Error::InvalidArgument(format!(
                 "scan by key: {} keys for {} values",
@@ -411,11 +423,9 @@ impl Context {
         }
         let k = T::by_key_kernel(op);
         let exclusive = (kind == ScanKind::Exclusive) as u32;
-        let (kp, vp, op_) = (
-            self.view_addr(&keys),
-            self.view_addr(&values),
-            self.addr(output),
-        );
+        let (kp, _keys_read) = self.read(&keys)?;
+        let (vp, _values_read) = self.read(&values)?;
+        let (op_, _write) = self.write(&mut output)?;
         let grid = Self::scan_grid(n, ACTIVE.by_key_tile_elems(std::mem::size_of::<T>() as u64))?;
         let ws = self.workspace::<ScanWorkspace>();
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());

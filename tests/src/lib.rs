@@ -4,6 +4,7 @@
 
 pub mod bad_input;
 pub mod bench;
+pub mod interop;
 pub mod lookback;
 pub mod reductions;
 pub mod scans;

@@ -8,7 +8,7 @@ use std::time::Instant;
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaStream, DeviceRepr, LaunchArgs, ValidAsZeroBits, sys};
 
-use super::buffer::{Buf, DeviceBuffer, DeviceView};
+use super::buffer::{Buf, DeviceBuffer, DeviceView, DeviceViewMut, Mem, MemMut, Owner};
 use super::mapped::MappedResult;
 use super::module::{self, KernelLibrary, LoadedKernel};
 use super::simbuf::SimBuf;
@@ -47,8 +47,11 @@ pub struct DeviceInfo {
 pub(crate) struct CudaBackend {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
-    /// Where reductions write a result the host reads without a copy (see `mapped`).
-    pub result: Mutex<MappedResult>,
+    /// The context's identity, to check the memory handed in.
+    pub owner: Owner,
+    /// Free slots where reductions write a result the host reads without a copy (see
+    /// `mapped`): one is taken per value-returning reduction in flight.
+    pub results: Mutex<Vec<MappedResult>>,
 }
 
 pub(crate) enum Backend {
@@ -66,6 +69,9 @@ pub struct Context {
     /// Kernels this context has launched, by (library, name) address: the launch path finds
     /// them with two pointer compares instead of the process-wide cache's hashed lookup.
     launched: Mutex<Vec<(usize, usize, &'static LoadedKernel)>>,
+    /// Scratch of launches captured into CUDA graphs (device addresses), freed with the
+    /// context: a graph may be replayed at any time while the context lives.
+    graph_scratch: Mutex<Vec<u64>>,
 }
 
 /// Number of CUDA devices, with the absence of a driver as an error rather than a panic.
@@ -117,7 +123,8 @@ impl LaunchShape {
 }
 
 impl Context {
-    /// Open CUDA device `ordinal`. Loads no kernel: each loads on its first use.
+    /// Open CUDA device `ordinal` (its primary context, as the runtime API and cudarc use) on a
+    /// stream of the library's own. Loads no kernel: each loads on its first use.
     pub fn new(ordinal: usize) -> Result<Self> {
         let count = device_count()?;
         if count == 0 {
@@ -132,6 +139,27 @@ impl Context {
         let stream = ctx
             .new_stream()
             .map_err(Error::driver("creating a stream", 0))?;
+        Self::from_stream(stream)
+    }
+
+    /// A context that queues all its work on `stream`, a cudarc stream of the caller (on the
+    /// caller's `CudaContext`): the library's calls are then ordered with the caller's own
+    /// work on that stream, with no device-wide synchronisation. Buffers it makes live on that
+    /// stream; cudarc memory of the same context is used directly (see [`DeviceView`]).
+    ///
+    /// ```no_run
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::cudarc::driver::CudaContext;
+    /// let cuda = CudaContext::new(0).unwrap();
+    /// let stream = cuda.default_stream();
+    /// let x = stream.clone_htod(&[1.0f32, 2.0, 3.0]).unwrap(); // the program's own memory
+    /// let ctx = gpu_reduce::Context::from_stream(stream.clone())?;
+    /// assert_eq!(ctx.sum(&x)?, 6.0); // no copy, ordered after the upload
+    /// # Ok(()) }
+    /// ```
+    pub fn from_stream(stream: Arc<CudaStream>) -> Result<Self> {
+        let ctx = stream.context().clone();
+        let ordinal = ctx.ordinal();
         let attr = |a| {
             ctx.attribute(a)
                 .map_err(Error::driver("reading a device attribute", 0))
@@ -153,12 +181,13 @@ impl Context {
                 .map_err(Error::driver("reading memory size", 0))?,
             driver_version: driver_version()?,
         };
-        let result = Mutex::new(MappedResult::new(&ctx)?);
+        let results = Mutex::new(vec![MappedResult::new(&ctx)?]);
         Ok(Self::with_backend(
             Backend::Cuda(CudaBackend {
+                owner: Owner::of_stream(&stream),
                 ctx,
                 stream,
-                result,
+                results,
             }),
             info,
         ))
@@ -196,6 +225,7 @@ impl Context {
             info,
             workspaces: Mutex::new(Vec::new()),
             launched: Mutex::new(Vec::new()),
+            graph_scratch: Mutex::new(Vec::new()),
         }
     }
 
@@ -244,76 +274,133 @@ impl Context {
         w
     }
 
-    /// Copy host data to a new device buffer.
+    /// Copy host data to a new device buffer (queued on the context's stream; returns once the
+    /// data has been staged, so `data` may be reused at once).
     pub fn htod<T: DeviceRepr + Copy>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
         let bytes = std::mem::size_of_val(data);
-        let inner = match &self.backend {
-            Backend::Cuda(c) => Buf::Cuda(
+        Ok(match &self.backend {
+            Backend::Cuda(c) => DeviceBuffer::from_slice(
                 c.stream
                     .clone_htod(data)
                     .map_err(Error::driver("copying to the device", bytes))?,
             ),
-            Backend::Sim => Buf::Sim(SimBuf::from_slice(data)?),
-        };
-        Ok(DeviceBuffer { inner })
+            Backend::Sim => DeviceBuffer {
+                inner: Buf::Sim(SimBuf::from_slice(data)?),
+            },
+        })
     }
 
-    /// A new zero-filled device buffer of `len` elements.
+    /// A new zero-filled device buffer of `len` elements (queued on the context's stream).
     pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
         &self,
         len: usize,
     ) -> Result<DeviceBuffer<T>> {
         let bytes = len.saturating_mul(std::mem::size_of::<T>());
-        let inner = match &self.backend {
-            Backend::Cuda(c) => Buf::Cuda(
+        Ok(match &self.backend {
+            Backend::Cuda(c) => DeviceBuffer::from_slice(
                 c.stream
                     .alloc_zeros::<T>(len)
                     .map_err(Error::driver("allocating", bytes))?,
             ),
-            Backend::Sim => Buf::Sim(SimBuf::zeroed(len)?),
-        };
-        Ok(DeviceBuffer { inner })
+            Backend::Sim => DeviceBuffer {
+                inner: Buf::Sim(SimBuf::zeroed(len)?),
+            },
+        })
     }
 
-    /// Copy a device buffer back to the host.
-    pub fn dtoh<T: DeviceRepr + Copy>(&self, buf: &DeviceBuffer<T>) -> Result<Vec<T>> {
-        match (&self.backend, &buf.inner) {
-            (Backend::Cuda(c), Buf::Cuda(s)) => c
-                .stream
-                .clone_dtoh(s)
-                .map_err(Error::driver("copying to the host", buf.num_bytes())),
-            (Backend::Sim, Buf::Sim(s)) => Ok(s.to_vec()),
-            _ => Err(Error::wrong_backend()),
-        }
-    }
-
-    /// Set every byte of `buf` to zero (`cuMemsetD8Async` on a GPU).
-    pub fn memset_zeros<T: DeviceRepr + ValidAsZeroBits>(
+    /// Copy device memory (a buffer, a view, cudarc memory) back to the host. Blocks until the
+    /// copy, and everything queued before it on the context's stream, is done.
+    pub fn dtoh<'a, T: DeviceRepr + Copy + 'a>(
         &self,
-        buf: &mut DeviceBuffer<T>,
+        src: impl Into<DeviceView<'a, T>>,
+    ) -> Result<Vec<T>> {
+        let src = src.into();
+        let n = src.len();
+        let bytes = n * std::mem::size_of::<T>();
+        let mut out = Vec::<T>::with_capacity(n);
+        let (addr, access) = self.read(&src)?;
+        match &self.backend {
+            Backend::Cuda(c) => {
+                // SAFETY: `addr` holds `n` elements (checked views); `out` has room for as many.
+                unsafe {
+                    sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr() as *mut _, addr, bytes, c.cu()?)
+                }
+                .result()
+                .map_err(Error::driver("copying to the host", bytes))?;
+                drop(access);
+                self.synchronize()?;
+            }
+            Backend::Sim => {
+                // SAFETY: as above, host memory of the simulator.
+                unsafe { std::ptr::copy_nonoverlapping(addr as *const T, out.as_mut_ptr(), n) };
+            }
+        }
+        // SAFETY: all `n` elements were written above (the stream was synchronised).
+        unsafe { out.set_len(n) };
+        Ok(out)
+    }
+
+    /// Copy `data` into device memory `dst` (as many elements as `data` holds; an error if
+    /// `dst` is shorter). Queued on the context's stream; returns once `data` is staged.
+    pub fn htod_into<'a, T: DeviceRepr + Copy + 'a>(
+        &self,
+        data: &[T],
+        dst: impl Into<DeviceViewMut<'a, T>>,
     ) -> Result<()> {
-        let bytes = buf.num_bytes();
-        match (&self.backend, &mut buf.inner) {
-            (Backend::Cuda(c), Buf::Cuda(d)) => c
-                .stream
-                .memset_zeros(d)
-                .map_err(Error::driver("clearing device memory", bytes)),
-            (Backend::Sim, Buf::Sim(d)) => {
-                // SAFETY: `bytes` bytes of a live allocation; all-zero is a valid T.
-                unsafe { std::ptr::write_bytes(d.ptr() as *mut u8, 0, bytes) };
+        let mut dst = dst.into();
+        if dst.len() < data.len() {
+            return Err(Error::InvalidArgument(format!(
+                "copying {} elements into device memory of {}",
+                data.len(),
+                dst.len()
+            )));
+        }
+        let bytes = std::mem::size_of_val(data);
+        let (addr, _access) = self.write(&mut dst)?;
+        match &self.backend {
+            // SAFETY: room for `data.len()` elements at `addr` (checked above).
+            Backend::Cuda(c) => {
+                unsafe { cudarc::driver::result::memcpy_htod_async(addr, data, c.cu()?) }
+                    .map_err(Error::driver("copying to the device", bytes))
+            }
+            Backend::Sim => {
+                // SAFETY: as above, host memory of the simulator.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut T, data.len()) };
                 Ok(())
             }
-            _ => Err(Error::wrong_backend()),
         }
     }
 
-    /// Copy all of `src` into `dst` starting at element `at` (device to device).
-    pub fn copy_into<T: DeviceRepr + Copy>(
+    /// Set every byte of `dst` to zero (`cuMemsetD8Async` on a GPU, queued on the stream).
+    pub fn memset_zeros<'a, T: ValidAsZeroBits + 'a>(
         &self,
-        src: &DeviceBuffer<T>,
-        dst: &mut DeviceBuffer<T>,
+        dst: impl Into<DeviceViewMut<'a, T>>,
+    ) -> Result<()> {
+        let mut dst = dst.into();
+        let bytes = dst.len() * std::mem::size_of::<T>();
+        let (addr, _access) = self.write(&mut dst)?;
+        match &self.backend {
+            // SAFETY: `bytes` bytes of the view.
+            Backend::Cuda(c) => {
+                unsafe { cudarc::driver::result::memset_d8_async(addr, 0, bytes, c.cu()?) }
+                    .map_err(Error::driver("clearing device memory", bytes))
+            }
+            Backend::Sim => {
+                // SAFETY: `bytes` bytes of the view; all-zero is a valid T.
+                unsafe { std::ptr::write_bytes(addr as *mut u8, 0, bytes) };
+                Ok(())
+            }
+        }
+    }
+
+    /// Copy all of `src` into `dst` starting at element `at` (device to device, queued).
+    pub fn copy_into<'a, 'b, T: DeviceRepr + Copy + 'a + 'b>(
+        &self,
+        src: impl Into<DeviceView<'a, T>>,
+        dst: impl Into<DeviceViewMut<'b, T>>,
         at: usize,
     ) -> Result<()> {
+        let (src, dst) = (src.into(), dst.into());
         let end = at
             .checked_add(src.len())
             .filter(|&e| e <= dst.len())
@@ -324,19 +411,21 @@ impl Context {
                     dst.len()
                 ))
             })?;
-        match (&self.backend, &src.inner, &mut dst.inner) {
-            (Backend::Cuda(c), Buf::Cuda(s), Buf::Cuda(d)) => {
-                let mut view = d.slice_mut(at..end);
-                c.stream
-                    .memcpy_dtod(s, &mut view)
-                    .map_err(Error::driver("copying on the device", src.num_bytes()))
+        let mut dst = dst.slice(at..end)?;
+        let bytes = src.len() * std::mem::size_of::<T>();
+        let (s, _read) = self.read(&src)?;
+        let (d, _write) = self.write(&mut dst)?;
+        match &self.backend {
+            // SAFETY: both views hold `src.len()` elements.
+            Backend::Cuda(c) => {
+                unsafe { cudarc::driver::result::memcpy_dtod_async(d, s, bytes, c.cu()?) }
+                    .map_err(Error::driver("copying on the device", bytes))
             }
-            (Backend::Sim, Buf::Sim(s), Buf::Sim(d)) => {
-                // SAFETY: both in bounds (checked above); distinct allocations.
-                unsafe { std::ptr::copy_nonoverlapping(s.ptr(), d.ptr().add(at), s.len()) };
+            Backend::Sim => {
+                // SAFETY: as above (`copy`: the two may overlap).
+                unsafe { std::ptr::copy(s as *const T, d as *mut T, src.len()) };
                 Ok(())
             }
-            _ => Err(Error::wrong_backend()),
         }
     }
 
@@ -475,42 +564,266 @@ impl Context {
     }
 
     /// The device address of a view's first element (a host address on the simulator), for
-    /// kernel arguments. An error when the buffer belongs to the other backend.
+    /// the kernel arguments of [`Context::launch`]. An error when the memory belongs to another
+    /// backend or device. For cudarc memory used on another stream, prefer passing views to
+    /// the library's calls, which hold cudarc's ordering guards across the launch.
     pub fn device_addr<'a, T>(&self, view: impl Into<DeviceView<'a, T>>) -> Result<u64>
     where
         T: 'a,
     {
         let v = view.into();
-        self.check(&[v.backend()])?;
-        Ok(self.addr(v.buf) + (v.start * std::mem::size_of::<T>()) as u64)
+        let (addr, access) = self.read(&v)?;
+        drop(access);
+        Ok(addr)
     }
 
-    /// The device address of `buf` (a host address on the simulator); the caller checked the
-    /// backend.
-    pub(crate) fn addr<T>(&self, buf: &DeviceBuffer<T>) -> u64 {
-        match (&buf.inner, &self.backend) {
-            (Buf::Sim(s), _) => s.ptr() as u64,
-            (Buf::Cuda(s), Backend::Cuda(c)) => {
-                use cudarc::driver::DevicePtr;
-                let (p, _sync) = s.device_ptr(&c.stream);
-                p
+    /// The device address of one of the context's own buffers (the algorithms' scratch): no
+    /// check and no ordering work, as the buffer is only ever used on this context's stream.
+    pub(crate) fn scratch_addr<T>(&self, buf: &DeviceBuffer<T>) -> u64 {
+        buf.base_addr()
+    }
+
+    fn owner(&self) -> Owner {
+        match &self.backend {
+            Backend::Cuda(c) => c.owner,
+            Backend::Sim => Owner::Sim,
+        }
+    }
+
+    /// Memory of `owner` may be used by this context, or an error that names both.
+    pub(crate) fn check_owner(&self, owner: Owner) -> Result<()> {
+        if owner.usable_by(self.owner()) {
+            return Ok(());
+        }
+        if owner.backend() != self.info.backend {
+            return Err(Error::wrong_backend());
+        }
+        Err(Error::InvalidArgument(format!(
+            "memory of {} (or of another CUDA context) was passed to a context on {}",
+            owner.describe(),
+            self.owner().describe()
+        )))
+    }
+
+    /// The address to read a view at, and what keeps it ordered until dropped (drop it after
+    /// the kernel that reads it is queued).
+    pub(crate) fn read<'v, T>(&'v self, v: &'v DeviceView<'_, T>) -> Result<(u64, Access<'v>)> {
+        self.check_owner(v.owner())?;
+        let off = (v.start * std::mem::size_of::<T>()) as u64;
+        let (base, access) = match (v.mem, &self.backend) {
+            (Mem::Ours(b), _) => (b.base_addr(), self.order_with(b.home())?),
+            (Mem::Cuda(d), Backend::Cuda(c)) => {
+                let (p, g) = d.device_ptr(&c.stream);
+                (p, Access::Cuda(g))
             }
-            // Rejected by `check` before any launch.
-            (Buf::Cuda(_), Backend::Sim) => 0,
+            (Mem::Raw { addr, .. }, _) => (addr, Access::Free),
+            (Mem::Cuda(_), Backend::Sim) => return Err(Error::wrong_backend()),
+        };
+        Ok((base + off, access))
+    }
+
+    /// The address to write a view at, and what keeps it ordered until dropped.
+    pub(crate) fn write<'v, T>(
+        &'v self,
+        v: &'v mut DeviceViewMut<'_, T>,
+    ) -> Result<(u64, Access<'v>)> {
+        self.check_owner(v.owner())?;
+        let off = (v.start * std::mem::size_of::<T>()) as u64;
+        let (base, access) = match (&mut v.mem, &self.backend) {
+            (MemMut::Ours(b), _) => (b.base_addr(), self.order_with(b.home())?),
+            (MemMut::Cuda(d), Backend::Cuda(c)) => {
+                let (p, g) = d.device_ptr_mut(&c.stream);
+                (p, Access::Cuda(g))
+            }
+            (MemMut::Raw { addr, .. }, _) => (*addr, Access::Free),
+            (MemMut::Cuda(_), Backend::Sim) => return Err(Error::wrong_backend()),
+        };
+        Ok((base + off, access))
+    }
+
+    /// Ordering for a library buffer whose stream is `home`: nothing on its own stream;
+    /// on another, our stream waits for `home` now and `home` for us when the access drops.
+    fn order_with<'v>(&'v self, home: Option<&'v Arc<CudaStream>>) -> Result<Access<'v>> {
+        match (home, &self.backend) {
+            (Some(home), Backend::Cuda(c)) if !Arc::ptr_eq(home, &c.stream) => {
+                c.stream
+                    .join(home)
+                    .map_err(Error::driver("ordering with another stream", 0))?;
+                Ok(Access::Joined {
+                    home,
+                    ours: &c.stream,
+                })
+            }
+            _ => Ok(Access::Free),
         }
     }
 
-    /// The device address of a view's first element; the caller checked the backend.
-    pub(crate) fn view_addr<T>(&self, v: &DeviceView<'_, T>) -> u64 {
-        self.addr(v.buf) + (v.start * std::mem::size_of::<T>()) as u64
+    /// Whether the context's stream is being captured into a CUDA graph (never on the
+    /// simulator).
+    pub(crate) fn capturing(&self) -> Result<bool> {
+        let Backend::Cuda(c) = &self.backend else {
+            return Ok(false);
+        };
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: a live stream; writes one enum.
+        unsafe { sys::cuStreamIsCapturing(c.cu()?, &mut status) }
+            .result()
+            .map_err(Error::driver("asking whether the stream is capturing", 0))?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
-    /// Buffers passed to a kernel must come from this context's backend.
-    pub(crate) fn check(&self, backends: &[BackendKind]) -> Result<()> {
-        if backends.iter().all(|&b| b == self.info.backend) {
-            Ok(())
-        } else {
-            Err(Error::wrong_backend())
+    /// When the stream is being captured into a graph: `bytes` of device memory for the
+    /// captured launch alone, kept until the context drops (`None` when not capturing). The
+    /// allocation is not a stream operation (it must not become part of the graph): the
+    /// thread's capture mode is relaxed around it, as CUB and PyTorch do.
+    pub(crate) fn graph_scratch(&self, bytes: usize) -> Result<Option<u64>> {
+        if !self.capturing()? {
+            return Ok(None);
         }
+        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: exchanges the thread's mode; restored right after.
+        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
+            .result()
+            .map_err(Error::driver("relaxing the capture mode", 0))?;
+        // SAFETY: a plain allocation; freed in `Drop`.
+        let addr = unsafe { cudarc::driver::result::malloc_sync(bytes.max(1)) };
+        // SAFETY: puts the caller's mode back.
+        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }
+            .result()
+            .map_err(Error::driver("restoring the capture mode", 0))?;
+        let addr = addr.map_err(Error::driver("allocating graph scratch", bytes))?;
+        self.graph_scratch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(addr);
+        Ok(Some(addr))
+    }
+
+    /// Zero `bytes` at device address `addr`, queued on the stream (a memset node when
+    /// captured into a graph); on the simulator at once.
+    pub(crate) fn memset_raw(&self, addr: u64, bytes: usize) -> Result<()> {
+        match &self.backend {
+            // SAFETY: the caller's scratch of at least `bytes`.
+            Backend::Cuda(c) => {
+                unsafe { cudarc::driver::result::memset_d8_async(addr, 0, bytes, c.cu()?) }
+                    .map_err(Error::driver("clearing device memory", bytes))
+            }
+            Backend::Sim => {
+                // SAFETY: as above, host memory.
+                unsafe { std::ptr::write_bytes(addr as *mut u8, 0, bytes) };
+                Ok(())
+            }
+        }
+    }
+
+    /// Check a raw pointer handed in for `len` elements of `T`.
+    pub(crate) fn check_raw<T>(&self, addr: u64, len: usize) -> Result<Owner> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::InvalidArgument(format!("{len} elements overflow the address space"))
+        })?;
+        if len == 0 {
+            return Ok(self.owner());
+        }
+        if addr == 0 {
+            return Err(Error::InvalidArgument(
+                "a null pointer was given for a non-empty view".into(),
+            ));
+        }
+        if !addr.is_multiple_of(std::mem::align_of::<T>() as u64) {
+            return Err(Error::InvalidArgument(format!(
+                "address {addr:#x} is not aligned to {} bytes",
+                std::mem::align_of::<T>()
+            )));
+        }
+        let Backend::Cuda(c) = &self.backend else {
+            return Ok(Owner::Sim);
+        };
+        c.ctx
+            .bind_to_thread()
+            .map_err(Error::driver("binding the context", 0))?;
+        let attr = |a: sys::CUpointer_attribute| -> Result<u64> {
+            let mut v = 0u64;
+            // SAFETY: every attribute asked below writes at most 8 bytes.
+            unsafe { sys::cuPointerGetAttribute(&mut v as *mut u64 as *mut _, a, addr) }
+                .result()
+                .map_err(|_| {
+                    Error::InvalidArgument(format!(
+                        "address {addr:#x} is not device memory known to the CUDA driver"
+                    ))
+                })?;
+            Ok(v)
+        };
+        use sys::CUpointer_attribute as P;
+        // DEVICE_ORDINAL is an int: read it into a zeroed u64 and keep the low half.
+        let ordinal = attr(P::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)? as u32 as usize;
+        if ordinal != self.info.ordinal {
+            return Err(Error::InvalidArgument(format!(
+                "address {addr:#x} is memory of CUDA device {ordinal}, not of device {}",
+                self.info.ordinal
+            )));
+        }
+        let start = attr(P::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)?;
+        let size = attr(P::CU_POINTER_ATTRIBUTE_RANGE_SIZE)?;
+        if addr + bytes as u64 > start + size {
+            return Err(Error::InvalidArgument(format!(
+                "{len} elements at {addr:#x} run past the end of its allocation \
+                 ({size} bytes at {start:#x})"
+            )));
+        }
+        Ok(Owner::Cuda { ordinal, ctx: None })
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        if let Backend::Cuda(c) = &self.backend {
+            let scratch = std::mem::take(
+                self.graph_scratch
+                    .get_mut()
+                    .unwrap_or_else(|p| p.into_inner()),
+            );
+            if !scratch.is_empty() && c.ctx.bind_to_thread().is_ok() {
+                for addr in scratch {
+                    // SAFETY: allocated by `graph_scratch`, freed once; a synchronous free
+                    // waits for work still using it.
+                    let _ = unsafe { cudarc::driver::result::free_sync(addr) };
+                }
+            }
+        }
+    }
+}
+
+/// What keeps one use of device memory ordered with other streams; dropped after the launch
+/// that uses the memory has been queued.
+pub(crate) enum Access<'a> {
+    /// Nothing to do: the memory is ordered on this stream, or the caller orders it.
+    Free,
+    /// cudarc's guard: records the slice's read/write event on our stream when dropped.
+    #[allow(dead_code)] // held for its Drop
+    Cuda(cudarc::driver::SyncOnDrop<'a>),
+    /// A library buffer of another stream: that stream waits for ours when this drops.
+    Joined {
+        home: &'a Arc<CudaStream>,
+        ours: &'a Arc<CudaStream>,
+    },
+}
+
+impl Drop for Access<'_> {
+    fn drop(&mut self) {
+        if let Access::Joined { home, ours } = self {
+            // Only fails on a broken context, which the next call reports; nothing to do here.
+            let _ = home.join(ours);
+        }
+    }
+}
+
+impl CudaBackend {
+    /// The raw stream handle, with the context bound to the calling thread (the driver's
+    /// raw calls act on the thread's current context).
+    pub(crate) fn cu(&self) -> Result<sys::CUstream> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(Error::driver("binding the context", 0))?;
+        Ok(self.stream.cu_stream())
     }
 }

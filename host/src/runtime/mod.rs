@@ -3,11 +3,11 @@
 
 mod buffer;
 mod context;
-mod mapped;
+pub(crate) mod mapped;
 mod module;
 mod simbuf;
 
-pub use buffer::{DeviceBuffer, DeviceView};
+pub use buffer::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub(crate) use context::Backend;
 pub use context::{BackendKind, Context, DeviceInfo, LaunchShape, device_count};
 pub use module::{EmbeddedModule, EmbeddedModules, KernelLibrary, LoadStats, load_stats};

@@ -58,14 +58,6 @@ impl<T> SimBuf<T> {
         Ok(b)
     }
 
-    pub fn to_vec(&self) -> Vec<T>
-    where
-        T: Copy,
-    {
-        // SAFETY: len initialised elements (zeroed or copied in, or written by kernels).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }.to_vec()
-    }
-
     pub fn ptr(&self) -> *mut T {
         self.ptr.as_ptr()
     }

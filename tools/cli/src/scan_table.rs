@@ -236,9 +236,9 @@ pub fn run_scan_table<T: TableElement>(
         let time = |out: &mut DeviceBuffer<T>,
                     f: &dyn Fn(&mut DeviceBuffer<T>) -> Result<()>|
          -> Result<Cell> {
-            ctx.memset_zeros(out)?;
+            ctx.memset_zeros(&mut *out)?;
             f(out)?;
-            let got = ctx.dtoh(out)?;
+            let got = ctx.dtoh(&*out)?;
             let checked = T::check(&got, &host);
             let t = ctx.time_ms(warmup, iters, || f(out))?;
             let median_ms = stats::summarize(&t).map_or(f64::NAN, |s| s.median);
