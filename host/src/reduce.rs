@@ -272,6 +272,7 @@ impl Context {
         // Inputs of no more tiles than SMs need no occupancy query.
         let sms = self.info().multiprocessors.max(1);
         let limit = match (ws.grid_override, &self.backend) {
+            (0, _) if tiles <= POLICY.single_block_tiles => 1,
             (0, Backend::Cuda(_)) if tiles <= sms => sms,
             (0, Backend::Cuda(_)) => sms * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?,
             (0, Backend::Sim) => u32::MAX,

@@ -26,7 +26,7 @@ cat "$out/device.txt"
 
 rc=0
 if has tests; then
-    for t in "$here"/bin/test-*; do
+    for t in "$here"/bin/test-${TESTS:-*}; do
         # --include-ignored: the GPU tests and the simulator tests, on the same machine.
         echo "== $(basename "$t")"
         "$t" --include-ignored --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || rc=1

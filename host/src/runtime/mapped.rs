@@ -23,16 +23,23 @@ pub(crate) struct MappedResult {
     event: CudaEvent,
     /// Whether `event` was recorded after the current launch.
     event_recorded: bool,
+    /// How long the current wait may spin.
+    spin: Duration,
 }
 
 /// Polls of the flag between two `cuStreamQuery` calls (which report a faulted kernel, whose
 /// flag would never come).
 const POLLS_PER_QUERY: u32 = 512;
 
-/// How long a waiting thread spins before it sleeps: results of kernels up to this long come
-/// back with the poll's latency (~1 µs); longer ones pay a wake-up (~10-60 µs) but leave the
-/// core free.
+/// How long a waiting thread spins before it sleeps: this, plus the time the kernel itself
+/// needs at [`SLOW_BYTES_PER_S`]. A result that comes within that comes back with the poll's
+/// latency (~1 µs); waiting longer (work queued before the kernel, a slow device) costs a
+/// wake-up (~10-80 µs) but leaves the core free. Sleeping from a fixed 200 µs on made a 1 GiB
+/// sum on an H100 0.85x of CUB + copy instead of ~1.0x (BENCHMARKS.md).
 const SPIN: Duration = Duration::from_micros(200);
+
+/// A conservative read bandwidth (a third of an H100's) for the expected kernel time.
+const SLOW_BYTES_PER_S: f64 = 1e12;
 
 /// Inputs from this size on get the sleeping event recorded after their kernel (~1 µs of
 /// host time, nothing next to a kernel that reads this much: ~0.2 ms at 3 TB/s).
@@ -67,6 +74,7 @@ impl MappedResult {
             seq: 0,
             event,
             event_recorded: false,
+            spin: SPIN,
         })
     }
 
@@ -84,6 +92,7 @@ impl MappedResult {
     /// After the kernel of the current `seq` is queued on `stream`: record the sleeping event
     /// behind it when the kernel reads `bytes` or more.
     pub fn mark_launched(&mut self, stream: &CudaStream, bytes: usize) -> Result<()> {
+        self.spin = SPIN + Duration::from_secs_f64(bytes as f64 / SLOW_BYTES_PER_S);
         self.event_recorded = bytes >= EVENT_BYTES;
         if self.event_recorded {
             self.event
@@ -104,7 +113,7 @@ impl MappedResult {
     }
 
     /// Wait until the kernel launched with `seq` has raised the flag, then read the two result
-    /// words: spin for [`SPIN`], then sleep — on the event when one was recorded, else in naps.
+    /// words: spin for a while (see [`SPIN`]), then sleep — on the event when one was recorded, else in naps.
     /// A kernel that faults never raises it: the stream query reports the error instead of
     /// waiting forever.
     pub fn wait(&mut self, seq: u32, stream: &CudaStream) -> Result<[u64; 2]> {
@@ -143,7 +152,7 @@ impl MappedResult {
                     });
                 }
             }
-            if start.elapsed() >= SPIN {
+            if start.elapsed() >= self.spin {
                 if self.event_recorded {
                     // Sleeps in the driver until the kernel ends (or reports its fault).
                     self.event

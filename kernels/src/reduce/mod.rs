@@ -83,6 +83,7 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
     // Physical block b runs tiles b, b + grid, ...; tile t is what block t of a grid of `tiles`
     // blocks would do, so its partial does not depend on the physical grid.
     let mut tile = gpu::block_idx_x() as u64;
+    let mut tile_acc = O::identity();
     while tile < tiles {
         let gtid = tile * REDUCE_BLOCK as u64 + tid;
         let mut acc0 = O::identity();
@@ -109,28 +110,51 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
             let i = tail_start + gtid;
             acc1 = O::combine(acc1, O::lift(unsafe { input.add(i as usize).read() }, i));
         }
-        let tile_acc = block_reduce(O::combine(acc0, acc1), O::identity(), O::combine, scratch);
-        if tid == 0 {
+        tile_acc = block_reduce(O::combine(acc0, acc1), O::identity(), O::combine, scratch);
+        if tid == 0 && tiles > 1 {
             unsafe { partials.add(tile as usize).write(tile_acc) };
         }
         tile += grid;
     }
 
-    if tid == 0 {
-        // Release: the partials are visible GPU-wide before the ticket (the threadFenceReduction
-        // pattern of the CUDA samples, with an acq_rel fence rather than a full SC fence).
-        gpu::fence_acq_rel_gpu();
-        let ticket = unsafe { gpu::atomic_add_u32(retire_count, 1) };
-        unsafe { is_last.write(0, (ticket as u64 == grid - 1) as u32) };
-    }
-    gpu::sync_threads();
-    if unsafe { is_last.read(0) } == 0 {
+    if tiles == 1 {
+        // One tile (the host then launches one block): its accumulator is the result, with no
+        // partial, ticket or second block reduction (~1.5 µs less on an H100 at 2^10). The
+        // same bits as the general path below: that path computes identity ⊕ partial and
+        // combines it with identities only.
+        if tid == 0 {
+            unsafe {
+                out.write(O::combine(O::identity(), tile_acc));
+                if !done.is_null() {
+                    gpu::store_release_sys_u32(done, seq);
+                }
+            }
+        }
         return;
     }
 
-    // Last block, acquire: every other block's partials are visible (their fence came before
-    // their ticket). Combine them in tile order.
-    gpu::fence_acq_rel_gpu();
+    if grid > 1 {
+        if tid == 0 {
+            // Release: the partials are visible GPU-wide before the ticket (the
+            // threadFenceReduction pattern of the CUDA samples, with an acq_rel fence rather
+            // than a full SC fence).
+            gpu::fence_acq_rel_gpu();
+            let ticket = unsafe { gpu::atomic_add_u32(retire_count, 1) };
+            unsafe { is_last.write(0, (ticket as u64 == grid - 1) as u32) };
+        }
+        gpu::sync_threads();
+        if unsafe { is_last.read(0) } == 0 {
+            return;
+        }
+        // Last block, acquire: every other block's partials are visible (their fence came
+        // before their ticket).
+        gpu::fence_acq_rel_gpu();
+    } else {
+        // One block ran every tile: the barrier makes thread 0's partials visible to the
+        // block; no ticket needed.
+        gpu::sync_threads();
+    }
+    // Combine the partials in tile order.
     let mut acc = O::identity();
     let mut i = tid;
     while i < tiles {

@@ -19,6 +19,10 @@ pub struct ReducePolicy {
     /// 2048 tiles of 256 threads cover 2^28 f32 in 64 steps per thread, and leave the last
     /// block 2048 partials to combine (a few microseconds).
     pub max_tiles: u32,
+    /// Inputs of at most this many tiles run on one block, which then needs no ticket (grid
+    /// 1): small inputs are latency-bound, and the ticket's fence, atomic and partials cost
+    /// more than the parallel loads save. Measured on an H100 (BENCHMARKS.md, tiny inputs).
+    pub single_block_tiles: u32,
 }
 
 /// The policy of every architecture (see the module docs for why there is one).
@@ -26,6 +30,7 @@ pub const POLICY: ReducePolicy = ReducePolicy {
     block: 256,
     bytes_per_step: 32,
     max_tiles: 2048,
+    single_block_tiles: 2,
 };
 
 /// The policy the kernels for `sm` (e.g. 90 for sm_90) are compiled with.

@@ -140,6 +140,9 @@ enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Cap the reductions' physical grid (tuning experiments; never changes a result).
+        #[arg(long, hide = true)]
+        reduce_grid_limit: Option<u32>,
     },
 }
 
@@ -277,8 +280,10 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             seed,
             out,
             quiet,
+            reduce_grid_limit,
         } => {
             let ctx = open(backend, device)?;
+            ctx.set_reduce_grid_limit(reduce_grid_limit);
             let gpu = ctx.backend_kind() == BackendKind::Cuda;
             let config = gpu_reduce_tools::bench::SweepConfig {
                 ops,

@@ -468,6 +468,35 @@ fn sweep_one<T: SweepElement>(
             let t = ctx.time_ms(wu, it, || run(next()))?;
             record("reduce", "CUB DeviceReduce::Sum", Family::Cub, b, &t, ok);
         }
+        // The value on the host: what a program that needs the number waits for (ours: one
+        // launch writing into mapped memory; CUB: its launches, then a copy to the host).
+        progress(&format!("{} n={n}: sum to host", T::SWEEP_DTYPE.name()));
+        let t = ctx.time_ms(wu, it, || ctx.sum(&inputs[next()]).map(|_| ()))?;
+        record(
+            "reduce to host",
+            "ours: sum returned to the host",
+            Family::Ours,
+            b,
+            &t,
+            ok,
+        );
+        if let Some(c) = cub {
+            let run = cub_sum_runner::<T>(c, ctx, &inputs, &res)?;
+            run(0)?;
+            let ok = T::sum_ok(ctx.dtoh(&res)?[0], &hosts[0]);
+            let t = ctx.time_ms(wu, it, || {
+                run(next())?;
+                ctx.dtoh(&res).map(|_| ())
+            })?;
+            record(
+                "reduce to host",
+                "CUB DeviceReduce::Sum + copy to host",
+                Family::Cub,
+                b,
+                &t,
+                ok,
+            );
+        }
         if cfg.ladder && n <= u32::MAX as u64 {
             progress(&format!(
                 "{} n={n}: reduction ladder",
