@@ -369,3 +369,49 @@ pub fn check_deterministic(ctx: &Context, n: usize) {
     let b = ctx.htod(&padded).unwrap();
     assert_eq!(ctx.sum(b.view(4..).unwrap()).unwrap().to_bits(), first.0);
 }
+
+/// Inputs of one to three tiles, at every alignment: the one-block fast paths (one tile; two
+/// tiles with both loaded at once; one block running every tile) give the bits of the general
+/// path (one block per tile, ticket, last block combines).
+pub fn check_small_inputs_fast_paths(ctx: &Context) {
+    let d = data::<f32>(7000, 11, false);
+    let d64 = data::<f64>(3600, 12, false);
+    let a = ctx.htod(&d).unwrap();
+    let a64 = ctx.htod(&d64).unwrap();
+    // f32 tiles hold 2048 elements, f64 tiles 1024.
+    let sizes32 = [1, 5, 2047, 2048, 2049, 3000, 4093, 4096, 4097, 6000];
+    let sizes64 = [1, 1023, 1024, 1025, 2040, 2048, 2049, 3000];
+    for off in 0..4usize {
+        for (n32, n64) in sizes32
+            .iter()
+            .zip(sizes64.iter().chain(std::iter::repeat(&1)))
+        {
+            let v = a.view(off..off + n32).unwrap();
+            let v64 = a64.view(off..off + n64).unwrap();
+            let bits = |ctx: &Context| {
+                (
+                    ctx.sum(v).unwrap().to_bits(),
+                    ctx.sum_compensated(v).unwrap().to_bits(),
+                    ctx.sum(v64).unwrap().to_bits(),
+                    ctx.reduce(v, gpu_reduce::Reduction::Product)
+                        .unwrap()
+                        .to_bits(),
+                    ctx.argmax(v).unwrap(),
+                    ctx.argmin(v64).unwrap(),
+                )
+            };
+            let auto = bits(ctx);
+            for grid in [Some(1), Some(2), Some(3)] {
+                ctx.set_reduce_grid_limit(grid);
+                assert_eq!(bits(ctx), auto, "n {n32}/{n64} offset {off} grid {grid:?}");
+            }
+            ctx.set_reduce_grid_limit(None);
+            let want: f64 = d[off..off + n32].iter().map(|&x| x as f64).sum();
+            assert!(
+                (f32::from_bits(auto.0) as f64 - want).abs() < 1e-3,
+                "n {n32}: {} vs {want}",
+                f32::from_bits(auto.0)
+            );
+        }
+    }
+}

@@ -168,6 +168,12 @@ mod reductions {
         check_deterministic(&gpu(), 20_000_003);
     }
 
+    #[test]
+    #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+    fn small_inputs_fast_paths_keep_the_bits() {
+        check_small_inputs_fast_paths(&gpu());
+    }
+
     /// Same bits as the simulator for every operator (floats included).
     #[test]
     #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]

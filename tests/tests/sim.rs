@@ -93,6 +93,11 @@ mod reductions {
     fn deterministic_across_grids() {
         check_deterministic(&sim(), 70_001);
     }
+
+    #[test]
+    fn small_inputs_fast_paths_keep_the_bits() {
+        check_small_inputs_fast_paths(&sim());
+    }
 }
 
 proptest! {

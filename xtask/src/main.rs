@@ -1,15 +1,17 @@
 //! `cargo xtask <command>`: the project's automation, in Rust so it runs wherever cargo does.
 //!
-//! - `build-ptx [--arch sm_NN] [--out DIR]`: build the library's kernels and the tools' kernels
-//!   to PTX (whole modules `target/ptx/<arch>/<crate>.ptx`, and one module per kernel beside
-//!   them) and, when ptxas is found (`PTXAS` or PATH), assemble every per-kernel module (what
-//!   the library loads) and print the resource table. `--out DIR` also copies the whole
-//!   modules there: a directory for `GPU_REDUCE_PTX_DIR` on machines without the nightly.
+//! - `build-ptx [--arch sm_NN] [--out DIR]`: build the library's kernels, the tools' kernels
+//!   and the user-operator example's (`examples/minmax/kernels`) to PTX (whole modules
+//!   `target/ptx/<arch>/<crate>.ptx`, and one module per kernel beside them) and, when ptxas
+//!   is found (`PTXAS` or PATH), assemble every per-kernel module (what the library loads) and
+//!   print the resource table. `--out DIR` also copies the whole modules there: a directory
+//!   for `GPU_REDUCE_PTX_DIR` on machines without the nightly.
 //! - `test [--gpu]`: the PTX build and ptxas check, then every workspace test. GPU tests are
 //!   `#[ignore]`d (listed as ignored); `--gpu` runs them when a CUDA device is present and
 //!   reports them SKIPPED, never passed, when none is.
-//! - `bundle [--arch sm_NN] [--out DIR]`: host binary + GPU test binaries + PTX + run.sh, for a
-//!   GPU machine that has the driver but no Rust toolchain.
+//! - `bundle [--arch sm_NN] [--out DIR]`: host binary + GPU test binaries (the integration
+//!   tests' and the minmax example's) + the minmax example's binary + PTX + run.sh, for a GPU
+//!   machine that has the driver but no Rust toolchain.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -75,10 +77,10 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The kernel crates, built to PTX: the library's and the tools'.
-const KERNEL_CRATES: [&str; 2] = ["kernels", "tools/kernels"];
+/// The kernel crates, built to PTX: the library's, the tools' and the user-operator example's.
+const KERNEL_CRATES: [&str; 3] = ["kernels", "tools/kernels", "examples/minmax/kernels"];
 
-/// Build the PTX of both kernel crates; assemble every per-kernel module with ptxas when
+/// Build the PTX of the kernel crates; assemble every per-kernel module with ptxas when
 /// available; copy the whole modules to `out` if given. Returns the library's artifact.
 fn build_ptx(root: &Path, arch: &str, out: Option<&Path>) -> Res<PtxArtifact> {
     let mut library = None;
@@ -193,6 +195,8 @@ fn test(root: &Path, gpu: bool) -> Res<()> {
                     "test",
                     "-p",
                     "integration-tests",
+                    "-p",
+                    "minmax-example",
                     "--",
                     "--ignored",
                     "--test-threads=1",
@@ -297,10 +301,18 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
             "host",
             "--bin",
             "host",
+            "-p",
+            "minmax-example",
+            "--bin",
+            "minmax-example",
         ]),
         "cargo build host",
     )?;
     copy(&root.join("target/release/host"), &bin.join("host"))?;
+    copy(
+        &root.join("target/release/minmax-example"),
+        &bin.join("minmax-example"),
+    )?;
 
     // GPU test binaries: ask cargo where it put them.
     let o = cargo()
@@ -311,6 +323,8 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
             "--release",
             "-p",
             "integration-tests",
+            "-p",
+            "minmax-example",
             "--no-run",
             "--message-format=json",
         ])
