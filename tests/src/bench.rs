@@ -21,7 +21,8 @@ pub fn check_bench_sweep(ctx: &Context, dir: &std::path::Path, sizes: &[u64], la
         bench::run_sweep(ctx, None, &config, "test", |_| messages += 1, || steps += 1).unwrap();
     assert_eq!(steps, sizes.len() * 3, "one step per size and type");
     assert!(messages >= steps);
-    // Per size and type: copy, stream, reduce, scan, and with `ladder` the ladder's kernels.
+    // Per size and type: copy, stream, reduce (on the device and returned to the host), scan,
+    // and with `ladder` the ladder's kernels.
     for &n in sizes {
         for dt in ["f32", "i32", "f64"] {
             let here = |f: bench::Family| {
@@ -31,7 +32,7 @@ pub fn check_bench_sweep(ctx: &Context, dir: &std::path::Path, sizes: &[u64], la
                     .filter(|m| m.n == n && m.dtype == dt && m.family == f)
                     .count()
             };
-            assert_eq!(here(bench::Family::Ours), 2, "{dt} n={n}");
+            assert_eq!(here(bench::Family::Ours), 3, "{dt} n={n}");
             assert_eq!(here(bench::Family::Limit), 2, "{dt} n={n}");
             assert_eq!(here(bench::Family::Ladder) > 0, ladder, "{dt} n={n}");
             assert_eq!(here(bench::Family::Cub), 0, "no CUB given");
@@ -47,6 +48,7 @@ pub fn check_bench_sweep(ctx: &Context, dir: &std::path::Path, sizes: &[u64], la
     }
     for (op, method) in [
         ("reduce", "ours"),
+        ("reduce to host", "ours"),
         ("scan", "ours"),
         ("memory", "device copy"),
         ("memory", "read-only"),

@@ -11,7 +11,10 @@ use integration_tests::lookback::{check_scan_by_key, check_scan_every_op_and_typ
 use integration_tests::reductions::check_every_op_and_type;
 use integration_tests::scans::check_ladder_all_types;
 
-const SIZES: [usize; 3] = [1, 1000, 70_001];
+// Reduce tiles hold 2048 4-byte or 1024 8-byte elements: 1000 is one tile (the ticket-free
+// path), 1500 two tiles of 8-byte and 3001 two of 4-byte elements (one block, both tiles'
+// loads in flight), 70,001 many (one block per tile, ticket, last block combines).
+const SIZES: [usize; 5] = [1, 1000, 1500, 3001, 70_001];
 
 #[test]
 #[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]

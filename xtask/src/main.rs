@@ -11,7 +11,9 @@
 //!   reports them SKIPPED, never passed, when none is.
 //! - `bundle [--arch sm_NN] [--out DIR]`: host binary + GPU test binaries (the integration
 //!   tests' and the minmax example's) + the minmax example's binary + PTX + run.sh, for a GPU
-//!   machine that has the driver but no Rust toolchain.
+//!   machine that has the driver but no Rust toolchain. `--cccl DIR` (or `$GPU_REDUCE_CCCL`)
+//!   adds the CUB, Thrust and libcu++ headers of that CCCL checkout as `cccl/`, and run.sh's
+//!   `host bench` then also times a CUB shim built from them (`CUB(cccl)`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -48,6 +50,10 @@ enum Cmd {
         arch: String,
         #[arg(long, default_value = "bundle")]
         out: PathBuf,
+        /// A CCCL checkout (github.com/NVIDIA/cccl) whose header trees (cub/cub, thrust/thrust,
+        /// libcudacxx/include) go into the bundle as cccl/, for `host bench --cccl`.
+        #[arg(long, env = "GPU_REDUCE_CCCL")]
+        cccl: Option<PathBuf>,
     },
 }
 
@@ -59,7 +65,12 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::BuildPtx { arch, out } => build_ptx(&root, &arch, out.as_deref()).map(|_| ()),
         Cmd::Test { gpu } => test(&root, gpu),
-        Cmd::Bundle { arch, out } => bundle(&root, &arch, &root.join(out)),
+        Cmd::Bundle { arch, out, cccl } => bundle(
+            &root,
+            &arch,
+            &root.join(out),
+            cccl.as_deref().filter(|d| !d.as_os_str().is_empty()),
+        ),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -284,8 +295,10 @@ fn gpu_present(root: &Path) -> bool {
     }
 }
 
-fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
+fn bundle(root: &Path, arch: &str, out: &Path, cccl: Option<&Path>) -> Res<()> {
     ptx_builder::check_arch(arch).map_err(|e| e.to_string())?;
+    // Checked before the long build, copied after it.
+    let cccl_trees = cccl.map(cccl_header_trees).transpose()?;
     let bin = out.join("bin");
     if out.exists() {
         std::fs::remove_dir_all(out).map_err(|e| format!("cleaning {}: {e}", out.display()))?;
@@ -366,6 +379,10 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
             &out.join("cub").join(f),
         )?;
     }
+    let cccl_note = match (cccl, &cccl_trees) {
+        (Some(src), Some(trees)) => format!(", {}", copy_cccl(src, trees, &out.join("cccl"))?),
+        _ => String::new(),
+    };
     let run_sh = out.join("run.sh");
     std::fs::write(&run_sh, RUN_SH).map_err(|e| e.to_string())?;
     set_executable(&run_sh)?;
@@ -388,14 +405,113 @@ fn bundle(root: &Path, arch: &str, out: &Path) -> Res<()> {
         return Err(format!("tar failed to write {}", archive.display()));
     }
     println!(
-        "bundle: {} ({} test binaries, PTX {arch}); run it with `bash {}/run.sh`; \
-         packed as {} (`tar xzf` it on the GPU machine)",
+        "bundle: {} ({} test binaries, PTX {arch}{cccl_note}); run it with `bash {}/run.sh`; \
+         packed as {} ({} MB; `tar xzf` it on the GPU machine)",
         out.display(),
         tests.len(),
         out.display(),
-        archive.display()
+        archive.display(),
+        std::fs::metadata(&archive).map_or(0, |m| m.len()) / 1_000_000
     );
     Ok(())
+}
+
+/// The header trees of a CCCL source tree that nvcc needs for CUB (relative paths): a
+/// GitHub checkout's `cub/cub`, `thrust/thrust` and `libcudacxx/include` (what
+/// `host bench --cccl` finds first), or an installed CCCL's `include/{cub,thrust,cuda,nv}`.
+fn cccl_header_trees(src: &Path) -> Res<Vec<&'static str>> {
+    let has = |p: &str| src.join(p).is_file();
+    if has("cub/cub/version.cuh")
+        && has("thrust/thrust/version.h")
+        && has("libcudacxx/include/cuda/std/version")
+    {
+        Ok(vec!["cub/cub", "thrust/thrust", "libcudacxx/include"])
+    } else if has("include/cub/version.cuh")
+        && has("include/thrust/version.h")
+        && has("include/cuda/std/version")
+    {
+        Ok(vec![
+            "include/cub",
+            "include/thrust",
+            "include/cuda",
+            "include/nv",
+        ])
+    } else {
+        Err(format!(
+            "--cccl {}: not a CCCL checkout (no cub/cub/version.cuh, thrust/thrust/version.h \
+             and libcudacxx/include/cuda/std/version, nor the same under include/)",
+            src.display()
+        ))
+    }
+}
+
+/// Copy `trees` of the CCCL checkout `src` to `dst`, with its LICENSE, cccl-version.json and
+/// the commit (a COMMIT file, else `git rev-parse HEAD`) when there are; returns a note for
+/// the summary (CUB version, size).
+fn copy_cccl(src: &Path, trees: &[&str], dst: &Path) -> Res<String> {
+    let mut bytes = 0u64;
+    for t in trees {
+        bytes += copy_tree(&src.join(t), &dst.join(t))?;
+    }
+    for f in ["LICENSE", "cccl-version.json", "COMMIT"] {
+        if src.join(f).is_file() {
+            copy(&src.join(f), &dst.join(f))?;
+        }
+    }
+    if !src.join("COMMIT").is_file() {
+        let head = Command::new("git")
+            .arg("-C")
+            .arg(src)
+            .args(["rev-parse", "HEAD"])
+            .output();
+        if let Ok(o) = head
+            && o.status.success()
+        {
+            let text = format!("NVIDIA/cccl {}", String::from_utf8_lossy(&o.stdout));
+            std::fs::write(dst.join("COMMIT"), text).map_err(|e| e.to_string())?;
+        }
+    }
+    let version_h = ["cub/cub/version.cuh", "include/cub/version.cuh"]
+        .map(|p| dst.join(p))
+        .into_iter()
+        .find(|p| p.is_file());
+    let version = version_h
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|text| {
+            text.lines().find_map(|l| {
+                let v = l.trim().strip_prefix("#define CUB_VERSION ")?;
+                v.split_whitespace().next()?.parse::<u32>().ok()
+            })
+        })
+        .map_or("CUB of unknown version".into(), |v| {
+            format!("CUB {}.{}.{}", v / 100_000, v / 100 % 1000, v % 100)
+        });
+    Ok(format!(
+        "CCCL headers from {} ({version}, {:.1} MB) as {}",
+        src.display(),
+        bytes as f64 / 1e6,
+        dst.display()
+    ))
+}
+
+/// Copy the directory `from` to `to` recursively; returns the bytes copied.
+fn copy_tree(from: &Path, to: &Path) -> Res<u64> {
+    std::fs::create_dir_all(to).map_err(|e| format!("creating {}: {e}", to.display()))?;
+    let mut bytes = 0;
+    let entries =
+        std::fs::read_dir(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("reading {}: {e}", from.display()))?;
+        let path = entry.path();
+        let dst = to.join(entry.file_name());
+        if path.is_dir() {
+            bytes += copy_tree(&path, &dst)?;
+        } else {
+            copy(&path, &dst)?;
+            bytes += std::fs::metadata(&dst).map_or(0, |m| m.len());
+        }
+    }
+    Ok(bytes)
 }
 
 fn copy(from: &Path, to: &Path) -> Res<()> {

@@ -7,7 +7,10 @@
 # "tests reduce ladder bench scan"; also "sanitize": every kernel under compute-sanitizer's
 # memcheck, racecheck, synccheck and initcheck; "coldstart": `host info --verbose` in fresh
 # processes, three with the driver's JIT cache emptied first, then three with it warm) picks steps; BENCH_ARGS and SCAN_ARGS are passed to
-# `host bench` and `host scan`.
+# `host bench` and `host scan`. When the bundle carries CCCL's headers (cccl/, from `cargo xtask
+# bundle --cccl DIR`) or GPU_REDUCE_CCCL names a CCCL checkout, `host bench` also builds a CUB
+# shim against them and times it next to the toolkit's CUB ("CUB(cccl)" rows and column);
+# GPU_REDUCE_CCCL= (empty) leaves it out.
 set -u -o pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-$here/out}"
@@ -55,8 +58,14 @@ if has ladder; then
     done
 fi
 lib=""
+# The CCCL checkout for the second CUB: $GPU_REDUCE_CCCL if set (even empty), else the bundle's.
+cccl="${GPU_REDUCE_CCCL-}"
+if [ -z "${GPU_REDUCE_CCCL+set}" ] && [ -d "$here/cccl" ]; then
+    cccl="$here/cccl"
+fi
 if has bench || has scan; then
-    if bash "$here/cub/build.sh" "$out/libcub_shim.so" >"$out/cub-build.log" 2>&1; then
+    # The toolkit's CUB (GPU_REDUCE_CCCL emptied: build.sh would take it).
+    if GPU_REDUCE_CCCL="" bash "$here/cub/build.sh" "$out/libcub_shim.so" >"$out/cub-build.log" 2>&1; then
         lib="$out/libcub_shim.so"
     else
         echo "CUB shim did not build (see cub-build.log): CUB columns will say n/a"
@@ -64,10 +73,11 @@ if has bench || has scan; then
 fi
 if has bench; then
     echo "== host bench $BENCH_ARGS"
-    # results.json, results.md and the plots (PNG + SVG) go to $out/bench.
+    # results.json, results.md and the plots (PNG + SVG) go to $out/bench; the CUB(cccl) shim
+    # is built into $out/bench/cub-cccl.
     # shellcheck disable=SC2086
-    GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench --backend cuda --quiet $BENCH_ARGS \
-        --out "$out/bench" 2>&1 | tee "$out/bench.log" || rc=1
+    GPU_REDUCE_CUB_LIB="$lib" GPU_REDUCE_CCCL="$cccl" "$here/bin/host" bench --backend cuda \
+        --quiet $BENCH_ARGS --out "$out/bench" 2>&1 | tee "$out/bench.log" || rc=1
 fi
 if has scan; then
     for dt in i32 f32; do
@@ -96,7 +106,7 @@ if has sanitize; then
         done
     fi
 fi
-rm -f "$out/libcub_shim.so"
+rm -f "$out/libcub_shim.so" "$out/bench/cub-cccl/libcub_shim_cccl.so"
 
 echo
 echo "== summary (rc=$rc)"
@@ -105,6 +115,7 @@ head -2 "$out/device.txt"
 [ -f "$out/sanitize.log" ] && cat "$out/sanitize.log"
 [ -f "$out/coldstart.log" ] && grep -hE '^== host info|driver init|Context::new|first sum|first scan|kernel loads' "$out/coldstart.log"
 [ -f "$out/reduce.log" ] && grep -h '^n = \|^time:' "$out/reduce.log"
+[ -f "$out/bench.log" ] && grep -hE '^CUB(\(cccl\))?: |CUB(\(cccl\))? not available' "$out/bench.log"
 [ -f "$out/bench/results.md" ] && cat "$out/bench/results.md"
 for f in "$out"/scan-*.md; do [ -f "$f" ] && cat "$f"; done
 exit $rc

@@ -1,5 +1,8 @@
 // CUB baseline for gpu_reduce's benchmarks: a few cub::DeviceReduce / cub::DeviceScan calls
-// behind a plain C ABI, loaded at run time by host/src/cub.rs (libloading).
+// behind a plain C ABI, loaded at run time by tools/cli/src/cub.rs (libloading).
+//
+// Built against the CUB of nvcc's CUDA toolkit, or against a CCCL checkout (its -I paths ahead
+// of the toolkit's; see build.sh). cub_version() says which CUB it holds.
 //
 // Every op NAME exports two functions:
 //   int cub_temp_bytes_NAME(unsigned long long n, size_t* bytes);
@@ -22,6 +25,13 @@
 
 #include <climits>
 #include <cstddef>
+
+// Built against a CCCL checkout, build.sh and `host bench --cccl` define this to the
+// CUB_VERSION of the checkout's cub/version.cuh: any other value means the toolkit's own CUB
+// was included instead (the checkout's -I paths must come first).
+#if defined(CUB_SHIM_EXPECT_VERSION) && CUB_VERSION != CUB_SHIM_EXPECT_VERSION
+#  error "CUB_VERSION is not the CCCL checkout's: its -I paths must come before the toolkit's include directories"
+#endif
 
 #if CUB_VERSION >= 200700
 #  define CUB_SHIM_WIDE_NUM_ITEMS 1

@@ -122,9 +122,14 @@ enum Command {
         /// Untimed warm-up runs [default: 10 on a GPU, 1 on the simulator].
         #[arg(long)]
         warmup: Option<u32>,
-        /// The CUB shim (built by host/cub/build.sh); without it the CUB rows are left out.
+        /// The CUB shim (built by tools/cli/cub/build.sh); without it the CUB rows are left out.
         #[arg(long, env = "GPU_REDUCE_CUB_LIB")]
         cub_lib: Option<std::path::PathBuf>,
+        /// A CCCL checkout (github.com/NVIDIA/cccl; or the bundle's cccl/): also build a CUB
+        /// shim against its headers with nvcc (into OUT/cub-cccl/) and time it too, as
+        /// "CUB(cccl)" rows and a "vs CUB(cccl)" column.
+        #[arg(long, env = "GPU_REDUCE_CCCL")]
+        cccl: Option<std::path::PathBuf>,
         /// CUDA device ordinal.
         #[arg(long, default_value_t = 0)]
         device: usize,
@@ -275,6 +280,7 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             iters,
             warmup,
             cub_lib,
+            cccl,
             device,
             backend,
             seed,
@@ -300,7 +306,9 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
                 ladder,
                 seed,
             };
-            bench(&ctx, &config, cub_lib, &out, quiet)
+            // An empty GPU_REDUCE_CCCL means none.
+            let cccl = cccl.filter(|d| !d.as_os_str().is_empty());
+            bench(&ctx, &config, cub_lib, cccl.as_deref(), &out, quiet)
         }
         Command::Scan {
             n,
@@ -439,8 +447,10 @@ fn scan(ctx: &Context, args: ScanArgs) -> Result<ExitCode, gpu_reduce::Error> {
             d.driver_version / 1000,
             d.driver_version % 1000 / 10,
             gpu_reduce::PTX_ARCH,
-            cub.as_ref()
-                .map_or("n/a".to_string(), |c| c.version().to_string())
+            cub.as_ref().map_or(
+                "n/a".to_string(),
+                |c| gpu_reduce_tools::cub::version_string(c.version())
+            )
         ),
         BackendKind::Sim => {
             "backend: simulator (CPU) — times are SIMULATED wall-clock, not GPU times\n".to_string()
@@ -542,12 +552,24 @@ fn bench(
     ctx: &Context,
     config: &gpu_reduce_tools::bench::SweepConfig,
     cub_lib: Option<std::path::PathBuf>,
+    cccl: Option<&std::path::Path>,
     out: &std::path::Path,
     quiet: bool,
 ) -> Result<ExitCode, gpu_reduce::Error> {
     use gpu_reduce_tools::bench;
+    use gpu_reduce_tools::cub::version_string;
     println!("backend: {}", backend_line(ctx));
     let cub = find_cub(ctx, cub_lib.as_deref(), out);
+    let cub_cccl = cccl.and_then(|dir| find_cub_cccl(ctx, dir, out));
+    for (label, c) in [(bench::CUB, &cub), (bench::CUB_CCCL, &cub_cccl)] {
+        if let Some(c) = c {
+            println!(
+                "{label}: version {}, {}",
+                version_string(c.version()),
+                c.path().display()
+            );
+        }
+    }
     std::fs::create_dir_all(out).map_err(|e| {
         gpu_reduce::Error::InvalidArgument(format!("cannot create {}: {e}", out.display()))
     })?;
@@ -564,15 +586,22 @@ fn bench(
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let sweep = bench::run_sweep(
+    let cubs = bench::Cubs {
+        toolkit: cub.as_ref(),
+        cccl: cub_cccl.as_ref(),
+    };
+    let mut sweep = bench::run_sweep_cubs(
         ctx,
-        cub.as_ref(),
+        cubs,
         config,
         &command,
         |m| bar.set_message(m.to_string()),
         || bar.inc(1),
     )?;
     bar.finish_and_clear();
+    if cub_cccl.is_some() {
+        sweep.machine.cccl = cccl.map(|d| d.display().to_string());
+    }
     let md = bench::report::markdown(&sweep);
     let (json_path, md_path) = (out.join("results.json"), out.join("results.md"));
     bench::report::write_json(&sweep, &json_path)?;
@@ -616,7 +645,7 @@ fn backend_line(ctx: &Context) -> String {
 }
 
 /// CUB for `bench`: the shim given (`--cub-lib` / `GPU_REDUCE_CUB_LIB`), else the one
-/// `host/cub/build.sh` leaves in the repository, else one built now with nvcc into `out` when
+/// `tools/cli/cub/build.sh` leaves in the repository, else one built now with nvcc into `out` when
 /// nvcc is found; `None` (the report then says "not available") on the simulator or without
 /// any of them.
 fn find_cub(
@@ -653,10 +682,82 @@ fn find_cub(
         "building the CUB shim with {} for {arch} ...",
         nvcc.display()
     );
-    match cub::build_shim(&nvcc, &out.join("cub"), &arch) {
+    match cub::build_shim(&nvcc, &out.join("cub"), &arch, None) {
         Ok(p) => load(&p),
         Err(e) => {
             eprintln!("CUB not available ({e}): CUB rows left out");
+            None
+        }
+    }
+}
+
+/// The second CUB of `bench --cccl DIR`: a shim built now with nvcc against the CCCL checkout
+/// `dir` into `out/cub-cccl/`, and checked to hold the checkout's CUB_VERSION; `None`, with
+/// the reason on stderr, when it cannot be had (the other columns are unaffected).
+fn find_cub_cccl(
+    ctx: &Context,
+    dir: &std::path::Path,
+    out: &std::path::Path,
+) -> Option<gpu_reduce_tools::cub::Cub> {
+    use gpu_reduce_tools::cub;
+    let unavailable = |why: &dyn std::fmt::Display| {
+        eprintln!("CUB(cccl) not available ({why}): CUB(cccl) rows left out");
+    };
+    if ctx.backend_kind() != BackendKind::Cuda {
+        unavailable(&"simulator");
+        return None;
+    }
+    let includes = match cub::cccl_include_dirs(dir) {
+        Ok(i) => i,
+        Err(e) => {
+            unavailable(&e);
+            return None;
+        }
+    };
+    let want = cub::cccl_cub_version(&includes);
+    let Some(nvcc) = cub::find_nvcc() else {
+        unavailable(&"no nvcc on PATH or in $CUDA_HOME/bin");
+        return None;
+    };
+    let (major, minor) = ctx.info().compute_capability;
+    let arch = format!("sm_{major}{minor}");
+    eprintln!(
+        "building the CUB shim against the CCCL checkout {} (CUB {}) with {} for {arch} ...",
+        dir.display(),
+        want.map_or("of unknown version".into(), cub::version_string),
+        nvcc.display()
+    );
+    let started = std::time::Instant::now();
+    let lib = match cub::build_shim(&nvcc, &out.join("cub-cccl"), &arch, Some(dir)) {
+        Ok(p) => p,
+        Err(e) => {
+            unavailable(&e);
+            return None;
+        }
+    };
+    eprintln!("built {} in {:.0?}", lib.display(), started.elapsed());
+    match cub::Cub::load(&lib) {
+        Ok(c) if want.is_some_and(|w| w != c.version()) => {
+            unavailable(&format!(
+                "{} holds CUB_VERSION {}, the checkout {}: the toolkit's headers were used",
+                lib.display(),
+                c.version(),
+                want.unwrap_or_default()
+            ));
+            None
+        }
+        Ok(c) => match gpu_reduce_tools::bench::cub_works(ctx, &c) {
+            Ok(()) => Some(c),
+            Err(e) => {
+                unavailable(&format!(
+                    "{} fails a first sum and scan: {e}",
+                    lib.display()
+                ));
+                None
+            }
+        },
+        Err(e) => {
+            unavailable(&e);
             None
         }
     }

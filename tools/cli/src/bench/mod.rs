@@ -115,10 +115,39 @@ pub struct Machine {
     pub ptx_arch: String,
     /// CUB_VERSION of the shim, when it was loaded.
     pub cub_version: Option<i32>,
+    /// CUB_VERSION of the second shim, built against a CCCL checkout (`--cccl`), when one
+    /// was loaded; its rows are named [`CUB_CCCL`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cub_cccl_version: Option<i32>,
+    /// The CCCL checkout that second shim was built from (set by the caller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cccl: Option<String>,
     /// UTC, RFC 3339.
     pub date: String,
     /// The command line that produced the sweep.
     pub command: String,
+}
+
+/// How the rows of the CUB of nvcc's toolkit begin (`CUB DeviceReduce::Sum`, ...).
+pub const CUB: &str = "CUB";
+/// How the rows of the CUB built against a CCCL checkout begin (`CUB(cccl) DeviceReduce::Sum`).
+pub const CUB_CCCL: &str = "CUB(cccl)";
+
+/// The CUB shims a sweep times: the one against the toolkit's CUB (rows named [`CUB`]) and the
+/// one against a CCCL checkout (rows named [`CUB_CCCL`]), each if loaded.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cubs<'a> {
+    pub toolkit: Option<&'a Cub>,
+    pub cccl: Option<&'a Cub>,
+}
+
+impl<'a> Cubs<'a> {
+    /// (row prefix, shim) of each loaded shim, the toolkit's first.
+    fn iter(&self) -> impl Iterator<Item = (&'static str, &'a Cub)> {
+        [(CUB, self.toolkit), (CUB_CCCL, self.cccl)]
+            .into_iter()
+            .filter_map(|(label, c)| c.map(|c| (label, c)))
+    }
 }
 
 /// A whole sweep: where, what, and every measurement.
@@ -297,6 +326,22 @@ pub fn run_sweep(
     cub: Option<&Cub>,
     config: &SweepConfig,
     command: &str,
+    progress: impl FnMut(&str),
+    step_done: impl FnMut(),
+) -> Result<Sweep> {
+    let cubs = Cubs {
+        toolkit: cub,
+        cccl: None,
+    };
+    run_sweep_cubs(ctx, cubs, config, command, progress, step_done)
+}
+
+/// [`run_sweep`] timing each of `cubs`' shims (their rows named [`CUB`] and [`CUB_CCCL`]).
+pub fn run_sweep_cubs(
+    ctx: &Context,
+    cubs: Cubs<'_>,
+    config: &SweepConfig,
+    command: &str,
     mut progress: impl FnMut(&str),
     mut step_done: impl FnMut(),
 ) -> Result<Sweep> {
@@ -321,7 +366,9 @@ pub fn run_sweep(
             String::new()
         },
         ptx_arch: gpu_reduce::PTX_ARCH.to_string(),
-        cub_version: cub.map(|c| c.version()),
+        cub_version: cubs.toolkit.map(|c| c.version()),
+        cub_cccl_version: cubs.cccl.map(|c| c.version()),
+        cccl: None,
         date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         command: command.to_string(),
     };
@@ -335,9 +382,9 @@ pub fn run_sweep(
         for (i, &dt) in config.dtypes.iter().enumerate() {
             let seed = config.seed ^ (n << 8) ^ i as u64;
             let r = match dt {
-                Dtype::F32 => sweep_one::<f32>(ctx, cub, config, n, seed, &mut progress),
-                Dtype::F64 => sweep_one::<f64>(ctx, cub, config, n, seed, &mut progress),
-                Dtype::I32 => sweep_one::<i32>(ctx, cub, config, n, seed, &mut progress),
+                Dtype::F32 => sweep_one::<f32>(ctx, cubs, config, n, seed, &mut progress),
+                Dtype::F64 => sweep_one::<f64>(ctx, cubs, config, n, seed, &mut progress),
+                Dtype::I32 => sweep_one::<i32>(ctx, cubs, config, n, seed, &mut progress),
             };
             match r {
                 Ok(m) => sweep.measurements.extend(m),
@@ -364,7 +411,7 @@ fn spread(times: &[f64]) -> (f64, f64, f64, f64, f64) {
 
 fn sweep_one<T: SweepElement>(
     ctx: &Context,
-    cub: Option<&Cub>,
+    cubs: Cubs<'_>,
     cfg: &SweepConfig,
     n: u64,
     seed: u64,
@@ -461,12 +508,13 @@ fn sweep_one<T: SweepElement>(
             ctx.reduce_into(&inputs[next()], Reduction::Sum, &mut res)
         })?;
         record("reduce", "ours: sum (one launch)", Family::Ours, b, &t, ok);
-        if let Some(c) = cub {
+        for (label, c) in cubs.iter() {
             let run = cub_sum_runner::<T>(c, ctx, &inputs, &res)?;
             run(0)?;
             let ok = T::sum_ok(ctx.dtoh(&res)?[0], &hosts[0]);
             let t = ctx.time_ms(wu, it, || run(next()))?;
-            record("reduce", "CUB DeviceReduce::Sum", Family::Cub, b, &t, ok);
+            let method = format!("{label} DeviceReduce::Sum");
+            record("reduce", &method, Family::Cub, b, &t, ok);
         }
         // The value on the host: what a program that needs the number waits for (ours: one
         // launch writing into mapped memory; CUB: its launches, then a copy to the host).
@@ -480,7 +528,7 @@ fn sweep_one<T: SweepElement>(
             &t,
             ok,
         );
-        if let Some(c) = cub {
+        for (label, c) in cubs.iter() {
             let run = cub_sum_runner::<T>(c, ctx, &inputs, &res)?;
             run(0)?;
             let ok = T::sum_ok(ctx.dtoh(&res)?[0], &hosts[0]);
@@ -490,7 +538,7 @@ fn sweep_one<T: SweepElement>(
             })?;
             record(
                 "reduce to host",
-                "CUB DeviceReduce::Sum + copy to host",
+                &format!("{label} DeviceReduce::Sum + copy to host"),
                 Family::Cub,
                 b,
                 &t,
@@ -543,7 +591,7 @@ fn sweep_one<T: SweepElement>(
             &t,
             ok,
         );
-        if let Some(c) = cub {
+        for (label, c) in cubs.iter() {
             // One prepared call per input buffer (each owns its scratch).
             let mut runners = Vec::with_capacity(r);
             for input in &inputs {
@@ -559,7 +607,7 @@ fn sweep_one<T: SweepElement>(
                 let t = ctx.time_ms(wu, it, || runners[next()].run())?;
                 record(
                     "scan",
-                    "CUB DeviceScan::InclusiveSum",
+                    &format!("{label} DeviceScan::InclusiveSum"),
                     Family::Cub,
                     2 * b,
                     &t,
@@ -581,6 +629,33 @@ fn xor_words<T: Copy>(data: &[T]) -> u32 {
         .0
         .iter()
         .fold(0u32, |a, w| a ^ u32::from_ne_bytes(*w))
+}
+
+/// Does `cub` work on `ctx`: an i32 sum and an i32 inclusive scan of a few thousand elements,
+/// checked? (A shim that builds but fails at run time is left out before the sweep, rather
+/// than failing it midway.)
+pub fn cub_works(ctx: &Context, cub: &Cub) -> Result<()> {
+    let data: Vec<i32> = (0..5000).map(|i| i % 7 - 3).collect();
+    let inputs = [ctx.htod(&data)?];
+    let res = ctx.alloc_zeros::<i32>(1)?;
+    cub_sum_runner::<i32>(cub, ctx, &inputs, &res)?(0)?;
+    let got = ctx.dtoh(&res)?[0];
+    if !i32::sum_ok(got, &data) {
+        return Err(Error::InvalidArgument(format!(
+            "CUB's sum of the probe is {got}, not {}",
+            data.iter().sum::<i32>()
+        )));
+    }
+    let mut out = ctx.alloc_zeros::<i32>(data.len())?;
+    if let Some(runner) = i32::cub_inclusive_sum(cub, ctx, &inputs[0], &mut out) {
+        runner?.run()?;
+        if !i32::check(&ctx.dtoh(&out)?, &data) {
+            return Err(Error::InvalidArgument(
+                "CUB's inclusive sum of the probe is wrong".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// CUB's sum over input `i` into `res[0]`, scratch allocated once.

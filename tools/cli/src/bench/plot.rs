@@ -62,9 +62,11 @@ fn series(ms: &[&Measurement], y: impl Fn(&Measurement) -> Option<f64>) -> Vec<S
     out
 }
 
-fn color(i: usize, family: Family) -> RGBColor {
+fn color(i: usize, family: Family, label: &str) -> RGBColor {
     match family {
         Family::Ours => [RGBColor(31, 119, 180), RGBColor(44, 160, 44)][i % 2],
+        // The CUB built from a CCCL checkout darker than the toolkit's.
+        Family::Cub if label.starts_with(super::CUB_CCCL) => RGBColor(120, 20, 20),
         Family::Cub => RGBColor(214, 39, 40),
         Family::Limit => RGBColor(80, 80, 80),
         Family::Ladder => {
@@ -121,7 +123,7 @@ where
                 .draw()
                 .map_err(plot_err)?;
             for (i, s) in lines.iter().enumerate() {
-                let col = color(i, s.family);
+                let col = color(i, s.family, &s.label);
                 let style = ShapeStyle::from(&col).stroke_width(2);
                 if s.family == Family::Limit {
                     // Dashed: the limit, not a kernel of ours.

@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use super::{Family, Measurement, Sweep};
+use super::{CUB, CUB_CCCL, Family, Measurement, Sweep};
+use crate::cub::version_string;
 use gpu_reduce::{Error, Result};
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -41,11 +42,43 @@ pub fn limit_for<'a>(sweep: &'a Sweep, m: &Measurement) -> Option<&'a Measuremen
     }
 }
 
+/// The CUB row of `m`'s op, type and size whose method begins with `label` (`CUB` or
+/// `CUB(cccl)`, then a space).
+fn cub_peer<'a>(sweep: &'a Sweep, m: &Measurement, label: &str) -> Option<&'a Measurement> {
+    sweep.measurements.iter().find(|o| {
+        o.op == m.op
+            && o.dtype == m.dtype
+            && o.n == m.n
+            && o.family == Family::Cub
+            && o.method
+                .strip_prefix(label)
+                .is_some_and(|r| r.starts_with(' '))
+    })
+}
+
+/// Which CUB the header names: `3.0.1` (its CUB_VERSION as major.minor.patch), and the one built
+/// against a CCCL checkout when there is one.
+fn cub_versions(m: &super::Machine) -> String {
+    let mut s = m
+        .cub_version
+        .map_or("not available".to_string(), version_string);
+    if let Some(v) = m.cub_cccl_version {
+        s.push_str(&format!(" · {CUB_CCCL} {}", version_string(v)));
+        if let Some(dir) = &m.cccl {
+            s.push_str(&format!(" (from {dir})"));
+        }
+    }
+    s
+}
+
 /// The Markdown report: a header naming the machine, then one table row per measurement with
-/// the ratio to CUB (CUB's median / this one's: > 1 is faster) and to the memory limit.
+/// the ratio to CUB (CUB's median / this one's: > 1 is faster) and to the memory limit. When
+/// a second CUB built against a CCCL checkout ran, a "vs CUB(cccl)" column gives the ratio to
+/// it, and its own rows' "vs CUB" column compares it with the toolkit's CUB.
 pub fn markdown(sweep: &Sweep) -> String {
     let m = &sweep.machine;
     let sim = m.backend == "sim";
+    let cccl = m.cub_cccl_version.is_some();
     let mut s = format!(
         "device: {} (sm {} , {} SMs, L2 {} MiB) · backend {} · CUDA driver {} · PTX {} · CUB {} · {}\n\
          command: `{}`\n\
@@ -61,8 +94,7 @@ pub fn markdown(sweep: &Sweep) -> String {
             &m.cuda_driver
         },
         m.ptx_arch,
-        m.cub_version
-            .map_or("not available".to_string(), |v| v.to_string()),
+        cub_versions(m),
         m.date,
         m.command,
         sweep.config.iters,
@@ -73,10 +105,15 @@ pub fn markdown(sweep: &Sweep) -> String {
             ""
         },
     );
-    s.push_str(
-        "| op | dtype | n | method | median ms | p10-p90 ms | GB/s | vs CUB | % of memory limit | check |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
-    );
+    let (cccl_head, cccl_rule) = if cccl {
+        (format!(" vs {CUB_CCCL} |"), "---|")
+    } else {
+        (String::new(), "")
+    };
+    s.push_str(&format!(
+        "| op | dtype | n | method | median ms | p10-p90 ms | GB/s | vs CUB |{cccl_head} % of memory limit | check |\n\
+         |---|---|---|---|---|---|---|---|{cccl_rule}---|---|\n",
+    ));
     let mut rows: Vec<&Measurement> = sweep.measurements.iter().collect();
     let op_rank = |o: &str| match o {
         "reduce" => 0,
@@ -84,19 +121,35 @@ pub fn markdown(sweep: &Sweep) -> String {
         _ => 2,
     };
     rows.sort_by(|a, b| (op_rank(&a.op), &a.dtype, a.n).cmp(&(op_rank(&b.op), &b.dtype, b.n)));
+    let ratio = |c: Option<&Measurement>, r: &Measurement| {
+        c.map(|c| format!("{:.3}x", c.median_ms / r.median_ms))
+    };
     for r in rows {
-        let cub = if r.family == Family::Cub || r.op == "memory" {
+        let is_cub = r.family == Family::Cub;
+        let is_cccl_cub = is_cub && r.method.starts_with(CUB_CCCL);
+        // The toolkit's CUB against everything but itself (the CCCL one included).
+        let cub = if (is_cub && !is_cccl_cub) || r.op == "memory" {
             None
         } else {
-            peer(sweep, r, &r.op, "CUB")
+            cub_peer(sweep, r, CUB)
         };
-        let vs_cub = match cub {
-            Some(c) => format!("{:.3}x", c.median_ms / r.median_ms),
+        let vs_cub = match ratio(cub, r) {
+            Some(x) => x,
             // No shim (no nvcc where it ran, or the simulator): say so rather than leave a gap.
-            None if r.family != Family::Cub && r.op != "memory" && m.cub_version.is_none() => {
+            None if !is_cub && r.op != "memory" && m.cub_version.is_none() => {
                 "not available".into()
             }
             None => String::new(),
+        };
+        let vs_cccl = if !cccl {
+            String::new()
+        } else if is_cub || r.op == "memory" {
+            " |".into()
+        } else {
+            format!(
+                " {} |",
+                ratio(cub_peer(sweep, r, CUB_CCCL), r).unwrap_or_default()
+            )
         };
         let of_limit = match (r.gb_per_s, limit_for(sweep, r).and_then(|l| l.gb_per_s)) {
             (Some(g), Some(l)) if r.op != "memory" || r.method.starts_with("read-only") => {
@@ -109,7 +162,7 @@ pub fn markdown(sweep: &Sweep) -> String {
             _ => String::new(),
         };
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {:.4} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {:.4} | {} | {} | {} |{vs_cccl} {} | {} |\n",
             r.op,
             r.dtype,
             size_label(r.n),
@@ -124,6 +177,12 @@ pub fn markdown(sweep: &Sweep) -> String {
     }
     for k in &sweep.skipped {
         s.push_str(&format!("\nskipped: {k}"));
+    }
+    if cccl {
+        s.push_str(&format!(
+            "\n\n{CUB_CCCL} rows: CUB built from the CCCL checkout; their \"vs CUB\" is the \
+             toolkit's CUB median / theirs (> 1: the checkout's CUB is faster)."
+        ));
     }
     s.push_str(
         "\n\nGB/s = bytes the method must move (reduce: read; scan and copy: read + write) / \
@@ -140,5 +199,154 @@ pub fn size_label(n: u64) -> String {
         format!("2^{}", n.trailing_zeros())
     } else {
         n.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{Machine, SweepConfig};
+
+    fn row(op: &str, method: &str, family: Family, median_ms: f64) -> Measurement {
+        Measurement {
+            op: op.into(),
+            dtype: "f32".into(),
+            n: 1 << 20,
+            method: method.into(),
+            family,
+            bytes: 4 << 20,
+            median_ms,
+            min_ms: None,
+            p10_ms: None,
+            p90_ms: None,
+            max_ms: None,
+            runs: 1,
+            gb_per_s: None,
+            checked: true,
+        }
+    }
+
+    fn sweep(cub: Option<i32>, cccl: Option<i32>, rows: Vec<Measurement>) -> Sweep {
+        Sweep {
+            machine: Machine {
+                backend: "cuda".into(),
+                device: "test".into(),
+                compute_capability: "9.0".into(),
+                multiprocessors: 1,
+                l2_bytes: 0,
+                memory_bytes: 0,
+                cuda_driver: "13.0".into(),
+                ptx_arch: "sm_90".into(),
+                cub_version: cub,
+                cub_cccl_version: cccl,
+                cccl: cccl.map(|_| "/x/cccl".into()),
+                date: String::new(),
+                command: String::new(),
+            },
+            config: SweepConfig {
+                ops: vec![],
+                dtypes: vec![],
+                sizes: vec![],
+                iters: 1,
+                warmup: 0,
+                ladder: false,
+                seed: 0,
+            },
+            measurements: rows,
+            skipped: vec![],
+        }
+    }
+
+    #[test]
+    fn one_cub_one_ratio_column_and_its_version() {
+        let s = sweep(
+            Some(300001),
+            None,
+            vec![
+                row("reduce", "ours: sum", Family::Ours, 1.0),
+                row("reduce", "CUB DeviceReduce::Sum", Family::Cub, 1.1),
+            ],
+        );
+        let md = markdown(&s);
+        assert!(md.contains("· CUB 3.0.1 ·"), "{md}");
+        assert!(!md.contains("CUB(cccl)"), "{md}");
+        assert!(
+            md.contains("| ours: sum | 1.0000 |  | n/a | 1.100x |  | ok |"),
+            "{md}"
+        );
+        assert!(md.contains("| vs CUB | % of memory limit |"), "{md}");
+    }
+
+    #[test]
+    fn a_cccl_cub_adds_a_column_and_compares_with_the_toolkits() {
+        let s = sweep(
+            Some(300001),
+            Some(300600),
+            vec![
+                row("reduce", "ours: sum", Family::Ours, 1.0),
+                row("reduce", "CUB DeviceReduce::Sum", Family::Cub, 1.2),
+                row("reduce", "CUB(cccl) DeviceReduce::Sum", Family::Cub, 0.8),
+                row("memory", "read-only stream", Family::Limit, 0.5),
+            ],
+        );
+        let md = markdown(&s);
+        assert!(
+            md.contains("· CUB 3.0.1 · CUB(cccl) 3.6.0 (from /x/cccl) ·"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| vs CUB | vs CUB(cccl) | % of memory limit | check |\n|---|---|---|---|---|---|---|---|---|---|---|"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| ours: sum | 1.0000 |  | n/a | 1.200x | 0.800x |  | ok |"),
+            "{md}"
+        );
+        // The checkout's CUB against the toolkit's: 1.2 / 0.8.
+        assert!(
+            md.contains("| CUB(cccl) DeviceReduce::Sum | 0.8000 |  | n/a | 1.500x | |  | ok |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| CUB DeviceReduce::Sum | 1.2000 |  | n/a |  | |  | ok |"),
+            "{md}"
+        );
+        // Every row has the same number of cells as the header.
+        let cells = |l: &str| l.matches('|').count();
+        let lines: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert!(lines.iter().all(|l| cells(l) == cells(lines[0])), "{md}");
+    }
+
+    #[test]
+    fn only_a_cccl_cub_still_says_the_toolkits_is_missing() {
+        let s = sweep(
+            None,
+            Some(300600),
+            vec![
+                row("scan", "ours: scan", Family::Ours, 1.0),
+                row(
+                    "scan",
+                    "CUB(cccl) DeviceScan::InclusiveSum",
+                    Family::Cub,
+                    2.0,
+                ),
+            ],
+        );
+        let md = markdown(&s);
+        assert!(md.contains("· CUB not available · CUB(cccl) 3.6.0"), "{md}");
+        assert!(
+            md.contains("| ours: scan | 1.0000 |  | n/a | not available | 2.000x |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn old_results_without_the_cccl_fields_still_read() {
+        let s = sweep(Some(300001), None, vec![]);
+        let mut v = serde_json::to_value(&s).unwrap();
+        assert!(v["machine"].get("cub_cccl_version").is_none());
+        v["machine"].as_object_mut().unwrap().remove("cccl");
+        let back: Sweep = serde_json::from_value(v).unwrap();
+        assert_eq!(back.machine.cub_cccl_version, None);
     }
 }
