@@ -37,3 +37,49 @@ pub fn block_reduce<T: ShflValue, F: Fn(T, T) -> T + Copy>(
     gpu::sync_threads();
     total
 }
+
+/// Two independent [`block_reduce`]s with the barriers of one: each result is exactly what
+/// `block_reduce` gives for that value (the same combining order), valid in thread 0.
+/// `scratch` holds at least two `T` per warp.
+///
+/// Ends with a barrier, so the caller may reuse `scratch` right after.
+#[inline(always)]
+pub fn block_reduce2<T: ShflValue, F: Fn(T, T) -> T + Copy>(
+    a: T,
+    b: T,
+    identity: T,
+    op: F,
+    scratch: SharedArray<T>,
+) -> (T, T) {
+    let lane = gpu::lane_id();
+    let warp = gpu::warp_id();
+    let warps = gpu::block_dim_x() / WARP_SIZE;
+    debug_assert!(2 * warps as usize <= scratch.len());
+    let (wa, wb) = (warp_reduce(a, op), warp_reduce(b, op));
+    if lane == 0 {
+        // SAFETY: warp < warps and 2 * warps <= scratch.len(); one writer per slot.
+        unsafe {
+            scratch.write(warp as usize, wa);
+            scratch.write((warps + warp) as usize, wb);
+        }
+    }
+    gpu::sync_threads();
+    let (mut ta, mut tb) = (identity, identity);
+    if warp == 0 {
+        let (va, vb) = if lane < warps {
+            // SAFETY: written before the barrier, in bounds as above.
+            unsafe {
+                (
+                    scratch.read(lane as usize),
+                    scratch.read((warps + lane) as usize),
+                )
+            }
+        } else {
+            (identity, identity)
+        };
+        ta = warp_reduce(va, op);
+        tb = warp_reduce(vb, op);
+    }
+    gpu::sync_threads();
+    (ta, tb)
+}

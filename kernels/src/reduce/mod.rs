@@ -12,7 +12,7 @@
 
 pub mod policy;
 
-use crate::block::block_reduce;
+use crate::block::{block_reduce, block_reduce2};
 use crate::gpu;
 #[cfg(feature = "builtin")]
 use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum, SumCompensated};
@@ -110,8 +110,15 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
             maybe(g1),
             maybe(g1 + threads),
         );
-        let t0 = block_reduce(step_acc(g0, a0, a1), O::identity(), O::combine, scratch);
-        let t1 = block_reduce(step_acc(g1, b0, b1), O::identity(), O::combine, scratch);
+        // Both tiles' block reductions share their barriers (each as `block_reduce` alone);
+        // scratch has 32 slots of 16 bytes, two per warp of the 8 needed.
+        let (t0, t1) = block_reduce2(
+            step_acc(g0, a0, a1),
+            step_acc(g1, b0, b1),
+            O::identity(),
+            O::combine,
+            scratch,
+        );
         if tid == 0 {
             // What the general path's last block computes from these two partials: its block
             // reduction combines identity ⊕ p0 and identity ⊕ p1 (lanes 0 and 1, lower lane on

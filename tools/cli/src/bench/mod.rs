@@ -516,6 +516,38 @@ fn sweep_one<T: SweepElement>(
             let method = format!("{label} DeviceReduce::Sum");
             record("reduce", &method, Family::Cub, b, &t, ok);
         }
+        // Small inputs: many calls queued back to back, per call. Where the GPU finishes a
+        // call faster than the host can queue the next, this is the host's cost per call
+        // (the event pair around one call also counts the host's time before its launch).
+        if n <= SMALL_N {
+            progress(&format!("{} n={n}: back to back", T::SWEEP_DTYPE.name()));
+            let per_call = |t: Vec<f64>| t.iter().map(|x| x / BACK_TO_BACK as f64).collect();
+            let t: Vec<f64> = per_call(ctx.time_ms(wu, it, || {
+                (0..BACK_TO_BACK)
+                    .try_for_each(|_| ctx.reduce_into(&inputs[next()], Reduction::Sum, &mut res))
+            })?);
+            // The last call's input is one of the rotation's: its sum must be one of theirs.
+            let last_ok = |v: T| hosts.iter().any(|h| T::sum_ok(v, h));
+            let ok = last_ok(ctx.dtoh(&res)?[0]);
+            let op = "reduce, back to back";
+            record(
+                op,
+                "ours: sum (one launch), per call",
+                Family::Ours,
+                b,
+                &t,
+                ok,
+            );
+            for (label, c) in cubs.iter() {
+                let run = cub_sum_runner::<T>(c, ctx, &inputs, &res)?;
+                let t: Vec<f64> = per_call(
+                    ctx.time_ms(wu, it, || (0..BACK_TO_BACK).try_for_each(|_| run(next())))?,
+                );
+                let ok = last_ok(ctx.dtoh(&res)?[0]);
+                let method = format!("{label} DeviceReduce::Sum, per call");
+                record(op, &method, Family::Cub, b, &t, ok);
+            }
+        }
         // The value on the host: what a program that needs the number waits for (ours: one
         // launch writing into mapped memory; CUB: its launches, then a copy to the host).
         progress(&format!("{} n={n}: sum to host", T::SWEEP_DTYPE.name()));
@@ -657,6 +689,11 @@ pub fn cub_works(ctx: &Context, cub: &Cub) -> Result<()> {
     }
     Ok(())
 }
+
+/// Inputs up to this size also get the back-to-back measurement.
+const SMALL_N: u64 = 1 << 16;
+/// Calls per timed batch of the back-to-back measurement.
+const BACK_TO_BACK: usize = 64;
 
 /// CUB's sum over input `i` into `res[0]`, scratch allocated once.
 fn cub_sum_runner<'a, T: SweepElement>(
