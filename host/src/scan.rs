@@ -314,7 +314,9 @@ impl Context {
     /// Inclusive: `output[i] = input[0] ⊕ … ⊕ input[i]`; exclusive: `input[0] ⊕ … ⊕ input[i-1]`
     /// (the identity at 0). Empty input is a no-op. Integer results are exact (sums wrap);
     /// float results may differ in the last bits from run to run (the association order
-    /// depends on timing).
+    /// depends on timing). Queued on the context's stream: never blocks the host, and can be
+    /// captured into a CUDA graph. `input` and `output` are any device memory of this context
+    /// (the library's buffers, cudarc slices and views, raw pointers: see [`DeviceView`]).
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
@@ -387,7 +389,8 @@ impl Context {
 
     /// Scan by key: segments are runs of equal consecutive `keys`; `output[i]` is the scan of
     /// `values` within `i`'s segment (exclusive: the identity at each segment's first element).
-    /// `keys` and `values` must have the same length. One pass, like [`Context::scan`].
+    /// `keys` and `values` must have the same length. One pass, like [`Context::scan`]; never
+    /// blocks the host.
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {

@@ -6,7 +6,8 @@
 # sweep's JSON, table and plots to $OUT/bench; a short summary is printed last. STEPS (default
 # "tests reduce ladder bench scan"; also "sanitize": every kernel under compute-sanitizer's
 # memcheck, racecheck, synccheck and initcheck; "coldstart": `host info --verbose` in fresh
-# processes, three with the driver's JIT cache emptied first, then three with it warm) picks steps; BENCH_ARGS and SCAN_ARGS are passed to
+# processes, three with the driver's JIT cache emptied first, then three with it warm) picks steps;
+# TESTS (a glob, default *) picks the test binaries bin/test-$TESTS; BENCH_ARGS and SCAN_ARGS are passed to
 # `host bench` and `host scan`. When the bundle carries CCCL's headers (cccl/, from `cargo xtask
 # bundle --cccl DIR`) or GPU_REDUCE_CCCL names a CCCL checkout, `host bench` also builds a CUB
 # shim against them and times it next to the toolkit's CUB ("CUB(cccl)" rows and column);
