@@ -379,18 +379,8 @@ impl Context {
         let mut dst = dst.into();
         let bytes = dst.len() * std::mem::size_of::<T>();
         let (addr, _access) = self.write(&mut dst)?;
-        match &self.backend {
-            // SAFETY: `bytes` bytes of the view.
-            Backend::Cuda(c) => {
-                unsafe { cudarc::driver::result::memset_d8_async(addr, 0, bytes, c.cu()?) }
-                    .map_err(Error::driver("clearing device memory", bytes))
-            }
-            Backend::Sim => {
-                // SAFETY: `bytes` bytes of the view; all-zero is a valid T.
-                unsafe { std::ptr::write_bytes(addr as *mut u8, 0, bytes) };
-                Ok(())
-            }
-        }
+        // All-zero is a valid T; `bytes` bytes of the view.
+        self.memset_raw(addr, bytes)
     }
 
     /// Copy all of `src` into `dst` starting at element `at` (device to device, queued).
