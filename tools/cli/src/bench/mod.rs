@@ -529,6 +529,36 @@ fn sweep_one<T: SweepElement>(
             // The last call's input is one of the rotation's: its sum must be one of theirs.
             let last_ok = |v: T| hosts.iter().any(|h| T::sum_ok(v, h));
             let ok = last_ok(ctx.dtoh(&res)?[0]);
+            // One call each, ours and CUB's alternating, every pair timed back to back: a slow
+            // phase of the machine (which can take a whole block of runs, see BENCHMARKS.md)
+            // then hits both sides alike.
+            if let Some((label, c)) = cubs.iter().next() {
+                let run = cub_sum_runner::<T>(c, ctx, &inputs, &res)?;
+                let (mut a, mut bt) = (Vec::with_capacity(it), Vec::with_capacity(it));
+                for i in 0..wu + it {
+                    let i_ours = next();
+                    let ta = ctx.time_ms(0, 1, || {
+                        ctx.reduce_into(&inputs[i_ours], Reduction::Sum, &mut res)
+                    })?;
+                    let ok_ours = T::sum_ok(ctx.dtoh(&res)?[0], &hosts[i_ours]);
+                    let i_cub = next();
+                    let tb = ctx.time_ms(0, 1, || run(i_cub))?;
+                    let ok_cub = T::sum_ok(ctx.dtoh(&res)?[0], &hosts[i_cub]);
+                    if !(ok_ours && ok_cub) {
+                        return Err(Error::InvalidArgument(format!(
+                            "alternating run {i}: a wrong sum (ours ok: {ok_ours}, CUB ok: {ok_cub})"
+                        )));
+                    }
+                    if i >= wu {
+                        a.extend(ta);
+                        bt.extend(tb);
+                    }
+                }
+                let op = "reduce, alternating";
+                record(op, "ours: sum (one launch)", Family::Ours, b, &a, true);
+                let method = format!("{label} DeviceReduce::Sum");
+                record(op, &method, Family::Cub, b, &bt, true);
+            }
             let op = "reduce, back to back";
             record(
                 op,
