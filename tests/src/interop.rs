@@ -267,3 +267,32 @@ pub fn check_wait_does_not_spin(ctx: &Context) {
     );
     assert!(cpu < 0.25 * wall, "waiting used {cpu} s of CPU in {wall} s");
 }
+
+/// Memory of GPU 1 handed to a context of GPU 0 (a library buffer, a cudarc slice, a raw
+/// pointer) is rejected with a message naming the devices; GPU 1's own context uses it.
+pub fn check_other_device_rejected() {
+    let (ctx0, ctx1) = (Context::new(0).unwrap(), Context::new(1).unwrap());
+    let host = random_i64(10_000, 7);
+    let buf1 = ctx1.htod(&host).unwrap();
+    let want: i64 = host.iter().sum();
+    assert_eq!(ctx1.sum(&buf1).unwrap(), want);
+    invalid(ctx0.sum(&buf1), "device 1");
+    let mut out0 = ctx0.alloc_zeros::<i64>(host.len()).unwrap();
+    invalid(ctx0.inclusive_sum(&buf1, &mut out0), "device 1");
+    let mut out1 = ctx1.alloc_zeros::<i64>(host.len()).unwrap();
+    invalid(ctx1.inclusive_sum(&buf1, &mut out0), "device 0");
+    ctx1.inclusive_sum(&buf1, &mut out1).unwrap();
+    assert_eq!(ctx1.dtoh(&out1).unwrap(), inclusive(&host));
+    // cudarc memory of GPU 1.
+    let (_, s1) = ctx1.cuda().unwrap();
+    let slice1 = s1.clone_htod(&host).unwrap();
+    invalid(ctx0.sum(&slice1), "device 1");
+    assert_eq!(ctx1.sum(&slice1).unwrap(), want);
+    // A raw pointer into GPU 1's memory.
+    let addr1 = ctx1.device_addr(&buf1).unwrap();
+    // SAFETY: rejected before anything reads it.
+    invalid(
+        unsafe { DeviceView::<i64>::from_raw(&ctx0, addr1, host.len()) },
+        "device 1",
+    );
+}

@@ -32,3 +32,11 @@ fn graph_capture_and_replay() {
 fn waiting_does_not_spin() {
     interop::check_wait_does_not_spin(&gpu());
 }
+
+/// Needs two GPUs: `cargo xtask test --gpu` and the bundle's run.sh skip it visibly on a
+/// machine with one.
+#[test]
+#[ignore = "needs two CUDA GPUs: cargo xtask test --gpu on a 2-GPU machine"]
+fn other_devices_memory_is_rejected_two_gpus() {
+    interop::check_other_device_rejected();
+}
