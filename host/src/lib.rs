@@ -28,6 +28,7 @@ pub mod error;
 pub mod reduce;
 pub mod runtime;
 pub mod scan;
+pub mod transform;
 
 pub use error::{Error, Result};
 pub use reduce::{DeviceElement, Pending, Reduction};
@@ -36,6 +37,7 @@ pub use runtime::{
     LaunchShape, LoadStats, device_count, load_stats,
 };
 pub use scan::{ByKeyKernel, ScanElement, ScanKind, ScanOperator};
+pub use transform::{Moments, NormElement};
 
 pub use cudarc;
 pub use kernels;
@@ -100,8 +102,11 @@ mod tests {
         of::<u64>(&mut names);
         of::<f32>(&mut names);
         of::<f64>(&mut names);
-        // 48 reductions + the compensated sum, 36 scans, 36 scans by key: all the library has.
+        // 48 reductions + the compensated sum, 36 scans, 36 scans by key,
         assert_eq!(names.len(), 121);
+        // 10 maps on load (sum of squares, scaled sum of squares, mean/variance, min-max).
+        names.extend(crate::transform::kernel_names());
+        assert_eq!(names.len(), 131);
         for n in &names {
             let ptx = super::BUILTIN
                 .ptx(n)

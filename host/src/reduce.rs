@@ -384,7 +384,7 @@ impl Context {
     }
 
     /// Run `k` and read its accumulator back (blocks until it is there).
-    fn reduce_to_host<T: DeviceElement, A: Copy>(
+    pub(crate) fn reduce_to_host<T: DeviceElement, A: Copy>(
         &self,
         lib: &'static KernelLibrary,
         k: &ReduceKernel<T, A>,

@@ -9,6 +9,7 @@ pub mod lookback;
 pub mod reductions;
 pub mod scans;
 pub mod stress;
+pub mod transform;
 
 use gpu_reduce::{Context, Error};
 use gpu_reduce_tools::conformance::Conformance;

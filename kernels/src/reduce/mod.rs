@@ -11,6 +11,7 @@
 //! on any GPU and on the simulator.
 
 pub mod policy;
+pub mod transform;
 
 use crate::block::{block_reduce, block_reduce2};
 use crate::gpu;
@@ -299,4 +300,17 @@ reduce_kernels! {
     reduce_argmax_i64: i64, ArgMax; reduce_argmax_u64: u64, ArgMax;
     reduce_argmax_f32: f32, ArgMax; reduce_argmax_f64: f64, ArgMax;
     reduce_sum_compensated_f32: f32, SumCompensated;
+}
+
+// Maps applied on load (transform.rs): sum of squares, the scaled sum of squares of the f64
+// norm, mean and variance, min and max together.
+#[cfg(feature = "builtin")]
+reduce_kernels! {
+    reduce_sum_squares_f32: f32, transform::SumSquares;
+    reduce_sum_squares_f64: f64, transform::SumSquares;
+    reduce_scaled_ssq_f64: f64, transform::ScaledSsq;
+    reduce_mean_var_f32: f32, transform::MeanVar;
+    reduce_min_max_i32: i32, transform::MinMax; reduce_min_max_u32: u32, transform::MinMax;
+    reduce_min_max_i64: i64, transform::MinMax; reduce_min_max_u64: u64, transform::MinMax;
+    reduce_min_max_f32: f32, transform::MinMax; reduce_min_max_f64: f64, transform::MinMax;
 }

@@ -1,0 +1,169 @@
+//! Reductions with a map applied on load, never materialised (`kernels::reduce::transform`):
+//! sum of squares, the L2 norm without overflow, mean and variance in one pass, min and max
+//! together. One launch and one read of the input each; deterministic like every reduction.
+//! A map of your own is a `ReduceOp` whose `lift` applies it (see `examples/minmax`), called
+//! with [`Context::reduce_custom`].
+
+use kernels::reduce::ReduceInstance;
+use kernels::reduce::transform::{MeanVar, MinMax, ScaledSsq, SumSquares};
+
+use crate::error::{Error, Result};
+use crate::reduce::DeviceElement;
+use crate::runtime::{Context, DeviceView};
+
+/// Mean and variance of f32 data ([`Context::mean_var`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Moments {
+    /// Elements.
+    pub count: u64,
+    /// Their mean.
+    pub mean: f32,
+    /// Population variance: sum of squared deviations / count.
+    pub variance: f32,
+    /// Sample variance: sum of squared deviations / (count - 1); NaN for one element.
+    pub sample_variance: f32,
+}
+
+/// Element types with a sum of squares and a norm: f32 (accumulated in f64, exact squares)
+/// and f64 (the norm through a scaled sum of squares).
+pub trait NormElement: DeviceElement {
+    /// Sum of squares, as [`Context::sum_of_squares`] returns it.
+    fn sum_of_squares(ctx: &Context, x: DeviceView<'_, Self>) -> Result<f64>;
+    /// The L2 norm, as [`Context::norm2`] returns it.
+    fn norm2(ctx: &Context, x: DeviceView<'_, Self>) -> Result<Self>;
+}
+
+impl NormElement for f32 {
+    fn sum_of_squares(ctx: &Context, x: DeviceView<'_, f32>) -> Result<f64> {
+        let k = <SumSquares as ReduceInstance<f32>>::KERNEL;
+        ctx.reduce_to_host(&crate::BUILTIN, &k, x)
+    }
+    fn norm2(ctx: &Context, x: DeviceView<'_, f32>) -> Result<f32> {
+        // The f64 sum of f32 squares cannot overflow; one rounding of its root to f32.
+        Ok(Self::sum_of_squares(ctx, x)?.sqrt() as f32)
+    }
+}
+
+impl NormElement for f64 {
+    fn sum_of_squares(ctx: &Context, x: DeviceView<'_, f64>) -> Result<f64> {
+        let k = <SumSquares as ReduceInstance<f64>>::KERNEL;
+        ctx.reduce_to_host(&crate::BUILTIN, &k, x)
+    }
+    fn norm2(ctx: &Context, x: DeviceView<'_, f64>) -> Result<f64> {
+        let k = <ScaledSsq as ReduceInstance<f64>>::KERNEL;
+        let a = ctx.reduce_to_host(&crate::BUILTIN, &k, x)?;
+        Ok(if a.ssq == 0.0 {
+            0.0
+        } else {
+            a.scale * a.ssq.sqrt()
+        })
+    }
+}
+
+impl Context {
+    /// Sum of squares in one pass. f32 data is squared and summed in f64 (each square exact,
+    /// no overflow); f64 data in f64 (squares past ~1e154 overflow to `inf`; the norm does not,
+    /// see [`Context::norm2`]).
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let x = ctx.htod(&[3.0f32, 4.0])?;
+    /// assert_eq!(ctx.sum_of_squares(&x)?, 25.0);
+    /// assert_eq!(ctx.norm2(&x)?, 5.0);
+    /// # Ok(()) }
+    /// ```
+    pub fn sum_of_squares<'a, T: NormElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+    ) -> Result<f64> {
+        T::sum_of_squares(self, x.into())
+    }
+
+    /// The Euclidean (L2) norm in one pass, without overflow or underflow of the squares: f32
+    /// through an f64 sum of squares (then one rounding), f64 through a scaled sum of squares
+    /// (LAPACK's representation: the largest |x| and the sum of (|x|/largest)²). Empty input
+    /// gives 0; a NaN gives NaN; an infinity gives infinity.
+    pub fn norm2<'a, T: NormElement>(&self, x: impl Into<DeviceView<'a, T>>) -> Result<T> {
+        T::norm2(self, x.into())
+    }
+
+    /// Count, mean and variance of f32 data in one pass (Chan et al.'s pairwise merge in a
+    /// fixed tree; see `kernels::reduce::transform::MeanVarAcc` for the error). `None` for
+    /// empty input; at most 2^32 - 1 elements.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let x = ctx.htod(&[2.0f32, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0])?;
+    /// let m = ctx.mean_var(&x)?.unwrap();
+    /// assert_eq!((m.count, m.mean, m.variance), (8, 5.0, 4.0));
+    /// # Ok(()) }
+    /// ```
+    pub fn mean_var<'a>(&self, x: impl Into<DeviceView<'a, f32>>) -> Result<Option<Moments>> {
+        let x = x.into();
+        if x.len() as u64 > u32::MAX as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "mean_var takes at most {} elements (a 32-bit count), not {}",
+                u32::MAX,
+                x.len()
+            )));
+        }
+        let k = <MeanVar as ReduceInstance<f32>>::KERNEL;
+        let a = self.reduce_to_host(&crate::BUILTIN, &k, x)?;
+        Ok((a.count > 0).then(|| Moments {
+            count: a.count as u64,
+            mean: a.mean,
+            variance: (a.m2 as f64 / a.count as f64) as f32,
+            sample_variance: if a.count > 1 {
+                (a.m2 as f64 / (a.count - 1) as f64) as f32
+            } else {
+                f32::NAN
+            },
+        }))
+    }
+
+    /// The smallest and the largest element in one pass (`Min`'s and `Max`'s semantics: a NaN
+    /// wins both, `-0.0 < +0.0`); `None` for empty input.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let x = ctx.htod(&[3i64, -7, 5])?;
+    /// assert_eq!(ctx.min_max(&x)?, Some((-7, 5)));
+    /// # Ok(()) }
+    /// ```
+    pub fn min_max<'a, T: DeviceElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+    ) -> Result<Option<(T, T)>>
+    where
+        MinMax: ReduceInstance<T>,
+        MinMax: kernels::ops::ReduceOp<T, Acc = kernels::reduce::transform::MinMaxAcc<T>>,
+    {
+        let x = x.into();
+        if x.is_empty() {
+            return Ok(None);
+        }
+        let k = <MinMax as ReduceInstance<T>>::KERNEL;
+        let a = self.reduce_to_host(&crate::BUILTIN, &k, x)?;
+        Ok(Some((a.min, a.max)))
+    }
+}
+
+/// The transform kernels the host can ask for (for the embedded-index test).
+#[cfg(test)]
+pub(crate) fn kernel_names() -> Vec<&'static str> {
+    vec![
+        <SumSquares as ReduceInstance<f32>>::KERNEL.name,
+        <SumSquares as ReduceInstance<f64>>::KERNEL.name,
+        <ScaledSsq as ReduceInstance<f64>>::KERNEL.name,
+        <MeanVar as ReduceInstance<f32>>::KERNEL.name,
+        <MinMax as ReduceInstance<i32>>::KERNEL.name,
+        <MinMax as ReduceInstance<u32>>::KERNEL.name,
+        <MinMax as ReduceInstance<i64>>::KERNEL.name,
+        <MinMax as ReduceInstance<u64>>::KERNEL.name,
+        <MinMax as ReduceInstance<f32>>::KERNEL.name,
+        <MinMax as ReduceInstance<f64>>::KERNEL.name,
+    ]
+}

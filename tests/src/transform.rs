@@ -1,0 +1,151 @@
+//! Maps applied on load: sum of squares, norm, mean and variance, min and max together.
+//! Bodies shared by the simulator tests (CI) and the GPU tests.
+
+use gpu_reduce::Context;
+use rand::{Rng, SeedableRng, rngs::SmallRng};
+
+fn uniform_f32(n: usize, seed: u64, center: f32, half_width: f32) -> Vec<f32> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| center + rng.random_range(-half_width..half_width))
+        .collect()
+}
+
+/// Sum of squares and norm of f32 (f64 accumulation: no overflow) and f64 (scaled: no
+/// overflow of the norm), against f64 / rescaled CPU references.
+pub fn check_squares_and_norm(ctx: &Context, n: usize) {
+    for &(scale, seed) in &[(1.0f32, 1u64), (1e30, 2), (1e-30, 3)] {
+        let x: Vec<f32> = uniform_f32(n, seed, 0.0, 1.0)
+            .iter()
+            .map(|v| v * scale)
+            .collect();
+        let b = ctx.htod(&x).unwrap();
+        let want: f64 = x.iter().map(|&v| (v as f64) * (v as f64)).sum();
+        let got = ctx.sum_of_squares(&b).unwrap();
+        // f64 sums of exact squares, in two orders: n·2^-53 relative at most.
+        assert!(
+            (got - want).abs() <= want * n as f64 * 1.2e-16,
+            "scale {scale}: {got} vs {want}"
+        );
+        let norm = ctx.norm2(&b).unwrap();
+        assert!(
+            ((norm as f64) - want.sqrt()).abs() <= want.sqrt() * 1.2e-7,
+            "scale {scale}: norm {norm} vs {}",
+            want.sqrt()
+        );
+        assert!(norm.is_finite());
+    }
+    // f64 near the top of the range: the squares overflow, the scaled norm does not.
+    let x: Vec<f64> = uniform_f32(n, 4, 0.0, 1.0)
+        .iter()
+        .map(|&v| v as f64 * 1e300)
+        .collect();
+    let b = ctx.htod(&x).unwrap();
+    let want = 1e300 * x.iter().map(|v| (v / 1e300).powi(2)).sum::<f64>().sqrt();
+    let got = ctx.norm2(&b).unwrap();
+    assert!((got - want).abs() <= want * 1e-12, "{got} vs {want}");
+    assert_eq!(ctx.sum_of_squares(&b).unwrap(), f64::INFINITY);
+    // Edges: empty, zeros, NaN, infinity.
+    let e = ctx.alloc_zeros::<f64>(0).unwrap();
+    assert_eq!(ctx.norm2(&e).unwrap(), 0.0);
+    let z = ctx.htod(&[0.0f64, -0.0, 0.0]).unwrap();
+    assert_eq!(ctx.norm2(&z).unwrap(), 0.0);
+    let nan = ctx.htod(&[1.0f64, f64::NAN, 2.0]).unwrap();
+    assert!(ctx.norm2(&nan).unwrap().is_nan());
+    let inf = ctx.htod(&[1.0f32, f32::NEG_INFINITY]).unwrap();
+    assert_eq!(ctx.norm2(&inf).unwrap(), f32::INFINITY);
+}
+
+/// Mean and variance against a two-pass f64 reference. Documented bound (checked here):
+/// |mean - m| <= 4·2^-24·max|x|, and |variance - v| <= 4·log2(n)·2^-24·(1 + m²/v)·v — the
+/// pairwise merges' error, which grows with the data's condition number m²/v
+/// (Chan, Golub, LeVeque 1983); the one-pass textbook formula's grows with n instead.
+pub fn check_mean_var(ctx: &Context, n: usize) {
+    for &(center, width, seed) in &[(0.0f32, 1.0f32, 5u64), (1000.0, 1.0, 6), (-3.0e4, 50.0, 7)] {
+        let x = uniform_f32(n, seed, center, width);
+        let b = ctx.htod(&x).unwrap();
+        let m = ctx.mean_var(&b).unwrap().expect("non-empty");
+        let nf = n as f64;
+        let mean: f64 = x.iter().map(|&v| v as f64).sum::<f64>() / nf;
+        let var: f64 = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / nf;
+        let eps = 2f64.powi(-24);
+        let max_abs = x.iter().fold(0f64, |a, &v| a.max((v as f64).abs()));
+        assert_eq!(m.count, n as u64);
+        assert!(
+            (m.mean as f64 - mean).abs() <= 4.0 * eps * max_abs,
+            "center {center}: mean {} vs {mean}",
+            m.mean
+        );
+        let bound = 4.0 * nf.log2() * eps * (1.0 + mean * mean / var) * var;
+        assert!(
+            (m.variance as f64 - var).abs() <= bound,
+            "center {center}: variance {} vs {var} (bound {bound})",
+            m.variance
+        );
+        let sample = var * nf / (nf - 1.0);
+        assert!((m.sample_variance as f64 - sample).abs() <= bound * 1.01);
+    }
+    let e = ctx.alloc_zeros::<f32>(0).unwrap();
+    assert_eq!(ctx.mean_var(&e).unwrap(), None);
+    let one = ctx.htod(&[2.5f32]).unwrap();
+    let m = ctx.mean_var(&one).unwrap().unwrap();
+    assert_eq!((m.count, m.mean, m.variance), (1, 2.5, 0.0));
+    assert!(m.sample_variance.is_nan());
+}
+
+/// Min and max together, every type, with the full reduce's semantics.
+pub fn check_min_max(ctx: &Context, n: usize) {
+    let f = uniform_f32(n, 8, 0.0, 100.0);
+    let b = ctx.htod(&f).unwrap();
+    let (lo, hi) = ctx.min_max(&b).unwrap().unwrap();
+    assert_eq!(lo, f.iter().copied().fold(f32::INFINITY, f32::min));
+    assert_eq!(hi, f.iter().copied().fold(f32::NEG_INFINITY, f32::max));
+    let i: Vec<i64> = f.iter().map(|&v| (v * 1e6) as i64).collect();
+    let bi = ctx.htod(&i).unwrap();
+    assert_eq!(
+        ctx.min_max(&bi).unwrap(),
+        Some((*i.iter().min().unwrap(), *i.iter().max().unwrap()))
+    );
+    let u: Vec<u32> = i.iter().map(|&v| v as u32).collect();
+    let bu = ctx.htod(&u).unwrap();
+    assert_eq!(
+        ctx.min_max(&bu).unwrap(),
+        Some((*u.iter().min().unwrap(), *u.iter().max().unwrap()))
+    );
+    let mut g: Vec<f64> = f.iter().map(|&v| v as f64).collect();
+    g[n / 2] = f64::NAN;
+    let bg = ctx.htod(&g).unwrap();
+    let (a, z) = ctx.min_max(&bg).unwrap().unwrap();
+    assert!(a.is_nan() && z.is_nan(), "a NaN wins both");
+    let zeros = ctx.htod(&[0.0f32, -0.0]).unwrap();
+    let (a, z) = ctx.min_max(&zeros).unwrap().unwrap();
+    assert_eq!(
+        (a.to_bits(), z.to_bits()),
+        ((-0.0f32).to_bits(), 0.0f32.to_bits())
+    );
+    let e = ctx.alloc_zeros::<i32>(0).unwrap();
+    assert_eq!(ctx.min_max(&e).unwrap(), None);
+}
+
+/// Same bits whatever the grid, like every reduction.
+pub fn check_transform_deterministic(ctx: &Context, n: usize) {
+    let x = uniform_f32(n, 9, 10.0, 3.0);
+    let b = ctx.htod(&x).unwrap();
+    let y: Vec<f64> = x.iter().map(|&v| v as f64 * 1e200).collect();
+    let by = ctx.htod(&y).unwrap();
+    let bits = |ctx: &Context| {
+        let m = ctx.mean_var(&b).unwrap().unwrap();
+        (
+            m.mean.to_bits(),
+            m.variance.to_bits(),
+            ctx.sum_of_squares(&b).unwrap().to_bits(),
+            ctx.norm2(&by).unwrap().to_bits(),
+        )
+    };
+    let first = bits(ctx);
+    for grid in [Some(1), Some(2), Some(7), Some(100), None] {
+        ctx.set_reduce_grid_limit(grid);
+        assert_eq!(bits(ctx), first, "grid {grid:?}");
+    }
+    ctx.set_reduce_grid_limit(None);
+}
