@@ -37,7 +37,7 @@ pub use runtime::{
     LaunchShape, LoadStats, device_count, load_stats,
 };
 pub use scan::{ByKeyKernel, ScanElement, ScanKind, ScanOperator};
-pub use transform::{Moments, NormElement};
+pub use transform::{DotElement, Moments, NormElement};
 
 pub use cudarc;
 pub use kernels;
@@ -104,9 +104,10 @@ mod tests {
         of::<f64>(&mut names);
         // 48 reductions + the compensated sum, 36 scans, 36 scans by key,
         assert_eq!(names.len(), 121);
-        // 10 maps on load (sum of squares, scaled sum of squares, mean/variance, min-max).
+        // 10 maps on load (sum of squares, scaled sum of squares, mean/variance, min-max) and
+        // 2 dot products.
         names.extend(crate::transform::kernel_names());
-        assert_eq!(names.len(), 131);
+        assert_eq!(names.len(), 133);
         for n in &names {
             let ptx = super::BUILTIN
                 .ptx(n)

@@ -70,6 +70,41 @@ impl Reduction {
 /// A reduction kernel as the host calls it.
 pub type ReduceKernel<T, A> = Kernel<SimReduceFn<T, A>>;
 
+/// A two-input reduction kernel (a map of pairs, e.g. the dot product) as the host calls it.
+pub type Reduce2Kernel<T, A> = Kernel<kernels::reduce::dot::SimReduce2Fn<T, A>>;
+
+/// What one reduction launch runs and reads: one input, or two of the same length.
+pub(crate) enum Job<'k, 'v, T, A> {
+    One(&'k ReduceKernel<T, A>, DeviceView<'v, T>),
+    Two(
+        &'k Reduce2Kernel<T, A>,
+        DeviceView<'v, T>,
+        DeviceView<'v, T>,
+    ),
+}
+
+impl<'v, T, A> Job<'_, 'v, T, A> {
+    fn name(&self) -> &'static str {
+        match self {
+            Job::One(k, _) => k.name,
+            Job::Two(k, _, _) => k.name,
+        }
+    }
+    fn first(&self) -> &DeviceView<'v, T> {
+        match self {
+            Job::One(_, x) | Job::Two(_, x, _) => x,
+        }
+    }
+    fn len(&self) -> usize {
+        self.first().len()
+    }
+    /// Bytes the kernel reads.
+    fn bytes(&self) -> usize {
+        let inputs = if let Job::Two(..) = self { 2 } else { 1 };
+        inputs * self.len() * std::mem::size_of::<T>()
+    }
+}
+
 /// Element types of the device reductions: i32, u32, i64, u64, f32, f64. The kernels come from
 /// the `kernels` crate's macro invocations (its `ReduceInstance` impls); nothing here names one.
 pub trait DeviceElement:
@@ -236,15 +271,19 @@ impl Context {
     fn launch_reduce<T: DeviceElement, A: Copy>(
         &self,
         lib: &'static KernelLibrary,
-        k: &ReduceKernel<T, A>,
-        input: &DeviceView<'_, T>,
+        job: &Job<'_, '_, T, A>,
         out: u64,
         done: u64,
         seq: u32,
     ) -> Result<()> {
         const { assert!(std::mem::size_of::<A>() <= 16) };
-        let n = input.len() as u64;
-        let (input_addr, _input_access) = self.read(input)?;
+        let n = job.len() as u64;
+        let name = job.name();
+        let (input_addr, _input_access) = self.read(job.first())?;
+        let (y_addr, _y_access) = match job {
+            Job::Two(_, _, y) => self.read(y)?,
+            Job::One(..) => (0, crate::runtime::Access::Free),
+        };
         let tiles = POLICY.tiles(n, std::mem::size_of::<T>() as u64);
         let ws = self.workspace::<ReduceWorkspace>();
         // A poisoned lock only means another thread panicked mid-call; the workspace itself is
@@ -274,7 +313,7 @@ impl Context {
         let limit = match (ws.grid_override, &self.backend) {
             (0, _) if tiles <= POLICY.single_block_tiles => 1,
             (0, Backend::Cuda(_)) if tiles <= sms => sms,
-            (0, Backend::Cuda(_)) => sms * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?,
+            (0, Backend::Cuda(_)) => sms * self.kernel(lib, name)?.blocks_per_sm(BLOCK)?,
             (0, Backend::Sim) => u32::MAX,
             (g, _) => g,
         };
@@ -284,17 +323,19 @@ impl Context {
         // second round).
         let rounds = tiles.div_ceil(limit.max(1));
         let grid = tiles.div_ceil(rounds);
-        let sim = k.sim;
-        // SAFETY: the arguments of `reduce_device` in order; the same values for the simulator,
-        // as addresses of this context's (host) memory.
+        // SAFETY: the arguments of `reduce_device` (`reduce2_device`: x, then y) in order; the
+        // same values for the simulator, as addresses of this context's (host) memory.
         unsafe {
             self.launch(
                 lib,
-                k.name,
+                name,
                 LaunchShape::linear(grid, BLOCK, 0),
                 |b| {
-                    b.arg(&input_addr)
-                        .arg(&n)
+                    b.arg(&input_addr);
+                    if let Job::Two(..) = job {
+                        b.arg(&y_addr);
+                    }
+                    b.arg(&n)
                         .arg(&tiles)
                         .arg(&partials)
                         .arg(&counter)
@@ -302,8 +343,8 @@ impl Context {
                         .arg(&done)
                         .arg(&seq);
                 },
-                || {
-                    sim(
+                || match job {
+                    Job::One(k, _) => (k.sim)(
                         input_addr as *const T,
                         n,
                         tiles,
@@ -312,7 +353,18 @@ impl Context {
                         out as *mut A,
                         done as *mut u32,
                         seq,
-                    )
+                    ),
+                    Job::Two(k, _, _) => (k.sim)(
+                        input_addr as *const T,
+                        y_addr as *const T,
+                        n,
+                        tiles,
+                        partials as *mut A,
+                        counter as *mut u32,
+                        out as *mut A,
+                        done as *mut u32,
+                        seq,
+                    ),
                 },
             )
         }
@@ -326,8 +378,7 @@ impl Context {
     fn reduce_pending<'c, T: DeviceElement, A: Copy, R>(
         &'c self,
         lib: &'static KernelLibrary,
-        k: &ReduceKernel<T, A>,
-        input: DeviceView<'_, T>,
+        job: Job<'_, '_, T, A>,
         finish: impl FnOnce(A) -> R + Send + 'c,
     ) -> Result<Pending<'c, R>> {
         let state = match &self.backend {
@@ -345,14 +396,8 @@ impl Context {
                     None => MappedResult::new(&c.ctx)?,
                 };
                 let seq = slot.next_seq();
-                let launched = self.launch_reduce(
-                    lib,
-                    k,
-                    &input,
-                    slot.device_addr,
-                    slot.flag_device_addr(),
-                    seq,
-                );
+                let launched =
+                    self.launch_reduce(lib, &job, slot.device_addr, slot.flag_device_addr(), seq);
                 if let Err(e) = launched {
                     c.results
                         .lock()
@@ -361,13 +406,13 @@ impl Context {
                     return Err(e);
                 }
                 // Long kernels get an event the waiting thread can sleep on.
-                slot.mark_launched(&c.stream, input.len() * std::mem::size_of::<T>())?;
+                slot.mark_launched(&c.stream, job.bytes())?;
                 PendingState::Cuda(Some(slot), seq)
             }
             Backend::Sim => {
                 let mut out = self.alloc_zeros::<u64>(ACC_WORDS)?;
                 let addr = self.scratch_addr(&out);
-                self.launch_reduce(lib, k, &input, addr, 0, 0)?;
+                self.launch_reduce(lib, &job, addr, 0, 0)?;
                 let v = self.dtoh(&mut out)?;
                 PendingState::Done([v[0], v[1]])
             }
@@ -375,7 +420,7 @@ impl Context {
         Ok(Pending {
             ctx: self,
             state,
-            kernel: k.name,
+            kernel: job.name(),
             // SAFETY: the kernel wrote one A (<= 16 bytes, plain data) at the start of the words.
             finish: Box::new(move |w: [u64; ACC_WORDS]| {
                 finish(unsafe { std::ptr::read_unaligned(w.as_ptr() as *const A) })
@@ -390,7 +435,27 @@ impl Context {
         k: &ReduceKernel<T, A>,
         input: DeviceView<'_, T>,
     ) -> Result<A> {
-        self.reduce_pending(lib, k, input, |a| a)?.wait()
+        self.reduce_pending(lib, Job::One(k, input), |a| a)?.wait()
+    }
+
+    /// Run the pair-map kernel `k` over `x` and `y` (the same length, checked) and read its
+    /// accumulator back.
+    pub(crate) fn reduce2_to_host<T: DeviceElement, A: Copy>(
+        &self,
+        lib: &'static KernelLibrary,
+        k: &Reduce2Kernel<T, A>,
+        x: DeviceView<'_, T>,
+        y: DeviceView<'_, T>,
+    ) -> Result<A> {
+        if x.len() != y.len() {
+            return Err(Error::InvalidArgument(format!(
+                "the two inputs of {} have different lengths: {} and {}",
+                k.name,
+                x.len(),
+                y.len()
+            )));
+        }
+        self.reduce_pending(lib, Job::Two(k, x, y), |a| a)?.wait()
     }
 
     fn kernel_for<T: DeviceElement>(op: Reduction) -> Result<ReduceKernel<T, T>> {
@@ -417,7 +482,7 @@ impl Context {
             ));
         }
         let (out_addr, _out_access) = self.write(&mut out)?;
-        self.launch_reduce(lib, k, &input, out_addr, 0, 0)
+        self.launch_reduce(lib, &Job::One(k, input), out_addr, 0, 0)
     }
 
     /// Reduce `input` with `op` in one launch and return the result. Empty input gives the
@@ -473,7 +538,7 @@ impl Context {
         op: Reduction,
     ) -> Result<Pending<'_, T>> {
         let k = Self::kernel_for::<T>(op)?;
-        self.reduce_pending(&crate::BUILTIN, &k, input.into(), |a| a)
+        self.reduce_pending(&crate::BUILTIN, Job::One(&k, input.into()), |a| a)
     }
 
     /// Sum (integers wrap).
@@ -550,7 +615,7 @@ impl Context {
         lib: &'static KernelLibrary,
         input: impl Into<DeviceView<'a, T>>,
     ) -> Result<Pending<'_, O::Acc>> {
-        self.reduce_pending(lib, &O::KERNEL, input.into(), |a| a)
+        self.reduce_pending(lib, Job::One(&O::KERNEL, input.into()), |a| a)
     }
 
     /// A user operator's reduction left on the device in `out[0]` (never blocks; can be

@@ -5,6 +5,7 @@
 //! with [`Context::reduce_custom`].
 
 use kernels::reduce::ReduceInstance;
+use kernels::reduce::dot::{Dot, Reduce2Instance};
 use kernels::reduce::transform::{MeanVar, MinMax, ScaledSsq, SumSquares};
 
 use crate::error::{Error, Result};
@@ -165,5 +166,50 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
         <MinMax as ReduceInstance<u64>>::KERNEL.name,
         <MinMax as ReduceInstance<f32>>::KERNEL.name,
         <MinMax as ReduceInstance<f64>>::KERNEL.name,
+        <Dot as Reduce2Instance<f32>>::KERNEL.name,
+        <Dot as Reduce2Instance<f64>>::KERNEL.name,
     ]
+}
+
+/// Element types with a dot product: f32 (products and sum in f64, one rounding) and f64.
+pub trait DotElement: DeviceElement {
+    /// The dot product, as [`Context::dot`] returns it.
+    fn dot(ctx: &Context, x: DeviceView<'_, Self>, y: DeviceView<'_, Self>) -> Result<Self>;
+}
+
+impl DotElement for f32 {
+    fn dot(ctx: &Context, x: DeviceView<'_, f32>, y: DeviceView<'_, f32>) -> Result<f32> {
+        let k = <Dot as Reduce2Instance<f32>>::KERNEL;
+        Ok(ctx.reduce2_to_host(&crate::BUILTIN, &k, x, y)? as f32)
+    }
+}
+
+impl DotElement for f64 {
+    fn dot(ctx: &Context, x: DeviceView<'_, f64>, y: DeviceView<'_, f64>) -> Result<f64> {
+        let k = <Dot as Reduce2Instance<f64>>::KERNEL;
+        ctx.reduce2_to_host(&crate::BUILTIN, &k, x, y)
+    }
+}
+
+impl Context {
+    /// The dot product `sum x[i]·y[i]` in one launch, reading each input once (the products
+    /// are never stored). f32 products are exact in f64 and summed in f64, then rounded once.
+    /// `x` and `y` must have the same length. Inputs at the same offset from a 16-byte
+    /// boundary (e.g. two whole buffers) are read with vector loads; others pair by pair.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let x = ctx.htod(&[1.0f32, 2.0, 3.0])?;
+    /// let y = ctx.htod(&[4.0f32, -5.0, 6.0])?;
+    /// assert_eq!(ctx.dot(&x, &y)?, 12.0);
+    /// # Ok(()) }
+    /// ```
+    pub fn dot<'a, 'b, T: DotElement + 'a + 'b>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        y: impl Into<DeviceView<'b, T>>,
+    ) -> Result<T> {
+        T::dot(self, x.into(), y.into())
+    }
 }

@@ -149,3 +149,63 @@ pub fn check_transform_deterministic(ctx: &Context, n: usize) {
     }
     ctx.set_reduce_grid_limit(None);
 }
+
+/// The dot product against an f64 reference: whole buffers (vector loads), views at the same
+/// offset, views at different offsets (pair by pair), f64, empty, mismatched lengths.
+pub fn check_dot(ctx: &Context, n: usize) {
+    let x = uniform_f32(n + 3, 10, 0.0, 1.0);
+    let y = uniform_f32(n + 3, 11, 0.5, 1.0);
+    let (bx, by) = (ctx.htod(&x).unwrap(), ctx.htod(&y).unwrap());
+    let reference = |a: &[f32], b: &[f32]| -> (f64, f64) {
+        let exact: f64 = a.iter().zip(b).map(|(&u, &v)| u as f64 * v as f64).sum();
+        let abs: f64 = a
+            .iter()
+            .zip(b)
+            .map(|(&u, &v)| (u as f64 * v as f64).abs())
+            .sum();
+        (exact, abs)
+    };
+    for (ox, oy) in [(0usize, 0usize), (1, 1), (3, 3), (1, 0), (0, 3), (2, 1)] {
+        let got = ctx
+            .dot(bx.view(ox..ox + n).unwrap(), by.view(oy..oy + n).unwrap())
+            .unwrap() as f64;
+        let (want, abs) = reference(&x[ox..ox + n], &y[oy..oy + n]);
+        // f64 sums of exact products, then one rounding to f32.
+        let bound = want.abs() * 2f64.powi(-24) + n as f64 * 2f64.powi(-53) * abs;
+        assert!(
+            (got - want).abs() <= bound,
+            "offsets {ox},{oy}: {got} vs {want}"
+        );
+    }
+    let x64: Vec<f64> = x.iter().map(|&v| v as f64 * 1e100).collect();
+    let y64: Vec<f64> = y.iter().map(|&v| v as f64 * 1e-90).collect();
+    let (bx64, by64) = (ctx.htod(&x64).unwrap(), ctx.htod(&y64).unwrap());
+    let got = ctx.dot(&bx64, &by64).unwrap();
+    let want: f64 = x64.iter().zip(&y64).map(|(a, b)| a * b).sum();
+    let abs: f64 = x64.iter().zip(&y64).map(|(a, b)| (a * b).abs()).sum();
+    assert!(
+        (got - want).abs() <= 2.0 * n as f64 * 2f64.powi(-53) * abs,
+        "{got} vs {want}"
+    );
+    let e = ctx.alloc_zeros::<f32>(0).unwrap();
+    assert_eq!(ctx.dot(&e, &e).unwrap(), 0.0);
+    match ctx.dot(bx.view(..n).unwrap(), by.view(..n - 1).unwrap()) {
+        Err(gpu_reduce::Error::InvalidArgument(m)) => {
+            assert!(m.contains("different lengths"), "{m}")
+        }
+        other => panic!("expected a length error, got {other:?}"),
+    }
+    // Same bits whatever the grid, with vector loads and pair by pair.
+    let mis = || {
+        ctx.dot(bx.view(1..).unwrap(), by.view(..n + 2).unwrap())
+            .unwrap()
+            .to_bits()
+    };
+    let first = (ctx.dot(&bx, &by).unwrap().to_bits(), mis());
+    for grid in [Some(1), Some(2), Some(5), None] {
+        ctx.set_reduce_grid_limit(grid);
+        let now = (ctx.dot(&bx, &by).unwrap().to_bits(), mis());
+        assert_eq!(now, first, "grid {grid:?}");
+    }
+    ctx.set_reduce_grid_limit(None);
+}

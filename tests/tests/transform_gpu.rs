@@ -25,3 +25,9 @@ fn min_and_max() {
 fn deterministic_across_grids() {
     check_transform_deterministic(&gpu(), 20_000_003);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn dot_product() {
+    check_dot(&gpu(), 20_000_003);
+}

@@ -21,3 +21,8 @@ fn min_and_max() {
 fn deterministic_across_grids() {
     check_transform_deterministic(&sim(), 100_000);
 }
+
+#[test]
+fn dot_product() {
+    check_dot(&sim(), 100_001);
+}

@@ -8,6 +8,6 @@ mod module;
 mod simbuf;
 
 pub use buffer::{DeviceBuffer, DeviceView, DeviceViewMut};
-pub(crate) use context::Backend;
+pub(crate) use context::{Access, Backend};
 pub use context::{BackendKind, Context, DeviceInfo, LaunchShape, device_count};
 pub use module::{EmbeddedModule, EmbeddedModules, KernelLibrary, LoadStats, load_stats};

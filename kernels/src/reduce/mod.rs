@@ -11,6 +11,7 @@
 //! on any GPU and on the simulator.
 
 pub mod policy;
+pub mod dot;
 pub mod transform;
 
 use crate::block::{block_reduce, block_reduce2};
@@ -59,8 +60,6 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
     // 32 slots of up to 16 bytes: one per warp, for any accumulator type.
     let scratch = crate::static_shared!(REDUCE_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<O::Acc>() };
-    let is_last = crate::static_shared!(REDUCE_IS_LAST: [u32; 1]);
-
     let tid = gpu::thread_idx_x() as u64;
     let grid = gpu::grid_dim_x() as u64;
     let tiles = tiles as u64;
@@ -172,6 +171,47 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
         tile += grid;
     }
 
+    unsafe {
+        finish_tiles(
+            tiles,
+            tile_acc,
+            partials,
+            retire_count,
+            out,
+            done,
+            seq,
+            O::identity(),
+            O::combine,
+            scratch,
+        )
+    };
+}
+
+/// The end of a one-launch reduction, after every block has reduced its tiles (thread 0 of a
+/// block holds its last tile's accumulator in `tile_acc` and has written each tile's partial,
+/// unless there is one tile): one tile is the result at once; otherwise the last block to take
+/// a ticket (or the only block) combines the partials in tile order and writes `out`, resets
+/// `retire_count`, and raises `done` with `seq`.
+///
+/// # Safety
+/// As [`reduce_device`]; called by every thread of every block.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the reduction's workspace, passed straight through
+pub(crate) unsafe fn finish_tiles<A: crate::gpu::ShflValue, F: Fn(A, A) -> A + Copy>(
+    tiles: u64,
+    tile_acc: A,
+    partials: *mut A,
+    retire_count: *mut u32,
+    out: *mut A,
+    done: *mut u32,
+    seq: u32,
+    identity: A,
+    combine: F,
+    scratch: crate::gpu::SharedArray<A>,
+) {
+    let is_last = crate::static_shared!(REDUCE_IS_LAST: [u32; 1]);
+    let tid = gpu::thread_idx_x() as u64;
+    let grid = gpu::grid_dim_x() as u64;
     if tiles == 1 {
         // One tile (the host then launches one block): its accumulator is the result, with no
         // partial, ticket or second block reduction (~1.5 µs less on an H100 at 2^10). The
@@ -179,7 +219,7 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
         // combines it with identities only.
         if tid == 0 {
             unsafe {
-                out.write(O::combine(O::identity(), tile_acc));
+                out.write(combine(identity, tile_acc));
                 if !done.is_null() {
                     gpu::store_release_sys_u32(done, seq);
                 }
@@ -210,15 +250,15 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
         gpu::sync_threads();
     }
     // Combine the partials in tile order.
-    let mut acc = O::identity();
+    let mut acc = identity;
     let mut i = tid;
     while i < tiles {
-        acc = O::combine(acc, unsafe {
+        acc = combine(acc, unsafe {
             core::ptr::read_volatile(partials.add(i as usize))
         });
         i += REDUCE_BLOCK as u64;
     }
-    let total = block_reduce(acc, O::identity(), O::combine, scratch);
+    let total = block_reduce(acc, identity, combine, scratch);
     if tid == 0 {
         unsafe {
             out.write(total);

@@ -1,0 +1,223 @@
+//! Reductions of a map of two arrays, in one launch and one read of each: the dot product
+//! (`sum x[i]·y[i]`), and any user map of pairs ([`MapOp2`]). The same tiles, partials and
+//! last-block combine as the one-input reduction ([`reduce_device`](super::reduce_device)),
+//! so the result is deterministic and the same on every GPU and the simulator.
+
+use super::finish_tiles;
+use super::policy::BLOCK as REDUCE_BLOCK;
+use crate::block::block_reduce;
+use crate::gpu::{self, ShflValue};
+use crate::ops::Element;
+
+/// A reduction of pairs: `lift2` maps `(x[i], y[i])` to an accumulator, `combine` as in
+/// [`ReduceOp`](crate::ops::ReduceOp) (associative and commutative, with an identity).
+pub trait MapOp2<T: Element>: Copy {
+    /// What the reduction carries (at most 16 bytes).
+    type Acc: ShflValue;
+    /// The accumulator of nothing.
+    fn identity() -> Self::Acc;
+    /// The accumulator of the pair at index `index`.
+    fn lift2(x: T, y: T, index: u64) -> Self::Acc;
+    /// Associative and commutative.
+    fn combine(a: Self::Acc, b: Self::Acc) -> Self::Acc;
+}
+
+/// The dot product. f32 pairs are multiplied and summed in f64 (each product exact, one
+/// rounding at the end on the host, like [`SumCompensated`](crate::ops::SumCompensated)); f64
+/// in f64.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dot;
+
+impl MapOp2<f32> for Dot {
+    type Acc = f64;
+    #[inline(always)]
+    fn identity() -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn lift2(x: f32, y: f32, _: u64) -> f64 {
+        x as f64 * y as f64
+    }
+    #[inline(always)]
+    fn combine(a: f64, b: f64) -> f64 {
+        a + b
+    }
+}
+
+impl MapOp2<f64> for Dot {
+    type Acc = f64;
+    #[inline(always)]
+    fn identity() -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn lift2(x: f64, y: f64, _: u64) -> f64 {
+        x * y
+    }
+    #[inline(always)]
+    fn combine(a: f64, b: f64) -> f64 {
+        a + b
+    }
+}
+
+/// Combine the pairs of one 16-byte vector of each input, first index `base`.
+#[inline(always)]
+fn fold_pair<T: Element, O: MapOp2<T>>(a: [u32; 4], b: [u32; 4], base: u64) -> O::Acc {
+    let (x, y) = (T::unpack(a), T::unpack(b));
+    if T::PER_VEC == 4 {
+        O::combine(
+            O::combine(O::lift2(x[0], y[0], base), O::lift2(x[1], y[1], base + 1)),
+            O::combine(
+                O::lift2(x[2], y[2], base + 2),
+                O::lift2(x[3], y[3], base + 3),
+            ),
+        )
+    } else {
+        O::combine(O::lift2(x[0], y[0], base), O::lift2(x[1], y[1], base + 1))
+    }
+}
+
+/// The one-launch reduction of `O::lift2(x[i], y[i], i)` over `n` pairs, in `tiles` tiles (any
+/// physical grid <= `tiles` gives the same bits). When `x` and `y` sit at the same offset
+/// from a 16-byte boundary the body is read with 128-bit loads of each; otherwise every pair
+/// goes through scalar loads (correct, slower; the choice depends on the addresses mod 16, as
+/// the one-input reduction's head does). Workspace and outputs as
+/// [`reduce_device`](super::reduce_device).
+///
+/// # Safety
+/// `x` and `y` valid for `n` elements; the rest as `reduce_device`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
+pub unsafe fn reduce2_device<T: Element, O: MapOp2<T>>(
+    x: *const T,
+    y: *const T,
+    n: u64,
+    tiles: u32,
+    partials: *mut O::Acc,
+    retire_count: *mut u32,
+    out: *mut O::Acc,
+    done: *mut u32,
+    seq: u32,
+) {
+    let scratch = crate::static_shared!(REDUCE2_SCRATCH: [u128; 32]);
+    let scratch = unsafe { scratch.cast::<O::Acc>() };
+    let tid = gpu::thread_idx_x() as u64;
+    let grid = gpu::grid_dim_x() as u64;
+    let tiles = tiles as u64;
+    let threads = tiles * REDUCE_BLOCK as u64;
+    let size = core::mem::size_of::<T>() as u64;
+    let per_vec = T::PER_VEC as u64;
+
+    let (mx, my) = ((x as u64 & 15) / size, (y as u64 & 15) / size);
+    let head = if mx != my {
+        n // no common 16-byte boundary: all scalar
+    } else if mx == 0 {
+        0
+    } else {
+        (16 / size - mx).min(n)
+    };
+    let vectors = (n - head) / per_vec;
+    let (bx, by) = unsafe {
+        (
+            x.add(head as usize) as *const u32,
+            y.add(head as usize) as *const u32,
+        )
+    };
+    let tail_start = head + vectors * per_vec;
+    let load = |p: *const u32, v: u64| unsafe { gpu::load_nc_v4_b32(p.add(4 * v as usize)) };
+    let pair = |i: u64| unsafe { O::lift2(x.add(i as usize).read(), y.add(i as usize).read(), i) };
+
+    let mut tile = gpu::block_idx_x() as u64;
+    let mut tile_acc = O::identity();
+    while tile < tiles {
+        let gtid = tile * REDUCE_BLOCK as u64 + tid;
+        let (mut acc0, mut acc1) = (O::identity(), O::identity());
+        let mut v = gtid;
+        while v < vectors {
+            let (a, b) = (load(bx, v), load(by, v));
+            acc0 = O::combine(acc0, fold_pair::<T, O>(a, b, head + v * per_vec));
+            v += threads;
+        }
+        // Scalar head and tail (a loop: the head is every pair when the inputs' offsets
+        // differ).
+        let mut i = gtid;
+        while i < head {
+            acc1 = O::combine(acc1, pair(i));
+            i += threads;
+        }
+        let mut i = tail_start + gtid;
+        while i < n {
+            acc1 = O::combine(acc1, pair(i));
+            i += threads;
+        }
+        tile_acc = block_reduce(O::combine(acc0, acc1), O::identity(), O::combine, scratch);
+        if tid == 0 && tiles > 1 {
+            unsafe { partials.add(tile as usize).write(tile_acc) };
+        }
+        tile += grid;
+    }
+    unsafe {
+        finish_tiles(
+            tiles,
+            tile_acc,
+            partials,
+            retire_count,
+            out,
+            done,
+            seq,
+            O::identity(),
+            O::combine,
+            scratch,
+        )
+    };
+}
+
+/// The simulator's entry point of a two-input reduction kernel: x, y, n, tiles, partials,
+/// counter, output, done flag (or null), sequence number.
+#[cfg(not(target_arch = "nvptx64"))]
+pub type SimReduce2Fn<T, A> =
+    unsafe fn(*const T, *const T, u64, u32, *mut A, *mut u32, *mut A, *mut u32, u32);
+
+/// A pair map whose kernel over `T` exists ([`reduce2_kernels!`](crate::reduce2_kernels)).
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait Reduce2Instance<T: Element>: MapOp2<T> {
+    /// The kernel: `reduce2_device::<T, Self>` under its exported name.
+    const KERNEL: crate::Kernel<SimReduce2Fn<T, Self::Acc>>;
+}
+
+/// Export `reduce2_device::<T, Op>` as named kernels and register each with
+/// [`Reduce2Instance`]: `reduce2_kernels! { my_kernel: f32, MyPairOp; }`.
+#[macro_export]
+macro_rules! reduce2_kernels {
+    ($($name:ident : $t:ty, $op:ty;)*) => {$(
+        $crate::kernel! {
+            /// One-launch reduction of pairs; see
+            /// [`reduce2_device`]($crate::reduce::dot::reduce2_device).
+            pub unsafe fn $name(
+                x: *const $t,
+                y: *const $t,
+                n: u64,
+                tiles: u32,
+                partials: *mut <$op as $crate::reduce::dot::MapOp2<$t>>::Acc,
+                retire_count: *mut u32,
+                out: *mut <$op as $crate::reduce::dot::MapOp2<$t>>::Acc,
+                done: *mut u32,
+                seq: u32,
+            ) {
+                unsafe { $crate::reduce::dot::reduce2_device::<$t, $op>(x, y, n, tiles, partials, retire_count, out, done, seq) }
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl $crate::reduce::dot::Reduce2Instance<$t> for $op {
+            const KERNEL: $crate::Kernel<
+                $crate::reduce::dot::SimReduce2Fn<$t, <$op as $crate::reduce::dot::MapOp2<$t>>::Acc>,
+            > = $crate::Kernel { name: stringify!($name), sim: $name };
+        }
+    )*};
+}
+
+#[cfg(feature = "builtin")]
+reduce2_kernels! {
+    reduce_dot_f32: f32, Dot;
+    reduce_dot_f64: f64, Dot;
+}
