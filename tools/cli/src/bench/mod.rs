@@ -28,6 +28,10 @@ pub enum Op {
     Reduce,
     /// Inclusive prefix sum.
     Scan,
+    /// Dot product of two inputs (f32, f64), against the read limit.
+    Dot,
+    /// Mean and variance in one pass (f32), against the read limit.
+    Variance,
 }
 
 /// Element types of the sweep.
@@ -219,6 +223,45 @@ pub trait SweepElement: TableElement + crate::cub::CubSum {
     /// Does `got` match the sum of `data` (exact for integers, within the reduction's error
     /// bound for floats)?
     fn sum_ok(got: Self, data: &[Self]) -> bool;
+    /// The dot product of `x` and `y` and whether it matches the host's f64 one (`None`: no
+    /// dot product for this type).
+    fn dot_checked(
+        _ctx: &Context,
+        _x: &DeviceBuffer<Self>,
+        _y: &DeviceBuffer<Self>,
+        _hx: &[Self],
+        _hy: &[Self],
+    ) -> Option<Result<bool>> {
+        None
+    }
+    /// One dot product (`None`: none for this type).
+    fn dot_run(
+        _ctx: &Context,
+        _x: &DeviceBuffer<Self>,
+        _y: &DeviceBuffer<Self>,
+    ) -> Option<Result<()>> {
+        None
+    }
+    /// Mean and variance in one pass, checked against a two-pass f64 reference (`None`: not
+    /// for this type).
+    fn variance_checked(
+        _ctx: &Context,
+        _x: &DeviceBuffer<Self>,
+        _h: &[Self],
+    ) -> Option<Result<bool>> {
+        None
+    }
+    /// One mean-and-variance pass (`None`: not for this type).
+    fn variance_run(_ctx: &Context, _x: &DeviceBuffer<Self>) -> Option<Result<()>> {
+        None
+    }
+}
+
+/// The dot product of f32/f64 data within the f64-accumulation bound.
+fn dot_ok(got: f64, hx: &[f64], hy: &[f64], unit: f64) -> bool {
+    let exact: f64 = hx.iter().zip(hy).map(|(a, b)| a * b).sum();
+    let abs: f64 = hx.iter().zip(hy).map(|(a, b)| (a * b).abs()).sum();
+    (got - exact).abs() <= exact.abs() * unit + 2.0 * hx.len() as f64 * f64::EPSILON * abs
 }
 
 impl SweepElement for f32 {
@@ -226,6 +269,35 @@ impl SweepElement for f32 {
     fn sum_ok(got: Self, data: &[Self]) -> bool {
         let (exact, abs) = crate::cpu::sum_f64(data);
         (got as f64 - exact).abs() <= crate::cpu::f32_sum_bound(data.len() as u64, abs)
+    }
+    fn dot_checked(
+        ctx: &Context,
+        x: &DeviceBuffer<f32>,
+        y: &DeviceBuffer<f32>,
+        hx: &[f32],
+        hy: &[f32],
+    ) -> Option<Result<bool>> {
+        let wide = |h: &[f32]| h.iter().map(|&v| v as f64).collect::<Vec<f64>>();
+        Some(
+            ctx.dot(x, y)
+                .map(|g| dot_ok(g as f64, &wide(hx), &wide(hy), f32::EPSILON as f64)),
+        )
+    }
+    fn dot_run(ctx: &Context, x: &DeviceBuffer<f32>, y: &DeviceBuffer<f32>) -> Option<Result<()>> {
+        Some(ctx.dot(x, y).map(|_| ()))
+    }
+    fn variance_checked(ctx: &Context, x: &DeviceBuffer<f32>, h: &[f32]) -> Option<Result<bool>> {
+        Some(ctx.mean_var(x).map(|m| {
+            let n = h.len() as f64;
+            let mean = h.iter().map(|&v| v as f64).sum::<f64>() / n;
+            let var = h.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
+            // The bound of tests/src/transform.rs (Chan's merges in a tree of log2(n) levels).
+            let bound = 4.0 * n.log2() * 2f64.powi(-24) * (1.0 + mean * mean / var) * var;
+            m.is_some_and(|m| (m.variance as f64 - var).abs() <= bound)
+        }))
+    }
+    fn variance_run(ctx: &Context, x: &DeviceBuffer<f32>) -> Option<Result<()>> {
+        Some(ctx.mean_var(x).map(|_| ()))
     }
 }
 impl SweepElement for f64 {
@@ -235,6 +307,18 @@ impl SweepElement for f64 {
         let abs: f64 = data.iter().map(|x| x.abs()).sum();
         (got - exact).abs()
             <= crate::cpu::sum_bound(data.len() as u64, 8, f64::EPSILON, abs) + 1e-300
+    }
+    fn dot_checked(
+        ctx: &Context,
+        x: &DeviceBuffer<f64>,
+        y: &DeviceBuffer<f64>,
+        hx: &[f64],
+        hy: &[f64],
+    ) -> Option<Result<bool>> {
+        Some(ctx.dot(x, y).map(|g| dot_ok(g, hx, hy, 0.0)))
+    }
+    fn dot_run(ctx: &Context, x: &DeviceBuffer<f64>, y: &DeviceBuffer<f64>) -> Option<Result<()>> {
+        Some(ctx.dot(x, y).map(|_| ()))
     }
 }
 impl SweepElement for i32 {
@@ -677,6 +761,42 @@ fn sweep_one<T: SweepElement>(
                 );
             }
         }
+    }
+    if cfg.ops.contains(&Op::Dot) && r >= 2 {
+        // Inputs i and i+1 of the rotation: two arrays, each read once.
+        if let Some(ok) = T::dot_checked(ctx, &inputs[0], &inputs[1], &hosts[0], &hosts[1]) {
+            progress(&format!("{} n={n}: dot", T::SWEEP_DTYPE.name()));
+            let ok = ok?;
+            let t = ctx.time_ms(wu, it, || {
+                let i = next();
+                T::dot_run(ctx, &inputs[i], &inputs[(i + 1) % r]).unwrap_or(Ok(()))
+            })?;
+            record(
+                "dot",
+                "ours: dot product (one launch)",
+                Family::Ours,
+                2 * b,
+                &t,
+                ok,
+            );
+        }
+    }
+    if cfg.ops.contains(&Op::Variance)
+        && let Some(ok) = T::variance_checked(ctx, &inputs[0], &hosts[0])
+    {
+        progress(&format!("{} n={n}: variance", T::SWEEP_DTYPE.name()));
+        let ok = ok?;
+        let t = ctx.time_ms(wu, it, || {
+            T::variance_run(ctx, &inputs[next()]).unwrap_or(Ok(()))
+        })?;
+        record(
+            "variance",
+            "ours: mean and variance (one pass)",
+            Family::Ours,
+            b,
+            &t,
+            ok,
+        );
     }
     rows.extend(ladder_rows);
     Ok(rows)

@@ -35,7 +35,11 @@ fn peer<'a>(sweep: &'a Sweep, m: &Measurement, op: &str, prefix: &str) -> Option
 /// The memory limit that applies to `m`: the read-only stream for a reduction (it only reads),
 /// the device copy for a scan and for the copy itself (read + write).
 pub fn limit_for<'a>(sweep: &'a Sweep, m: &Measurement) -> Option<&'a Measurement> {
-    if m.op.starts_with("reduce") || m.method.starts_with("read-only") {
+    if m.op.starts_with("reduce")
+        || m.op == "dot"
+        || m.op == "variance"
+        || m.method.starts_with("read-only")
+    {
         peer(sweep, m, "memory", "read-only")
     } else {
         peer(sweep, m, "memory", "device copy")
