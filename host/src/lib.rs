@@ -28,6 +28,7 @@ pub mod error;
 pub mod reduce;
 pub mod runtime;
 pub mod scan;
+pub mod segmented;
 pub mod transform;
 
 pub use error::{Error, Result};
@@ -37,6 +38,7 @@ pub use runtime::{
     LaunchShape, LoadStats, device_count, load_stats,
 };
 pub use scan::{ByKeyKernel, ScanElement, ScanKind, ScanOperator};
+pub use segmented::{SegmentedElement, Segments};
 pub use transform::{DotElement, Moments, NormElement};
 
 pub use cudarc;
@@ -108,6 +110,8 @@ mod tests {
         // 2 dot products.
         names.extend(crate::transform::kernel_names());
         assert_eq!(names.len(), 133);
+        // 48 segmented reductions (every built-in operator x type, argmin/argmax included).
+        names.extend(crate::segmented::kernel_names());
         for n in &names {
             let ptx = super::BUILTIN
                 .ptx(n)

@@ -8,6 +8,7 @@ pub mod interop;
 pub mod lookback;
 pub mod reductions;
 pub mod scans;
+pub mod segmented;
 pub mod stress;
 pub mod transform;
 

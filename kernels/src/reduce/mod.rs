@@ -10,8 +10,9 @@
 //! 16 bytes, which decides the scalar head; device allocations are 256-byte aligned), the same
 //! on any GPU and on the simulator.
 
-pub mod policy;
 pub mod dot;
+pub mod policy;
+pub mod segmented;
 pub mod transform;
 
 use crate::block::{block_reduce, block_reduce2};

@@ -1,0 +1,607 @@
+//! Segmented reductions, one launch each: `out[s] = reduce(input[begin[s]..end[s]])` for every
+//! segment `s`, with segments given by offsets ([`Context::segmented_reduce`], CSR style
+//! [`Context::segmented_reduce_csr`]) or by a fixed length, the rows of a row-major matrix
+//! ([`Context::segmented_reduce_fixed`]); argmin/argmax per segment
+//! ([`Context::segmented_argmin`], ...) and user operators
+//! ([`Context::segmented_reduce_custom`]).
+//!
+//! Semantics are the full reduction's (see [`crate::reduce`]): integer sums and products wrap,
+//! float min/max propagate NaN and order `-0.0 < +0.0`, argmin/argmax give the first
+//! occurrence (a NaN wins). An empty segment gives the operator's identity; for argmin/argmax
+//! the index `u64::MAX` (and the identity, `+inf`/`-inf` or `MAX`/`MIN`, as value). Indices
+//! are positions *within* the segment.
+//!
+//! Deterministic: each segment's combining order depends on its length alone (the kernel's
+//! docs, `kernels::reduce::segmented`, give the strategy), so the bits are the same for every
+//! grid, GPU and the simulator.
+//!
+//! Validation: lengths are checked on the host. Offsets that live on the device are checked by
+//! the kernel itself as it reads them (a segment with `end < begin` or `end > input.len()` is
+//! never read; it is reported through a device flag): the offset forms therefore read that
+//! flag back after the launch, so they block until the kernel has run and cannot be captured
+//! into a CUDA graph. The fixed-length forms are checked on the host alone: they never block
+//! and can be captured.
+
+use cudarc::driver::PushKernelArg;
+use kernels::Kernel;
+use kernels::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
+use kernels::reduce::segmented::{
+    BAD_DECREASING, BLOCK, SEGMENTS_PER_BLOCK, SegmentedReduceInstance, SimSegmentedFn,
+};
+
+use crate::error::{Error, Result};
+use crate::reduce::{DeviceElement, Reduction};
+use crate::runtime::LaunchShape;
+use crate::runtime::{Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary};
+
+/// A segmented reduction kernel as the host calls it (`Out` is what it writes per segment).
+pub type SegmentedKernel<T, Out> = Kernel<SimSegmentedFn<T, Out>>;
+
+/// Element types of the built-in segmented reductions (i32, u32, i64, u64, f32, f64): the
+/// kernels come from the `kernels` crate's `segmented_reduce_kernels!` invocation.
+pub trait SegmentedElement: DeviceElement {
+    /// The kernel of `op` for this type; `None` where the operator is not defined (bitwise
+    /// operators on floats).
+    fn segmented_kernel(op: Reduction) -> Option<SegmentedKernel<Self, Self>>;
+    /// The per-segment argmin kernel (writes values and indices).
+    fn segmented_argmin_kernel() -> SegmentedKernel<Self, Self>;
+    /// The per-segment argmax kernel (writes values and indices).
+    fn segmented_argmax_kernel() -> SegmentedKernel<Self, Self>;
+}
+
+macro_rules! element {
+    ($t:ty, int) => {
+        element!(
+            $t,
+            Some(<BitAnd as SegmentedReduceInstance<$t>>::KERNEL),
+            Some(<BitOr as SegmentedReduceInstance<$t>>::KERNEL),
+            Some(<BitXor as SegmentedReduceInstance<$t>>::KERNEL)
+        );
+    };
+    ($t:ty, float) => {
+        element!($t, None, None, None);
+    };
+    ($t:ty, $and:expr, $or:expr, $xor:expr) => {
+        impl SegmentedElement for $t {
+            fn segmented_kernel(op: Reduction) -> Option<SegmentedKernel<Self, Self>> {
+                match op {
+                    Reduction::Sum => Some(<Sum as SegmentedReduceInstance<$t>>::KERNEL),
+                    Reduction::Product => Some(<Product as SegmentedReduceInstance<$t>>::KERNEL),
+                    Reduction::Min => Some(<Min as SegmentedReduceInstance<$t>>::KERNEL),
+                    Reduction::Max => Some(<Max as SegmentedReduceInstance<$t>>::KERNEL),
+                    Reduction::And => $and,
+                    Reduction::Or => $or,
+                    Reduction::Xor => $xor,
+                }
+            }
+            fn segmented_argmin_kernel() -> SegmentedKernel<Self, Self> {
+                <ArgMin as SegmentedReduceInstance<$t>>::KERNEL
+            }
+            fn segmented_argmax_kernel() -> SegmentedKernel<Self, Self> {
+                <ArgMax as SegmentedReduceInstance<$t>>::KERNEL
+            }
+        }
+    };
+}
+element!(i32, int);
+element!(u32, int);
+element!(i64, int);
+element!(u64, int);
+element!(f32, float);
+element!(f64, float);
+
+/// How the segments of a segmented reduction are given.
+#[derive(Debug, Clone, Copy)]
+pub enum Segments<'a> {
+    /// Segment `s` is `begin[s]..end[s]` (element offsets into the input; `begin` and `end`
+    /// hold one offset per segment). Segments may overlap and come in any order.
+    Offsets {
+        /// First element of each segment.
+        begin: DeviceView<'a, u64>,
+        /// One past the last element of each segment.
+        end: DeviceView<'a, u64>,
+    },
+    /// CSR offsets, one more than there are segments: segment `s` is `offsets[s]..offsets[s+1]`.
+    Csr(DeviceView<'a, u64>),
+    /// Segments of this many elements each, back to back (the rows of a row-major matrix):
+    /// `out.len()` segments, and the input must hold exactly `out.len() * len` elements.
+    Fixed(usize),
+}
+
+impl<'a> Segments<'a> {
+    /// [`Segments::Offsets`] from anything that views device `u64`s (buffers, cudarc memory).
+    pub fn offsets(
+        begin: impl Into<DeviceView<'a, u64>>,
+        end: impl Into<DeviceView<'a, u64>>,
+    ) -> Self {
+        Segments::Offsets {
+            begin: begin.into(),
+            end: end.into(),
+        }
+    }
+
+    /// [`Segments::Csr`] from anything that views device `u64`s.
+    pub fn csr(offsets: impl Into<DeviceView<'a, u64>>) -> Self {
+        Segments::Csr(offsets.into())
+    }
+}
+
+/// Scratch of the segmented reductions: the device flag bad offsets are reported through.
+#[derive(Default)]
+struct SegmentedWorkspace {
+    status: Option<DeviceBuffer<u64>>,
+    /// Test override of the physical grid (0: automatic).
+    grid_override: u32,
+}
+
+/// Physical blocks on the simulator at most (any grid gives the same bits; more only costs
+/// OS-thread switching).
+const SIM_GRID: u32 = 64;
+
+fn invalid(msg: String) -> Error {
+    Error::InvalidArgument(msg)
+}
+
+impl Context {
+    /// Cap the physical grid of the segmented reductions (`None`: automatic). For tests that
+    /// show the result does not depend on the grid.
+    #[doc(hidden)]
+    pub fn set_segmented_grid_limit(&self, grid: Option<u32>) {
+        let ws = self.workspace::<SegmentedWorkspace>();
+        ws.lock().unwrap_or_else(|p| p.into_inner()).grid_override = grid.map_or(0, |g| g.max(1));
+    }
+
+    /// Check the lengths, launch `k` of `lib` and, for device offsets, read back the kernel's
+    /// report on them. `index_out` is the second output of kernels that write indices.
+    #[allow(clippy::too_many_arguments)] // one private entry for every public form
+    fn launch_segmented<T: DeviceElement, Out: Copy>(
+        &self,
+        lib: &'static KernelLibrary,
+        k: &SegmentedKernel<T, Out>,
+        writes_index: bool,
+        input: DeviceView<'_, T>,
+        segments: Segments<'_>,
+        mut out: DeviceViewMut<'_, Out>,
+        index_out: Option<DeviceViewMut<'_, u64>>,
+    ) -> Result<()> {
+        let count = out.len();
+        let n = input.len();
+        let (begin, end, segment_len) = match segments {
+            Segments::Offsets { begin, end } => {
+                if begin.len() != end.len() {
+                    return Err(invalid(format!(
+                        "segmented reduction: {} begin offsets but {} end offsets",
+                        begin.len(),
+                        end.len()
+                    )));
+                }
+                if begin.len() != count {
+                    return Err(invalid(format!(
+                        "segmented reduction: {} segments (offsets) but the output holds {count}",
+                        begin.len()
+                    )));
+                }
+                (Some(begin), Some(end), 0)
+            }
+            Segments::Csr(offsets) => {
+                if offsets.len() != count + 1 && !(count == 0 && offsets.is_empty()) {
+                    return Err(invalid(format!(
+                        "segmented reduction: CSR offsets must hold one more entry than the \
+                         output ({count} segments need {}), got {}",
+                        count + 1,
+                        offsets.len()
+                    )));
+                }
+                if count == 0 {
+                    (None, None, 0)
+                } else {
+                    (Some(offsets.slice(..count)?), Some(offsets.slice(1..)?), 0)
+                }
+            }
+            Segments::Fixed(len) => {
+                if count.checked_mul(len) != Some(n) {
+                    return Err(invalid(if len == 0 {
+                        format!(
+                            "segmented reduction: segment length 0 with a non-empty input \
+                             ({n} elements)"
+                        )
+                    } else {
+                        format!(
+                            "segmented reduction: {count} segments of {len} elements need an \
+                             input of {count} x {len} elements, got {n} (the input must be \
+                             exactly out.len() x segment_len: no partial last row)"
+                        )
+                    }));
+                }
+                (None, None, len as u64)
+            }
+        };
+        if writes_index != index_out.is_some() {
+            return Err(invalid(format!(
+                "kernel `{}` {} an index output",
+                k.name,
+                if writes_index { "needs" } else { "takes no" }
+            )));
+        }
+        let mut index_out = index_out;
+        if let Some(ix) = &index_out
+            && ix.len() != count
+        {
+            return Err(invalid(format!(
+                "segmented argmin/argmax: {count} values but {} indices in the outputs",
+                ix.len()
+            )));
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        let offsets = begin.is_some();
+        if offsets && self.capturing()? {
+            return Err(invalid(
+                "a segmented reduction over device offsets reads the kernel's check of the \
+                 offsets back, so it cannot be captured into a CUDA graph (the fixed-length \
+                 form can)"
+                    .into(),
+            ));
+        }
+
+        let ws = self.workspace::<SegmentedWorkspace>();
+        // Held through the launch and the read-back: one status flag per context.
+        let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+        let status = if offsets {
+            if ws.status.is_none() {
+                ws.status = Some(self.alloc_zeros::<u64>(1)?);
+            }
+            let Some(buf) = &ws.status else {
+                unreachable!("allocated just above")
+            };
+            let addr = self.scratch_addr(buf);
+            self.memset_raw(addr, 8)?;
+            addr
+        } else {
+            0
+        };
+
+        let groups = (count as u64).div_ceil(SEGMENTS_PER_BLOCK as u64);
+        let limit = match (ws.grid_override, &self.backend) {
+            (0, Backend::Cuda(_)) => {
+                let sms = self.info().multiprocessors.max(1);
+                sms * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?
+            }
+            (0, Backend::Sim) => SIM_GRID,
+            (g, _) => g,
+        };
+        let grid = groups.min(limit.max(1) as u64) as u32;
+        {
+            // The ordering guards live until the kernel is queued.
+            let (input_addr, _input_access) = self.read(&input)?;
+            let begin_read = begin.as_ref().map(|b| self.read(b)).transpose()?;
+            let end_read = end.as_ref().map(|e| self.read(e)).transpose()?;
+            let (begin_addr, end_addr) = (
+                begin_read.as_ref().map_or(0, |r| r.0),
+                end_read.as_ref().map_or(0, |r| r.0),
+            );
+            let (out_addr, _out_access) = self.write(&mut out)?;
+            let index_write = index_out.as_mut().map(|ix| self.write(ix)).transpose()?;
+            let index_addr = index_write.as_ref().map_or(0, |r| r.0);
+            let (n, count) = (n as u64, count as u64);
+            let sim = k.sim;
+            // SAFETY: the arguments of `segmented_device` in order; the same values for the
+            // simulator, as addresses of this context's (host) memory. Offsets views hold
+            // `count` entries each (checked above), the outputs `count` elements; fixed-length
+            // segments cover exactly the input.
+            unsafe {
+                self.launch(
+                    lib,
+                    k.name,
+                    LaunchShape::linear(grid, BLOCK, 0),
+                    |b| {
+                        b.arg(&input_addr)
+                            .arg(&n)
+                            .arg(&begin_addr)
+                            .arg(&end_addr)
+                            .arg(&segment_len)
+                            .arg(&count)
+                            .arg(&out_addr)
+                            .arg(&index_addr)
+                            .arg(&status);
+                    },
+                    || {
+                        sim(
+                            input_addr as *const T,
+                            n,
+                            begin_addr as *const u64,
+                            end_addr as *const u64,
+                            segment_len,
+                            count,
+                            out_addr as *mut Out,
+                            index_addr as *mut u64,
+                            status as *mut u64,
+                        )
+                    },
+                )?;
+            }
+        }
+        if !offsets {
+            return Ok(());
+        }
+        let Some(buf) = &ws.status else {
+            unreachable!("set for offsets above")
+        };
+        let code = self.dtoh(buf)?[0];
+        drop(ws);
+        if code == 0 {
+            return Ok(());
+        }
+        let code = !code;
+        let s = (code >> 1) as usize;
+        let (b, e) = match (begin, end) {
+            (Some(b), Some(e)) => (
+                self.dtoh(b.slice(s..s + 1)?)?[0],
+                self.dtoh(e.slice(s..s + 1)?)?[0],
+            ),
+            _ => unreachable!("offsets checked on the device only"),
+        };
+        Err(invalid(if code & 1 == BAD_DECREASING {
+            format!(
+                "segment {s}: end offset {e} is before its begin offset {b} (decreasing offsets)"
+            )
+        } else {
+            format!("segment {s}: offsets {b}..{e} reach past the end of the input ({n} elements)")
+        }))
+    }
+
+    fn segmented_kernel_for<T: SegmentedElement>(op: Reduction) -> Result<SegmentedKernel<T, T>> {
+        T::segmented_kernel(op).ok_or_else(|| {
+            invalid(format!(
+                "the {} reduction is defined for integers, not {}",
+                op.name(),
+                T::DTYPE
+            ))
+        })
+    }
+
+    /// Reduce each segment `input[begin[s]..end[s]]` with `op` into `out[s]`, in one launch.
+    /// `begin`, `end` and `out` have one entry per segment; segments may be empty (identity),
+    /// overlap and come in any order. Offsets with `end < begin` or past the input are an
+    /// [`Error::InvalidArgument`] naming the first such segment (checked by the kernel, which
+    /// never reads them; `out` is then unspecified). Blocks until the kernel has run (it reads
+    /// that check back).
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Reduction};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[1i32, 2, 3, 4, 5])?;
+    /// let begin = ctx.htod(&[0u64, 2, 5])?;
+    /// let end = ctx.htod(&[2u64, 5, 5])?;
+    /// let mut out = ctx.alloc_zeros::<i32>(3)?;
+    /// ctx.segmented_reduce(&x, &begin, &end, Reduction::Sum, &mut out)?;
+    /// assert_eq!(ctx.dtoh(&out)?, [3, 12, 0]); // the empty segment gives the identity
+    /// # Ok(()) }
+    /// ```
+    pub fn segmented_reduce<'a, T: SegmentedElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        begin: impl Into<DeviceView<'a, u64>>,
+        end: impl Into<DeviceView<'a, u64>>,
+        op: Reduction,
+        out: impl Into<DeviceViewMut<'a, T>>,
+    ) -> Result<()> {
+        let k = Self::segmented_kernel_for::<T>(op)?;
+        let segments = Segments::Offsets {
+            begin: begin.into(),
+            end: end.into(),
+        };
+        self.launch_segmented(
+            &crate::BUILTIN,
+            &k,
+            false,
+            input.into(),
+            segments,
+            out.into(),
+            None,
+        )
+    }
+
+    /// [`Context::segmented_reduce`] with CSR offsets: `offsets` holds `out.len() + 1` entries
+    /// and segment `s` is `offsets[s]..offsets[s + 1]` (checked on the device as there).
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Reduction};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[4.0f32, -1.0, 7.0, 2.0])?;
+    /// let offsets = ctx.htod(&[0u64, 1, 4])?;
+    /// let mut out = ctx.alloc_zeros::<f32>(2)?;
+    /// ctx.segmented_reduce_csr(&x, &offsets, Reduction::Max, &mut out)?;
+    /// assert_eq!(ctx.dtoh(&out)?, [4.0, 7.0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn segmented_reduce_csr<'a, T: SegmentedElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        offsets: impl Into<DeviceView<'a, u64>>,
+        op: Reduction,
+        out: impl Into<DeviceViewMut<'a, T>>,
+    ) -> Result<()> {
+        let k = Self::segmented_kernel_for::<T>(op)?;
+        let segments = Segments::Csr(offsets.into());
+        self.launch_segmented(
+            &crate::BUILTIN,
+            &k,
+            false,
+            input.into(),
+            segments,
+            out.into(),
+            None,
+        )
+    }
+
+    /// Reduce each row of a row-major matrix: `out.len()` segments of `segment_len` elements,
+    /// back to back; `input.len()` must be exactly `out.len() * segment_len` (a partial last row
+    /// is an error, as is `segment_len == 0` with a non-empty input; `segment_len == 0` with an
+    /// empty input gives `out.len()` identities). Checked on the host: never blocks, can be
+    /// captured into a CUDA graph.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Reduction};
+    /// let ctx = Context::sim()?;
+    /// let m = ctx.htod(&[1u32, 2, 3, 4, 5, 6])?; // 2 rows of 3
+    /// let mut rows = ctx.alloc_zeros::<u32>(2)?;
+    /// ctx.segmented_reduce_fixed(&m, 3, Reduction::Product, &mut rows)?;
+    /// assert_eq!(ctx.dtoh(&rows)?, [6, 120]);
+    /// # Ok(()) }
+    /// ```
+    pub fn segmented_reduce_fixed<'a, T: SegmentedElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        segment_len: usize,
+        op: Reduction,
+        out: impl Into<DeviceViewMut<'a, T>>,
+    ) -> Result<()> {
+        let k = Self::segmented_kernel_for::<T>(op)?;
+        let segments = Segments::Fixed(segment_len);
+        self.launch_segmented(
+            &crate::BUILTIN,
+            &k,
+            false,
+            input.into(),
+            segments,
+            out.into(),
+            None,
+        )
+    }
+
+    /// Per segment, the smallest value and the index *within the segment* of its first
+    /// occurrence (a NaN wins): `values[s]` and `indices[s]`. An empty segment gives index
+    /// `u64::MAX` and value the identity of min (`+inf`, or the type's `MAX`). Segments as in
+    /// [`Segments`]; bad device offsets as in [`Context::segmented_reduce`].
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Segments};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[5i64, 1, 1, 9, 0, 3])?;
+    /// let (mut ix, mut v) = (ctx.alloc_zeros::<u64>(2)?, ctx.alloc_zeros::<i64>(2)?);
+    /// ctx.segmented_argmin(&x, Segments::Fixed(3), &mut ix, &mut v)?;
+    /// assert_eq!(ctx.dtoh(&ix)?, [1, 1]); // first occurrence, index within the row
+    /// assert_eq!(ctx.dtoh(&v)?, [1, 0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn segmented_argmin<'a, T: SegmentedElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        segments: Segments<'_>,
+        indices: impl Into<DeviceViewMut<'a, u64>>,
+        values: impl Into<DeviceViewMut<'a, T>>,
+    ) -> Result<()> {
+        let k = T::segmented_argmin_kernel();
+        self.launch_segmented(
+            &crate::BUILTIN,
+            &k,
+            true,
+            input.into(),
+            segments,
+            values.into(),
+            Some(indices.into()),
+        )
+    }
+
+    /// Per segment, the largest value and the index within the segment of its first
+    /// occurrence (a NaN wins); an empty segment gives index `u64::MAX` and value the identity
+    /// of max (`-inf`, or the type's `MIN`). As [`Context::segmented_argmin`] otherwise.
+    pub fn segmented_argmax<'a, T: SegmentedElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        segments: Segments<'_>,
+        indices: impl Into<DeviceViewMut<'a, u64>>,
+        values: impl Into<DeviceViewMut<'a, T>>,
+    ) -> Result<()> {
+        let k = T::segmented_argmax_kernel();
+        self.launch_segmented(
+            &crate::BUILTIN,
+            &k,
+            true,
+            input.into(),
+            segments,
+            values.into(),
+            Some(indices.into()),
+        )
+    }
+
+    /// A user operator's segmented reduction: `O`'s kernel over `T`, exported by
+    /// `kernels::segmented_reduce_kernels! { name: T, O; }` in a kernel crate whose PTX `lib`
+    /// embeds; `out[s]` gets segment `s`'s accumulator. (Instances exported with the `arg`
+    /// form write values and indices: call those through [`Context::segmented_arg_custom`].)
+    pub fn segmented_reduce_custom<'a, T: DeviceElement, O: SegmentedReduceInstance<T>>(
+        &self,
+        lib: &'static KernelLibrary,
+        input: impl Into<DeviceView<'a, T>>,
+        segments: Segments<'_>,
+        out: impl Into<DeviceViewMut<'a, O::Out>>,
+    ) -> Result<()>
+    where
+        O::Out: 'a,
+    {
+        self.launch_segmented(
+            lib,
+            &O::KERNEL,
+            O::WRITES_INDEX,
+            input.into(),
+            segments,
+            out.into(),
+            None,
+        )
+    }
+
+    /// A user operator's segmented reduction exported with the `arg` form of
+    /// `kernels::segmented_reduce_kernels!` (`name: T, O, arg;`): values to `values[s]`, indices
+    /// within the segment to `indices[s]`.
+    pub fn segmented_arg_custom<'a, T: DeviceElement, O: SegmentedReduceInstance<T>>(
+        &self,
+        lib: &'static KernelLibrary,
+        input: impl Into<DeviceView<'a, T>>,
+        segments: Segments<'_>,
+        indices: impl Into<DeviceViewMut<'a, u64>>,
+        values: impl Into<DeviceViewMut<'a, O::Out>>,
+    ) -> Result<()>
+    where
+        O::Out: 'a,
+    {
+        self.launch_segmented(
+            lib,
+            &O::KERNEL,
+            O::WRITES_INDEX,
+            input.into(),
+            segments,
+            values.into(),
+            Some(indices.into()),
+        )
+    }
+}
+
+/// Every built-in segmented kernel's name (48), for the library's kernel-index test.
+#[cfg(test)]
+pub(crate) fn kernel_names() -> Vec<&'static str> {
+    fn of<T: SegmentedElement>(names: &mut Vec<&'static str>) {
+        names.extend(
+            Reduction::ALL
+                .iter()
+                .filter_map(|&op| T::segmented_kernel(op))
+                .map(|k| k.name),
+        );
+        names.push(T::segmented_argmin_kernel().name);
+        names.push(T::segmented_argmax_kernel().name);
+    }
+    let mut names = vec![];
+    of::<i32>(&mut names);
+    of::<u32>(&mut names);
+    of::<i64>(&mut names);
+    of::<u64>(&mut names);
+    of::<f32>(&mut names);
+    of::<f64>(&mut names);
+    assert_eq!(names.len(), 48);
+    names
+}

@@ -1,0 +1,737 @@
+//! Segmented reductions against CPU references: every operator and type, segment lengths at
+//! the warp/block/tile boundaries, empty and huge segments, CSR and begin/end offsets, fixed
+//! rows, argmin/argmax first occurrence and NaN, determinism across grids, bad input.
+//!
+//! The reference is a CPU model of the kernel's combining order (a function of the segment
+//! length alone, `kernels::reduce::segmented`), run with the same `kernels::ops` operators, so
+//! results are compared bit for bit, floats included; integer and min/max results are also
+//! checked against order-free references, float sums against an f64 sum.
+
+use gpu_reduce::kernels::ops::{ArgAcc, ArgMax, ArgMin, Max, Min, Product, ReduceOp, Sum};
+use gpu_reduce::kernels::reduce::segmented::{BLOCK, TILE, WARP_MAX};
+use gpu_reduce::{Context, Error, Reduction, SegmentedElement, Segments};
+use rand::{Rng, SeedableRng, rngs::SmallRng};
+
+use crate::reductions::TestElem;
+
+/// A type the segmented tests run on.
+pub trait SegElem: TestElem + SegmentedElement {}
+impl<T: TestElem + SegmentedElement> SegElem for T {}
+
+/// The kernel's strided fold: two accumulators alternating, combined at the end.
+fn strided<T: SegElem, O: ReduceOp<T>>(
+    x: &[T],
+    lo: usize,
+    hi: usize,
+    first: usize,
+    stride: usize,
+) -> O::Acc {
+    let (mut a0, mut a1) = (O::identity(), O::identity());
+    let mut i = lo + first;
+    while i + stride < hi {
+        a0 = O::combine(a0, O::lift(x[i], i as u64));
+        a1 = O::combine(a1, O::lift(x[i + stride], (i + stride) as u64));
+        i += 2 * stride;
+    }
+    if i < hi {
+        a0 = O::combine(a0, O::lift(x[i], i as u64));
+    }
+    O::combine(a0, a1)
+}
+
+/// `warp_reduce`'s butterfly (lane masks 16 … 1, lower lane on the left): lane 0's result.
+fn butterfly<A: Copy>(mut v: Vec<A>, op: impl Fn(A, A) -> A) -> A {
+    assert_eq!(v.len(), 32);
+    let mut off = 16;
+    while off > 0 {
+        v = (0..32)
+            .map(|l| {
+                if l & off == 0 {
+                    op(v[l], v[l ^ off])
+                } else {
+                    op(v[l ^ off], v[l])
+                }
+            })
+            .collect();
+        off >>= 1;
+    }
+    v[0]
+}
+
+/// `block_reduce` over BLOCK threads: each warp's butterfly, then warp 0's over the totals.
+fn block_model<A: Copy>(v: Vec<A>, identity: A, op: impl Fn(A, A) -> A + Copy) -> A {
+    let mut totals: Vec<A> = v.chunks(32).map(|c| butterfly(c.to_vec(), op)).collect();
+    totals.resize(32, identity);
+    butterfly(totals, op)
+}
+
+/// The kernel's result for one segment, in its exact combining order.
+pub fn model<T: SegElem, O: ReduceOp<T>>(seg: &[T]) -> O::Acc {
+    let len = seg.len();
+    if len as u64 <= WARP_MAX {
+        let lanes = (0..32)
+            .map(|l| strided::<T, O>(seg, 0, len, l, 32))
+            .collect();
+        return butterfly(lanes, O::combine);
+    }
+    let (tile, block) = (TILE as usize, BLOCK as usize);
+    let tiles = len.div_ceil(tile);
+    let parts: Vec<O::Acc> = (0..tiles)
+        .map(|t| {
+            let (lo, hi) = (t * tile, ((t + 1) * tile).min(len));
+            let v = (0..block)
+                .map(|j| strided::<T, O>(seg, lo, hi, j, block))
+                .collect();
+            block_model(v, O::identity(), O::combine)
+        })
+        .collect();
+    let accs = (0..block)
+        .map(|j| {
+            parts
+                .iter()
+                .skip(j)
+                .step_by(block)
+                .fold(O::identity(), |a, &p| O::combine(a, p))
+        })
+        .collect();
+    block_model(accs, O::identity(), O::combine)
+}
+
+/// Model of built-in `op` (Sum/Product/Min/Max by the model, bitwise by order-free folds).
+fn model_op<T: SegElem>(seg: &[T], op: Reduction) -> Option<T> {
+    Some(match op {
+        Reduction::Sum => model::<T, Sum>(seg),
+        Reduction::Product => model::<T, Product>(seg),
+        Reduction::Min => model::<T, Min>(seg),
+        Reduction::Max => model::<T, Max>(seg),
+        _ => return T::bitwise(seg, op),
+    })
+}
+
+/// Order-free references: integers exactly (wrapping), float min/max exactly, float sums
+/// within a loose bound of an f64 sum.
+fn independent_check<T: SegElem>(seg: &[T], op: Reduction, got: T, tag: &str) {
+    match op {
+        Reduction::Sum if !T::IS_FLOAT => assert_eq!(got, T::wrapping_sum(seg), "{tag}"),
+        Reduction::Product if !T::IS_FLOAT => assert_eq!(got, T::wrapping_product(seg), "{tag}"),
+        Reduction::Sum => {
+            let exact: f64 = seg.iter().map(|x| x.to_f64()).sum();
+            if exact.is_finite() {
+                let abs: f64 = seg.iter().map(|x| x.to_f64().abs()).sum();
+                let bound = 64.0 * T::EPS * abs + 1e-30;
+                assert!(
+                    (got.to_f64() - exact).abs() <= bound,
+                    "{tag}: {got:?} vs {exact}"
+                );
+            }
+        }
+        Reduction::Min | Reduction::Max => {
+            let max = op == Reduction::Max;
+            let want = arg_ref(seg, max).1;
+            assert_eq!(got.bits(), want.bits(), "{tag}: {got:?} vs {want:?}");
+        }
+        _ => {}
+    }
+}
+
+/// First occurrence of the min (max), NaN winning; empty: (u64::MAX, identity).
+fn arg_ref<T: SegElem>(seg: &[T], max: bool) -> (u64, T) {
+    if let Some(i) = seg.iter().position(|x| x.to_f64().is_nan()) {
+        return (i as u64, seg[i]);
+    }
+    let mut best: Option<(usize, T)> = None;
+    for (i, &x) in seg.iter().enumerate() {
+        let better = match best {
+            None => true,
+            Some((_, b)) => {
+                // total order: -0.0 < +0.0, as the kernels order them (NaN handled above).
+                let (a, c) = if max { (b, x) } else { (x, b) };
+                T::total_lt(a, c)
+            }
+        };
+        if better {
+            best = Some((i, x));
+        }
+    }
+    match best {
+        Some((i, x)) => (i as u64, x),
+        None => (u64::MAX, if max { T::MAX_ID } else { T::MIN_ID }),
+    }
+}
+
+/// Data for operator `op`: values near one for products, random otherwise.
+fn data_for<T: SegElem>(n: usize, op: Reduction, seed: u64) -> Vec<T> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            if op == Reduction::Product {
+                T::near_one(&mut rng)
+            } else {
+                T::random(&mut rng)
+            }
+        })
+        .collect()
+}
+
+/// Run every operator of `T` (and argmin/argmax) over the segments `ranges` of `data` given
+/// as begin/end offsets, and check each segment bit for bit against the model.
+fn check_ranges<T: SegElem>(ctx: &Context, ranges: &[(usize, usize)], n: usize, what: &str) {
+    let k = ranges.len();
+    let begin: Vec<u64> = ranges.iter().map(|r| r.0 as u64).collect();
+    let end: Vec<u64> = ranges.iter().map(|r| r.1 as u64).collect();
+    let (db, de) = (ctx.htod(&begin).unwrap(), ctx.htod(&end).unwrap());
+    for (oi, op) in Reduction::ALL.into_iter().enumerate() {
+        let data: Vec<T> = data_for(n, op, 7 + oi as u64);
+        let x = ctx.htod(&data).unwrap();
+        let mut out = ctx.alloc_zeros::<T>(k).unwrap();
+        let r = ctx.segmented_reduce(&x, &db, &de, op, &mut out);
+        if T::segmented_kernel(op).is_none() {
+            assert!(
+                matches!(r, Err(Error::InvalidArgument(_))),
+                "{} {}",
+                op.name(),
+                T::DTYPE
+            );
+            continue;
+        }
+        r.unwrap();
+        let got = ctx.dtoh(&out).unwrap();
+        for (s, &(b, e)) in ranges.iter().enumerate() {
+            let seg = &data[b..e];
+            let tag = format!("{}/{}/{what}/segment {s} ({b}..{e})", T::DTYPE, op.name());
+            let want = model_op(seg, op).unwrap();
+            assert_eq!(
+                got[s].bits(),
+                want.bits(),
+                "{tag}: {:?} vs {want:?}",
+                got[s]
+            );
+            independent_check(seg, op, got[s], &tag);
+        }
+    }
+    let data: Vec<T> = crate::reductions::data(n, 99, true);
+    let x = ctx.htod(&data).unwrap();
+    for max in [false, true] {
+        let mut ix = ctx.alloc_zeros::<u64>(k).unwrap();
+        let mut v = ctx.alloc_zeros::<T>(k).unwrap();
+        let segs = Segments::offsets(&db, &de);
+        if max {
+            ctx.segmented_argmax(&x, segs, &mut ix, &mut v).unwrap();
+        } else {
+            ctx.segmented_argmin(&x, segs, &mut ix, &mut v).unwrap();
+        }
+        let (ix, v) = (ctx.dtoh(&ix).unwrap(), ctx.dtoh(&v).unwrap());
+        for (s, &(b, e)) in ranges.iter().enumerate() {
+            let seg = &data[b..e];
+            let m: ArgAcc<T> = if max {
+                model::<T, ArgMax>(seg)
+            } else {
+                model::<T, ArgMin>(seg)
+            };
+            let tag = format!(
+                "{}/arg{}/{what}/segment {s} ({b}..{e})",
+                T::DTYPE,
+                if max { "max" } else { "min" }
+            );
+            assert_eq!(
+                (ix[s], v[s].bits()),
+                (m.index, m.value.bits()),
+                "{tag} (model)"
+            );
+            let (ri, rv) = arg_ref(seg, max);
+            assert_eq!((ix[s], v[s].bits()), (ri, rv.bits()), "{tag} (reference)");
+        }
+    }
+}
+
+/// Segments at the warp/block/tile boundaries ±1 (and empty ones) back to back, plus
+/// overlapping and out-of-order begin/end segments, for one type.
+pub fn check_boundary_lengths<T: SegElem>(ctx: &Context) {
+    let lens = [
+        0usize, 1, 2, 31, 32, 33, 63, 64, 65, 255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 4095,
+        4096, 4097, 8191, 8193, 0, 0, 3, 0,
+    ];
+    let mut ranges = vec![];
+    let mut at = 0;
+    for &l in &lens {
+        ranges.push((at, at + l));
+        at += l;
+    }
+    let n = at;
+    // Overlapping and reversed order: the whole input, and segments counted from the end.
+    ranges.push((0, n));
+    ranges.push((n - 300, n));
+    ranges.push((5, 2000));
+    ranges.push((n, n));
+    check_ranges::<T>(ctx, &ranges, n, "boundaries");
+}
+
+/// [`check_boundary_lengths`] for every type.
+pub fn check_boundary_lengths_every_type(ctx: &Context) {
+    check_boundary_lengths::<i32>(ctx);
+    check_boundary_lengths::<u32>(ctx);
+    check_boundary_lengths::<i64>(ctx);
+    check_boundary_lengths::<u64>(ctx);
+    check_boundary_lengths::<f32>(ctx);
+    check_boundary_lengths::<f64>(ctx);
+}
+
+/// Random lengths (mostly short, some medium, a few long, many empty) through CSR offsets,
+/// given both as `offsets` (k + 1) and as the `offsets[..k]` / `offsets[1..]` views.
+pub fn check_csr_mixed<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut offsets = vec![0u64];
+    for _ in 0..k {
+        let l = match rng.random_range(0..10) {
+            0..=3 => 0,
+            4..=7 => rng.random_range(1..64),
+            8 => rng.random_range(64..2000),
+            _ => rng.random_range(2000..12_000),
+        };
+        offsets.push(offsets.last().unwrap() + l);
+    }
+    let n = *offsets.last().unwrap() as usize;
+    let data: Vec<T> = data_for(n, Reduction::Sum, seed);
+    let (x, off) = (ctx.htod(&data).unwrap(), ctx.htod(&offsets).unwrap());
+    for op in [Reduction::Sum, Reduction::Max] {
+        let mut a = ctx.alloc_zeros::<T>(k).unwrap();
+        let mut b = ctx.alloc_zeros::<T>(k).unwrap();
+        ctx.segmented_reduce_csr(&x, &off, op, &mut a).unwrap();
+        ctx.segmented_reduce(
+            &x,
+            off.view(..k).unwrap(),
+            off.view(1..).unwrap(),
+            op,
+            &mut b,
+        )
+        .unwrap();
+        let (a, b) = (ctx.dtoh(&a).unwrap(), ctx.dtoh(&b).unwrap());
+        for s in 0..k {
+            let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
+            let want = model_op(seg, op).unwrap();
+            let tag = format!(
+                "{}/{}/csr segment {s} (len {})",
+                T::DTYPE,
+                op.name(),
+                seg.len()
+            );
+            assert_eq!(a[s].bits(), want.bits(), "{tag}");
+            assert_eq!(b[s].bits(), want.bits(), "{tag} (begin/end views)");
+            independent_check(seg, op, a[s], &tag);
+        }
+    }
+    // Argmax through CSR.
+    let mut ix = ctx.alloc_zeros::<u64>(k).unwrap();
+    let mut v = ctx.alloc_zeros::<T>(k).unwrap();
+    ctx.segmented_argmax(&x, Segments::csr(&off), &mut ix, &mut v)
+        .unwrap();
+    let (ix, v) = (ctx.dtoh(&ix).unwrap(), ctx.dtoh(&v).unwrap());
+    for s in 0..k {
+        let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
+        let (ri, rv) = arg_ref(seg, true);
+        assert_eq!(
+            (ix[s], v[s].bits()),
+            (ri, rv.bits()),
+            "{}/argmax csr segment {s}",
+            T::DTYPE
+        );
+    }
+}
+
+/// Many segments, almost all empty (identity), a few not.
+pub fn check_many_empty(ctx: &Context) {
+    let k = 20_000;
+    let mut offsets = vec![0u64; k + 1];
+    for (s, o) in offsets.iter_mut().enumerate() {
+        *o = match s {
+            0..=100 => 0,
+            101..=9_999 => 10,
+            10_000..=19_998 => 50,
+            _ => 60,
+        };
+    }
+    let data: Vec<i64> = (0..60).map(|i| i * 3 - 7).collect();
+    let (x, off) = (ctx.htod(&data).unwrap(), ctx.htod(&offsets).unwrap());
+    for op in [Reduction::Sum, Reduction::Min, Reduction::And] {
+        let mut out = ctx.alloc_zeros::<i64>(k).unwrap();
+        ctx.segmented_reduce_csr(&x, &off, op, &mut out).unwrap();
+        let got = ctx.dtoh(&out).unwrap();
+        for s in 0..k {
+            let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
+            assert_eq!(
+                got[s],
+                model_op(seg, op).unwrap(),
+                "{} segment {s}",
+                op.name()
+            );
+        }
+    }
+    let identity = [i64::MAX, 0];
+    let mut ix = ctx.alloc_zeros::<u64>(k).unwrap();
+    let mut v = ctx.alloc_zeros::<i64>(k).unwrap();
+    ctx.segmented_argmin(&x, Segments::csr(&off), &mut ix, &mut v)
+        .unwrap();
+    let (ix, v) = (ctx.dtoh(&ix).unwrap(), ctx.dtoh(&v).unwrap());
+    assert_eq!((ix[0], v[0]), (u64::MAX, identity[0]), "empty argmin");
+    assert_eq!((ix[100], v[100]), (0, -7), "argmin of 0..10");
+    assert_eq!((ix[9_999], v[9_999]), (0, 23), "argmin of 10..50");
+}
+
+/// One huge segment (block path, many tiles) of `n` elements, every type's sum and argmax and
+/// min, checked against the model and the references.
+pub fn check_huge_segment(ctx: &Context, n: usize) {
+    fn one<T: SegElem>(ctx: &Context, n: usize) {
+        let data: Vec<T> = data_for(n, Reduction::Sum, n as u64);
+        let x = ctx.htod(&data).unwrap();
+        let off = ctx.htod(&[0u64, n as u64]).unwrap();
+        for op in [Reduction::Sum, Reduction::Min] {
+            let mut out = ctx.alloc_zeros::<T>(1).unwrap();
+            ctx.segmented_reduce_csr(&x, &off, op, &mut out).unwrap();
+            let got = ctx.dtoh(&out).unwrap()[0];
+            let tag = format!("{}/{}/huge {n}", T::DTYPE, op.name());
+            assert_eq!(got.bits(), model_op(&data, op).unwrap().bits(), "{tag}");
+            independent_check(&data, op, got, &tag);
+        }
+        let mut ix = ctx.alloc_zeros::<u64>(1).unwrap();
+        let mut v = ctx.alloc_zeros::<T>(1).unwrap();
+        ctx.segmented_argmax(&x, Segments::Fixed(n), &mut ix, &mut v)
+            .unwrap();
+        let (ri, rv) = arg_ref(&data, true);
+        assert_eq!(
+            (ctx.dtoh(&ix).unwrap()[0], ctx.dtoh(&v).unwrap()[0].bits()),
+            (ri, rv.bits())
+        );
+    }
+    one::<f32>(ctx, n);
+    one::<f64>(ctx, n);
+    one::<i32>(ctx, n);
+    one::<u64>(ctx, n);
+}
+
+/// Fixed-length rows: `rows x row_len`, every operator of `T`, and argmin.
+pub fn check_fixed_rows<T: SegElem>(ctx: &Context, rows: usize, row_len: usize) {
+    let n = rows * row_len;
+    for (oi, op) in Reduction::ALL.into_iter().enumerate() {
+        if T::segmented_kernel(op).is_none() {
+            continue;
+        }
+        let data: Vec<T> = data_for(n, op, 31 + oi as u64);
+        let x = ctx.htod(&data).unwrap();
+        let mut out = ctx.alloc_zeros::<T>(rows).unwrap();
+        ctx.segmented_reduce_fixed(&x, row_len, op, &mut out)
+            .unwrap();
+        let got = ctx.dtoh(&out).unwrap();
+        for (r, row) in data.chunks(row_len.max(1)).enumerate().take(rows) {
+            let tag = format!("{}/{}/row {r} of {rows}x{row_len}", T::DTYPE, op.name());
+            assert_eq!(got[r].bits(), model_op(row, op).unwrap().bits(), "{tag}");
+            independent_check(row, op, got[r], &tag);
+        }
+    }
+    let data: Vec<T> = crate::reductions::data(n, 5, true);
+    let x = ctx.htod(&data).unwrap();
+    let mut ix = ctx.alloc_zeros::<u64>(rows).unwrap();
+    let mut v = ctx.alloc_zeros::<T>(rows).unwrap();
+    ctx.segmented_argmin(&x, Segments::Fixed(row_len), &mut ix, &mut v)
+        .unwrap();
+    let (ix, v) = (ctx.dtoh(&ix).unwrap(), ctx.dtoh(&v).unwrap());
+    for (r, row) in data.chunks(row_len.max(1)).enumerate().take(rows) {
+        let (ri, rv) = arg_ref(row, false);
+        assert_eq!(
+            (ix[r], v[r].bits()),
+            (ri, rv.bits()),
+            "{}/argmin row {r}",
+            T::DTYPE
+        );
+    }
+}
+
+/// Argmin/argmax semantics: ties give the first occurrence, a NaN wins (the first NaN),
+/// -0.0 < +0.0, indices are within the segment; empty segments give `u64::MAX`.
+pub fn check_arg_semantics(ctx: &Context) {
+    let nan = f32::NAN;
+    // Segment 0: ties; 1: NaNs; 2: zeros; 3: empty; 4: long with a late tie and an early max.
+    let mut data = vec![3.0f32, 1.0, 2.0, 1.0, 5.0, 5.0];
+    data.extend([2.0, nan, 9.0, nan, -1.0]);
+    data.extend([0.0, -0.0, 0.0, -0.0]);
+    let long_start = data.len();
+    let mut long = vec![0.5f32; 5000];
+    long[1234] = -2.0;
+    long[4321] = -2.0;
+    long[77] = 8.0;
+    long[4999] = 8.0;
+    data.extend(&long);
+    let begin = [0u64, 6, 11, 15, long_start as u64];
+    let end = [6u64, 11, 15, 15, data.len() as u64];
+    let x = ctx.htod(&data).unwrap();
+    let (b, e) = (ctx.htod(&begin).unwrap(), ctx.htod(&end).unwrap());
+    let mut ix = ctx.alloc_zeros::<u64>(5).unwrap();
+    let mut v = ctx.alloc_zeros::<f32>(5).unwrap();
+    ctx.segmented_argmin(&x, Segments::offsets(&b, &e), &mut ix, &mut v)
+        .unwrap();
+    let (i, vals) = (ctx.dtoh(&ix).unwrap(), ctx.dtoh(&v).unwrap());
+    assert_eq!(i, [1, 1, 1, u64::MAX, 1234]);
+    assert_eq!(vals[0], 1.0);
+    assert!(vals[1].is_nan());
+    assert_eq!(vals[2].to_bits(), (-0.0f32).to_bits());
+    assert_eq!(vals[3], f32::INFINITY);
+    assert_eq!(vals[4], -2.0);
+    ctx.segmented_argmax(&x, Segments::offsets(&b, &e), &mut ix, &mut v)
+        .unwrap();
+    let (i, vals) = (ctx.dtoh(&ix).unwrap(), ctx.dtoh(&v).unwrap());
+    assert_eq!(i, [4, 1, 0, u64::MAX, 77]);
+    assert_eq!(vals[0], 5.0);
+    assert!(vals[1].is_nan());
+    assert_eq!(vals[2].to_bits(), 0.0f32.to_bits());
+    assert_eq!(vals[3], f32::NEG_INFINITY);
+    // Min/max propagate NaN per segment only.
+    let mut out = ctx.alloc_zeros::<f32>(5).unwrap();
+    ctx.segmented_reduce(&x, &b, &e, Reduction::Min, &mut out)
+        .unwrap();
+    let m = ctx.dtoh(&out).unwrap();
+    assert_eq!(m[0], 1.0);
+    assert!(m[1].is_nan());
+    assert_eq!(m[2].to_bits(), (-0.0f32).to_bits());
+    assert_eq!(m[3], f32::INFINITY);
+    assert_eq!(m[4], -2.0);
+}
+
+/// The same bits whatever the physical grid (1 block, 3 blocks, automatic).
+pub fn check_grid_independent(ctx: &Context) {
+    let mut rng = SmallRng::seed_from_u64(42);
+    let mut offsets = vec![0u64];
+    for _ in 0..300 {
+        let l = if rng.random_bool(0.1) {
+            rng.random_range(1025..20_000)
+        } else {
+            rng.random_range(0..600)
+        };
+        offsets.push(offsets.last().unwrap() + l);
+    }
+    let n = *offsets.last().unwrap() as usize;
+    let k = offsets.len() - 1;
+    let data: Vec<f32> = crate::random_f32(n, 3);
+    let (x, off) = (ctx.htod(&data).unwrap(), ctx.htod(&offsets).unwrap());
+    let run = |grid: Option<u32>| {
+        ctx.set_segmented_grid_limit(grid);
+        let mut out = ctx.alloc_zeros::<f32>(k).unwrap();
+        ctx.segmented_reduce_csr(&x, &off, Reduction::Sum, &mut out)
+            .unwrap();
+        let mut ix = ctx.alloc_zeros::<u64>(k).unwrap();
+        let mut v = ctx.alloc_zeros::<f32>(k).unwrap();
+        ctx.segmented_argmax(&x, Segments::csr(&off), &mut ix, &mut v)
+            .unwrap();
+        let bits: Vec<u32> = ctx
+            .dtoh(&out)
+            .unwrap()
+            .iter()
+            .map(|f| f.to_bits())
+            .collect();
+        (
+            bits,
+            ctx.dtoh(&ix).unwrap(),
+            ctx.dtoh(&v)
+                .unwrap()
+                .iter()
+                .map(|f| f.to_bits())
+                .collect::<Vec<_>>(),
+        )
+    };
+    let auto = run(None);
+    for g in [1, 3, 7] {
+        assert!(run(Some(g)) == auto, "grid {g} changed the bits");
+    }
+    ctx.set_segmented_grid_limit(None);
+    for s in 0..k {
+        let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
+        assert_eq!(auto.0[s], model::<f32, Sum>(seg).to_bits(), "segment {s}");
+    }
+}
+
+/// A user operator through `segmented_reduce_custom` (the built-in Sum instance, reached
+/// through the generic path), and the compensated-free f64 sum of a row.
+pub fn check_custom(ctx: &Context) {
+    let data: Vec<f64> = (0..3000).map(|i| (i as f64).sin()).collect();
+    let x = ctx.htod(&data).unwrap();
+    let mut out = ctx.alloc_zeros::<f64>(3).unwrap();
+    ctx.segmented_reduce_custom::<f64, Sum>(
+        &gpu_reduce::BUILTIN,
+        &x,
+        Segments::Fixed(1000),
+        &mut out,
+    )
+    .unwrap();
+    let got = ctx.dtoh(&out).unwrap();
+    for (r, row) in data.chunks(1000).enumerate() {
+        assert_eq!(
+            got[r].to_bits(),
+            model::<f64, Sum>(row).to_bits(),
+            "row {r}"
+        );
+    }
+    // The arg form through the custom entry point, and the wrong one refused.
+    let mut ix = ctx.alloc_zeros::<u64>(3).unwrap();
+    let mut v = ctx.alloc_zeros::<f64>(3).unwrap();
+    ctx.segmented_arg_custom::<f64, ArgMax>(
+        &gpu_reduce::BUILTIN,
+        &x,
+        Segments::Fixed(1000),
+        &mut ix,
+        &mut v,
+    )
+    .unwrap();
+    assert_eq!(ctx.dtoh(&ix).unwrap()[0], arg_ref(&data[..1000], true).0);
+    let e = ctx.segmented_reduce_custom::<f64, ArgMax>(
+        &gpu_reduce::BUILTIN,
+        &x,
+        Segments::Fixed(1000),
+        &mut v,
+    );
+    assert!(matches!(e, Err(Error::InvalidArgument(_))), "{e:?}");
+}
+
+fn expect_invalid(r: gpu_reduce::Result<()>, needle: &str) {
+    match r {
+        Err(Error::InvalidArgument(m)) => {
+            assert!(m.contains(needle), "message `{m}` lacks `{needle}`")
+        }
+        other => panic!("expected InvalidArgument containing `{needle}`, got {other:?}"),
+    }
+}
+
+/// Bad input: typed errors naming the problem, never a panic or an out-of-bounds read.
+pub fn check_bad_input(ctx: &Context) {
+    let x = ctx.htod(&[1.0f32; 100]).unwrap();
+    let mut out = ctx.alloc_zeros::<f32>(3).unwrap();
+    let op = Reduction::Sum;
+    // Decreasing offsets (CSR), and the segment named.
+    let off = ctx.htod(&[0u64, 50, 40, 100]).unwrap();
+    expect_invalid(
+        ctx.segmented_reduce_csr(&x, &off, op, &mut out),
+        "segment 1",
+    );
+    expect_invalid(
+        ctx.segmented_reduce_csr(&x, &off, op, &mut out),
+        "before its begin",
+    );
+    // Past the input.
+    let off = ctx.htod(&[0u64, 50, 60, 101]).unwrap();
+    expect_invalid(
+        ctx.segmented_reduce_csr(&x, &off, op, &mut out),
+        "segment 2",
+    );
+    expect_invalid(
+        ctx.segmented_reduce_csr(&x, &off, op, &mut out),
+        "past the end",
+    );
+    let off = ctx.htod(&[0u64, u64::MAX, 60, 100]).unwrap();
+    expect_invalid(
+        ctx.segmented_reduce_csr(&x, &off, op, &mut out),
+        "segment 0",
+    );
+    // The lowest bad segment is the one named, whichever block saw it first.
+    let mut big = ctx.alloc_zeros::<f32>(5000).unwrap();
+    let mut bad: Vec<u64> = (0..=5000).map(|i| i / 50).collect();
+    bad[4000] = 1000;
+    bad[1234] = 0;
+    let off = ctx.htod(&bad).unwrap();
+    expect_invalid(
+        ctx.segmented_reduce_csr(&x, &off, op, &mut big),
+        "segment 1233",
+    );
+    // A good call right after a bad one is fine (the flag is cleared).
+    let off = ctx.htod(&[0u64, 50, 60, 100]).unwrap();
+    ctx.segmented_reduce_csr(&x, &off, op, &mut out).unwrap();
+    assert_eq!(ctx.dtoh(&out).unwrap(), [50.0, 10.0, 40.0]);
+    // Mismatched lengths.
+    let off4 = ctx.htod(&[0u64, 1, 2, 3, 4]).unwrap();
+    expect_invalid(
+        ctx.segmented_reduce_csr(&x, &off4, op, &mut out),
+        "one more entry",
+    );
+    let (b, e2) = (
+        ctx.htod(&[0u64, 1, 2]).unwrap(),
+        ctx.htod(&[1u64, 2]).unwrap(),
+    );
+    expect_invalid(
+        ctx.segmented_reduce(&x, &b, &e2, op, &mut out),
+        "3 begin offsets but 2 end",
+    );
+    let (b2, e3) = (ctx.htod(&[0u64, 1]).unwrap(), ctx.htod(&[1u64, 2]).unwrap());
+    expect_invalid(
+        ctx.segmented_reduce(&x, &b2, &e3, op, &mut out),
+        "output holds 3",
+    );
+    let mut ix = ctx.alloc_zeros::<u64>(2).unwrap();
+    expect_invalid(
+        ctx.segmented_argmin(&x, Segments::csr(&off), &mut ix, &mut out),
+        "indices",
+    );
+    // Fixed lengths.
+    expect_invalid(
+        ctx.segmented_reduce_fixed(&x, 0, op, &mut out),
+        "segment length 0",
+    );
+    expect_invalid(
+        ctx.segmented_reduce_fixed(&x, 33, op, &mut out),
+        "partial last row",
+    );
+    expect_invalid(
+        ctx.segmented_reduce_fixed(&x, usize::MAX, op, &mut out),
+        "segments of",
+    );
+    let empty = ctx.alloc_zeros::<f32>(0).unwrap();
+    ctx.segmented_reduce_fixed(&empty, 0, op, &mut out).unwrap();
+    assert_eq!(
+        ctx.dtoh(&out).unwrap(),
+        [0.0; 3],
+        "zero-length rows give the identity"
+    );
+    // Operators a type lacks.
+    expect_invalid(
+        ctx.segmented_reduce_fixed(&x, 100, Reduction::Xor, out.view_mut(..1).unwrap()),
+        "integers",
+    );
+    // Zero segments: nothing to do.
+    let mut none = ctx.alloc_zeros::<f32>(0).unwrap();
+    ctx.segmented_reduce_csr(&x, &empty_u64(ctx), op, &mut none)
+        .unwrap();
+    let one = ctx.htod(&[7u64]).unwrap();
+    ctx.segmented_reduce_csr(&x, &one, op, &mut none).unwrap();
+}
+
+fn empty_u64(ctx: &Context) -> gpu_reduce::DeviceBuffer<u64> {
+    ctx.alloc_zeros::<u64>(0).unwrap()
+}
+
+/// The same bits on `ctx` as on the simulator (for the GPU: the simulator runs the same code).
+pub fn check_matches_sim(ctx: &Context) {
+    let sim = crate::sim();
+    let mut rng = SmallRng::seed_from_u64(9);
+    let mut offsets = vec![0u64];
+    for _ in 0..500 {
+        let l = if rng.random_bool(0.05) {
+            rng.random_range(1025..50_000)
+        } else {
+            rng.random_range(0..900)
+        };
+        offsets.push(offsets.last().unwrap() + l);
+    }
+    let k = offsets.len() - 1;
+    let data: Vec<f32> = crate::random_f32(*offsets.last().unwrap() as usize, 4);
+    let run = |c: &Context| {
+        let (x, off) = (c.htod(&data).unwrap(), c.htod(&offsets).unwrap());
+        let mut out = c.alloc_zeros::<f32>(k).unwrap();
+        c.segmented_reduce_csr(&x, &off, Reduction::Sum, &mut out)
+            .unwrap();
+        let mut ix = c.alloc_zeros::<u64>(k).unwrap();
+        let mut v = c.alloc_zeros::<f32>(k).unwrap();
+        c.segmented_argmin(&x, Segments::csr(&off), &mut ix, &mut v)
+            .unwrap();
+        let bits: Vec<u32> = c.dtoh(&out).unwrap().iter().map(|f| f.to_bits()).collect();
+        (bits, c.dtoh(&ix).unwrap())
+    };
+    assert!(
+        run(ctx) == run(&sim),
+        "the device and the simulator disagree"
+    );
+}

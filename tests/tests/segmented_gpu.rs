@@ -1,0 +1,73 @@
+//! Segmented reductions on the GPU (`cargo xtask test --gpu`): every operator and type against a CPU
+//! model of the kernel's combining order (bit for bit) and order-free references.
+
+use integration_tests::gpu;
+use integration_tests::segmented::*;
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn boundary_lengths_every_op_and_type() {
+    check_boundary_lengths_every_type(&gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn csr_mixed_random_lengths() {
+    let ctx = gpu();
+    check_csr_mixed::<f32>(&ctx, 400, 1);
+    check_csr_mixed::<i64>(&ctx, 300, 2);
+    check_csr_mixed::<f64>(&ctx, 200, 3);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn many_empty_segments() {
+    check_many_empty(&gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn one_huge_segment() {
+    check_huge_segment(&gpu(), 50_000_000);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn fixed_rows() {
+    let ctx = gpu();
+    check_fixed_rows::<f32>(&ctx, 1000, 37);
+    check_fixed_rows::<u32>(&ctx, 1000, 37);
+    check_fixed_rows::<f64>(&ctx, 3, 100_000);
+    check_fixed_rows::<i32>(&ctx, 3, 100_000);
+    check_fixed_rows::<u64>(&ctx, 17, 1);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn argmin_argmax_semantics() {
+    check_arg_semantics(&gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn same_bits_for_every_grid() {
+    check_grid_independent(&gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn user_operator_entry_points() {
+    check_custom(&gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn bad_input_is_an_error() {
+    check_bad_input(&gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn same_bits_as_the_simulator() {
+    check_matches_sim(&gpu());
+}
