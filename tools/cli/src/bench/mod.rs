@@ -8,6 +8,7 @@
 
 pub mod plot;
 pub mod report;
+pub mod segmented;
 
 use cudarc::driver::PushKernelArg;
 use rand::{SeedableRng, rngs::SmallRng};
@@ -32,6 +33,9 @@ pub enum Op {
     Dot,
     /// Mean and variance in one pass (f32), against the read limit.
     Variance,
+    /// Segmented f32 sums (issue 15's cases, independent of `--sizes`), against the read
+    /// limit.
+    Segmented,
 }
 
 /// Element types of the sweep.
@@ -480,6 +484,16 @@ pub fn run_sweep_cubs(
             }
             step_done();
         }
+    }
+    if config.ops.contains(&Op::Segmented) {
+        let rows = segmented::segmented_cases(
+            ctx,
+            config.iters,
+            config.warmup,
+            config.seed,
+            &mut progress,
+        )?;
+        sweep.measurements.extend(rows);
     }
     Ok(sweep)
 }

@@ -37,6 +37,7 @@ fn peer<'a>(sweep: &'a Sweep, m: &Measurement, op: &str, prefix: &str) -> Option
 pub fn limit_for<'a>(sweep: &'a Sweep, m: &Measurement) -> Option<&'a Measurement> {
     if m.op.starts_with("reduce")
         || m.op == "dot"
+        || m.op == "segmented"
         || m.op == "variance"
         || m.method.starts_with("read-only")
     {
