@@ -106,7 +106,13 @@ pub fn check_pending(ctx: &Context) {
         assert_eq!(p.wait().unwrap(), h.iter().sum::<i64>());
     }
     let p = ctx.reduce_async(&bufs[3], Reduction::Min).unwrap();
+    // Polling never blocks; a flag that never comes fails here instead of hanging.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !p.is_ready() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the result never arrived"
+        );
         std::hint::spin_loop();
     }
     assert_eq!(p.wait().unwrap(), *inputs[3].iter().min().unwrap());
