@@ -24,6 +24,7 @@
 //! [`reduce`] and [`scan`]; [`error`] for everything that can fail.
 #![warn(missing_docs)]
 
+pub mod by_key;
 pub mod error;
 pub mod reduce;
 pub mod runtime;
@@ -31,6 +32,7 @@ pub mod scan;
 pub mod segmented;
 pub mod transform;
 
+pub use by_key::ReduceByKeyElement;
 pub use error::{Error, Result};
 pub use reduce::{DeviceElement, Pending, Reduction};
 pub use runtime::{
@@ -112,6 +114,9 @@ mod tests {
         assert_eq!(names.len(), 133);
         // 48 segmented reductions (every built-in operator x type, argmin/argmax included).
         names.extend(crate::segmented::kernel_names());
+        // 36 reductions by key (u32/u64 keys x value types x sum/min/max).
+        names.extend(crate::by_key::kernel_names());
+        assert_eq!(names.len(), 133 + 48 + 36);
         for n in &names {
             let ptx = super::BUILTIN
                 .ptx(n)

@@ -143,7 +143,7 @@ where
 /// The look-back's tile-status arrays and tile counter, grown on demand and reused by every
 /// scan of a context (launches on its stream run one after the other).
 #[derive(Default)]
-struct ScanWorkspace {
+pub(crate) struct ScanWorkspace {
     bufs: Option<ScanBuffers>,
     /// Tiles the buffers have room for.
     tiles: u64,
@@ -159,19 +159,19 @@ struct ScanBuffers {
 }
 
 /// The addresses one scan launch needs.
-struct ScanArgs {
-    counter: u64,
-    flags: u64,
-    aggregates: u64,
-    prefixes: u64,
-    epoch: u32,
+pub(crate) struct ScanArgs {
+    pub(crate) counter: u64,
+    pub(crate) flags: u64,
+    pub(crate) aggregates: u64,
+    pub(crate) prefixes: u64,
+    pub(crate) epoch: u32,
 }
 
 impl Context {
     /// Workspace for `tiles` tiles and a fresh epoch. Captured into a CUDA graph: scratch of
     /// the launch's own, its counter and status words cleared inside the graph (a replay must
     /// not meet the previous replay's statuses, and the epoch is fixed in the graph).
-    fn scan_workspace(&self, ws: &mut ScanWorkspace, tiles: u64) -> Result<ScanArgs> {
+    pub(crate) fn scan_workspace(&self, ws: &mut ScanWorkspace, tiles: u64) -> Result<ScanArgs> {
         let too_many = || Error::InvalidArgument(format!("a scan of {tiles} tiles is too large"));
         let t = usize::try_from(tiles).map_err(|_| too_many())?;
         let graph_bytes = t
@@ -251,7 +251,7 @@ impl Context {
 
     /// Grid of a scan over `n` elements in tiles of `tile_elems`, or an error when it exceeds
     /// the launch limit.
-    fn scan_grid(n: u64, tile_elems: u64) -> Result<u32> {
+    pub(crate) fn scan_grid(n: u64, tile_elems: u64) -> Result<u32> {
         u32::try_from(n.div_ceil(tile_elems))
             .ok()
             .filter(|&t| t < i32::MAX as u32)

@@ -10,6 +10,7 @@
 //! 16 bytes, which decides the scalar head; device allocations are 256-byte aligned), the same
 //! on any GPU and on the simulator.
 
+pub mod by_key;
 pub mod dot;
 pub mod policy;
 pub mod segmented;

@@ -32,7 +32,7 @@ const BY_KEY_ROWS: usize = ACTIVE.by_key_rows as usize;
 /// The block's tile id from the launch's counter; the block that draws the last ticket puts the
 /// counter back to 0 for the next launch (every other ticket is drawn by then).
 #[inline(always)]
-unsafe fn next_tile(counter: *mut u32) -> u64 {
+pub(crate) unsafe fn next_tile(counter: *mut u32) -> u64 {
     let slot = crate::static_shared!(SCAN_TILE_ID: [u32; 1]);
     if gpu::thread_idx_x() == 0 {
         let t = unsafe { gpu::atomic_add_u32(counter, 1) };
@@ -123,11 +123,13 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     };
 }
 
-/// A value with a segment-head flag: the accumulator of the scan by key.
+/// A value with a segment-head flag or count: the accumulator of the scan by key and of the
+/// reduce by key.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
 pub struct Headed<T> {
-    /// 1 when a segment head lies in the combined range.
+    /// Scan by key: non-zero when a segment head lies in the combined range. Reduce by key:
+    /// how many heads lie in it (the run index, counted on the fly).
     pub head: u32,
     pub value: T,
 }

@@ -1,0 +1,317 @@
+//! Reduce by key (CUB's `DeviceReduce::ReduceByKey`): runs of equal consecutive keys become
+//! one unique key and one aggregate each, in one pass (the scan by key's decoupled look-back,
+//! counting runs on the fly: `kernels::reduce::by_key`).
+
+use cudarc::driver::PushKernelArg;
+use kernels::Kernel;
+use kernels::ops::{Max, Min, Sum};
+use kernels::reduce::by_key::{ReduceByKeyInstance, SimReduceByKeyFn};
+use kernels::scan::Headed;
+use kernels::scan::policy::ACTIVE;
+
+use crate::error::{Error, Result};
+use crate::reduce::DeviceElement;
+use crate::runtime::{
+    Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
+};
+use crate::scan::{ScanElement, ScanOperator, ScanWorkspace};
+
+/// A reduce-by-key kernel as the host calls it.
+pub type ReduceByKeyKernel<K, T> = Kernel<SimReduceByKeyFn<K, T>>;
+
+/// Value types of the built-in reduce by key for keys `K` (u32 and u64 keys, compared
+/// bitwise; values i32, u32, i64, u64, f32, f64).
+pub trait ReduceByKeyElement<K>: ScanElement {
+    /// The built-in kernel of `op`.
+    fn reduce_by_key_kernel(op: ScanOperator) -> ReduceByKeyKernel<K, Self>;
+}
+
+impl<K: kernels::ops::Element, T: ScanElement> ReduceByKeyElement<K> for T
+where
+    Sum: ReduceByKeyInstance<K, T>,
+    Min: ReduceByKeyInstance<K, T>,
+    Max: ReduceByKeyInstance<K, T>,
+{
+    fn reduce_by_key_kernel(op: ScanOperator) -> ReduceByKeyKernel<K, Self> {
+        match op {
+            ScanOperator::Sum => <Sum as ReduceByKeyInstance<K, T>>::KERNEL,
+            ScanOperator::Min => <Min as ReduceByKeyInstance<K, T>>::KERNEL,
+            ScanOperator::Max => <Max as ReduceByKeyInstance<K, T>>::KERNEL,
+        }
+    }
+}
+
+/// The device word the blocking calls read the run count from (one per context).
+#[derive(Default)]
+struct ByKeyWorkspace {
+    num_runs: Option<DeviceBuffer<u64>>,
+}
+
+/// The most elements one reduce by key takes: runs are counted in 32 bits on the device.
+pub const REDUCE_BY_KEY_MAX_LEN: usize = u32::MAX as usize;
+
+fn invalid(msg: String) -> Error {
+    Error::InvalidArgument(msg)
+}
+
+impl Context {
+    /// Reduce by key: every maximal run of equal consecutive `keys` becomes one entry,
+    /// `unique_keys[r]` = the run's key and `aggregates[r]` = the reduction of its `values`
+    /// with `op`, in order; returns the number of runs. `keys` and `values` must have the same
+    /// length (at most [`REDUCE_BY_KEY_MAX_LEN`]); each output must have room for every run (the
+    /// input length always suffices), else the call fails naming both numbers, after writing
+    /// the runs that fit. One pass over the data (one launch); blocks until the count is known
+    /// (see [`Context::reduce_by_key_into`] for the stream-ordered form). Integer aggregates are
+    /// exact (sums wrap); a float run spanning three or more tiles of the one-pass scan may
+    /// differ in the last bits between launches (as with CUB).
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, ScanOperator};
+    /// let ctx = Context::sim()?;
+    /// let keys = ctx.htod(&[7u32, 7, 2, 2, 2, 7])?;
+    /// let x = ctx.htod(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+    /// let (mut uk, mut agg) = (ctx.alloc_zeros::<u32>(6)?, ctx.alloc_zeros::<f32>(6)?);
+    /// let runs = ctx.reduce_by_key(&keys, &x, &mut uk, &mut agg, ScanOperator::Sum)?;
+    /// assert_eq!(runs, 3);
+    /// assert_eq!(ctx.dtoh(&uk)?[..runs], [7, 2, 7]);
+    /// assert_eq!(ctx.dtoh(&agg)?[..runs], [3.0, 12.0, 6.0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_by_key<'a, 'b, 'c, 'd, K: DeviceElement, T: ReduceByKeyElement<K>>(
+        &self,
+        keys: impl Into<DeviceView<'a, K>>,
+        values: impl Into<DeviceView<'b, T>>,
+        unique_keys: impl Into<DeviceViewMut<'c, K>>,
+        aggregates: impl Into<DeviceViewMut<'d, T>>,
+        op: ScanOperator,
+    ) -> Result<usize> {
+        let k = T::reduce_by_key_kernel(op);
+        self.reduce_by_key_to_host(
+            &crate::BUILTIN,
+            k,
+            keys.into(),
+            values.into(),
+            unique_keys.into(),
+            aggregates.into(),
+        )
+    }
+
+    /// A user operator's reduce by key: `O`'s kernel over keys `K` and values `T`, exported by
+    /// `kernels::reduce_by_key_kernels!` in a kernel crate whose PTX `lib` embeds. As
+    /// [`Context::reduce_by_key`] otherwise.
+    pub fn reduce_by_key_custom<'a, 'b, 'c, 'd, K, T, O>(
+        &self,
+        lib: &'static KernelLibrary,
+        keys: impl Into<DeviceView<'a, K>>,
+        values: impl Into<DeviceView<'b, T>>,
+        unique_keys: impl Into<DeviceViewMut<'c, K>>,
+        aggregates: impl Into<DeviceViewMut<'d, T>>,
+    ) -> Result<usize>
+    where
+        K: DeviceElement,
+        T: DeviceElement,
+        O: ReduceByKeyInstance<K, T>,
+    {
+        self.reduce_by_key_to_host(
+            lib,
+            O::KERNEL,
+            keys.into(),
+            values.into(),
+            unique_keys.into(),
+            aggregates.into(),
+        )
+    }
+
+    /// [`Context::reduce_by_key`] in stream order: the run count goes to `num_runs[0]` on the
+    /// device instead of coming back, so the call never blocks the host and can be captured
+    /// into a CUDA graph. Runs past the outputs' room are counted but not written (compare
+    /// `num_runs[0]` with the outputs' length).
+    #[allow(clippy::too_many_arguments)] // the inputs, the three outputs and the operator
+    pub fn reduce_by_key_into<'a, 'b, 'c, 'd, 'e, K: DeviceElement, T: ReduceByKeyElement<K>>(
+        &self,
+        keys: impl Into<DeviceView<'a, K>>,
+        values: impl Into<DeviceView<'b, T>>,
+        unique_keys: impl Into<DeviceViewMut<'c, K>>,
+        aggregates: impl Into<DeviceViewMut<'d, T>>,
+        num_runs: impl Into<DeviceViewMut<'e, u64>>,
+        op: ScanOperator,
+    ) -> Result<()> {
+        let mut num_runs = num_runs.into();
+        if num_runs.is_empty() {
+            return Err(invalid(
+                "reduce by key: the run-count output is empty (it needs one u64)".into(),
+            ));
+        }
+        let (keys, values) = (keys.into(), values.into());
+        let (mut unique_keys, mut aggregates) = (unique_keys.into(), aggregates.into());
+        Self::check_by_key(&keys, &values)?;
+        if values.is_empty() {
+            return self.memset_zeros(num_runs.slice(0..1)?);
+        }
+        let (count_addr, _count_write) = self.write(&mut num_runs)?;
+        self.launch_reduce_by_key(
+            &crate::BUILTIN,
+            T::reduce_by_key_kernel(op),
+            &keys,
+            &values,
+            &mut unique_keys,
+            &mut aggregates,
+            count_addr,
+        )
+    }
+
+    fn check_by_key<K, T>(keys: &DeviceView<'_, K>, values: &DeviceView<'_, T>) -> Result<()> {
+        if keys.len() != values.len() {
+            return Err(invalid(format!(
+                "reduce by key: {} keys for {} values",
+                keys.len(),
+                values.len()
+            )));
+        }
+        if values.len() > REDUCE_BY_KEY_MAX_LEN {
+            return Err(invalid(format!(
+                "reduce by key of {} elements: at most {REDUCE_BY_KEY_MAX_LEN} (runs are counted \
+                 in 32 bits)",
+                values.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn reduce_by_key_to_host<K: DeviceElement, T: DeviceElement>(
+        &self,
+        lib: &'static KernelLibrary,
+        k: ReduceByKeyKernel<K, T>,
+        keys: DeviceView<'_, K>,
+        values: DeviceView<'_, T>,
+        mut unique_keys: DeviceViewMut<'_, K>,
+        mut aggregates: DeviceViewMut<'_, T>,
+    ) -> Result<usize> {
+        Self::check_by_key(&keys, &values)?;
+        if values.is_empty() {
+            return Ok(0);
+        }
+        if self.capturing()? {
+            return Err(invalid(
+                "reduce_by_key returns the run count to the host, so it cannot be captured into \
+                 a CUDA graph: use reduce_by_key_into"
+                    .into(),
+            ));
+        }
+        let ws = self.workspace::<ByKeyWorkspace>();
+        // Held through the launch and the read-back: one count word per context.
+        let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+        if ws.num_runs.is_none() {
+            ws.num_runs = Some(self.alloc_zeros::<u64>(1)?);
+        }
+        let Some(buf) = &ws.num_runs else {
+            unreachable!("allocated just above")
+        };
+        let count_addr = self.scratch_addr(buf);
+        self.launch_reduce_by_key(
+            lib,
+            k,
+            &keys,
+            &values,
+            &mut unique_keys,
+            &mut aggregates,
+            count_addr,
+        )?;
+        let runs = self.dtoh(buf)?[0] as usize;
+        let room = unique_keys.len().min(aggregates.len());
+        if runs > room {
+            return Err(invalid(format!(
+                "reduce by key: {runs} runs, but the outputs hold {} keys and {} aggregates \
+                 (the first {room} runs were written)",
+                unique_keys.len(),
+                aggregates.len()
+            )));
+        }
+        Ok(runs)
+    }
+
+    /// Launch `k` after the checks; `count_addr` is a device u64 the caller orders.
+    #[allow(clippy::too_many_arguments)] // the inputs, the outputs and where the count goes
+    fn launch_reduce_by_key<K: DeviceElement, T: DeviceElement>(
+        &self,
+        lib: &'static KernelLibrary,
+        k: ReduceByKeyKernel<K, T>,
+        keys: &DeviceView<'_, K>,
+        values: &DeviceView<'_, T>,
+        unique_keys: &mut DeviceViewMut<'_, K>,
+        aggregates: &mut DeviceViewMut<'_, T>,
+        count_addr: u64,
+    ) -> Result<()> {
+        let n = values.len() as u64;
+        let capacity = unique_keys.len().min(aggregates.len()) as u64;
+        let (kp, _keys_read) = self.read(keys)?;
+        let (vp, _values_read) = self.read(values)?;
+        let (up, _unique_write) = self.write(unique_keys)?;
+        let (ap, _agg_write) = self.write(aggregates)?;
+        let grid = Self::scan_grid(n, ACTIVE.by_key_tile_elems(std::mem::size_of::<T>() as u64))?;
+        let ws = self.workspace::<ScanWorkspace>();
+        let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+        let a = self.scan_workspace(&mut ws, grid as u64)?;
+        let sim = k.sim;
+        // SAFETY: the arguments of `reduce_by_key_device` in order; the same values for the
+        // simulator, as addresses of this context's (host) memory. The outputs hold
+        // `capacity` elements each, the inputs `n`.
+        unsafe {
+            self.launch(
+                lib,
+                k.name,
+                LaunchShape::linear(grid, ACTIVE.block, 0),
+                |b| {
+                    b.arg(&kp)
+                        .arg(&vp)
+                        .arg(&up)
+                        .arg(&ap)
+                        .arg(&capacity)
+                        .arg(&count_addr)
+                        .arg(&n)
+                        .arg(&a.counter)
+                        .arg(&a.flags)
+                        .arg(&a.aggregates)
+                        .arg(&a.prefixes)
+                        .arg(&a.epoch);
+                },
+                || {
+                    sim(
+                        kp as *const K,
+                        vp as *const T,
+                        up as *mut K,
+                        ap as *mut T,
+                        capacity,
+                        count_addr as *mut u64,
+                        n,
+                        a.counter as *mut u32,
+                        a.flags as *mut u32,
+                        a.aggregates as *mut Headed<T>,
+                        a.prefixes as *mut Headed<T>,
+                        a.epoch,
+                    )
+                },
+            )
+        }
+    }
+}
+
+/// Every built-in reduce-by-key kernel's name (the embedded-index test).
+#[cfg(test)]
+pub(crate) fn kernel_names() -> Vec<&'static str> {
+    fn of<T: ReduceByKeyElement<u32> + ReduceByKeyElement<u64>>(names: &mut Vec<&'static str>) {
+        for op in ScanOperator::ALL {
+            names.push(<T as ReduceByKeyElement<u32>>::reduce_by_key_kernel(op).name);
+            names.push(<T as ReduceByKeyElement<u64>>::reduce_by_key_kernel(op).name);
+        }
+    }
+    let mut names = Vec::new();
+    of::<i32>(&mut names);
+    of::<u32>(&mut names);
+    of::<i64>(&mut names);
+    of::<u64>(&mut names);
+    of::<f32>(&mut names);
+    of::<f64>(&mut names);
+    names
+}
