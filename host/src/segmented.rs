@@ -26,7 +26,8 @@ use cudarc::driver::PushKernelArg;
 use kernels::Kernel;
 use kernels::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
 use kernels::reduce::segmented::{
-    BAD_DECREASING, BLOCK, SEGMENTS_PER_BLOCK, SegmentedReduceInstance, SimSegmentedFn,
+    BAD_DECREASING, BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, SEGMENTS_PER_BLOCK,
+    SegmentedReduceInstance, SimSegmentedFn,
 };
 
 use crate::error::{Error, Result};
@@ -130,6 +131,9 @@ impl<'a> Segments<'a> {
 #[derive(Default)]
 struct SegmentedWorkspace {
     status: Option<DeviceBuffer<u64>>,
+    /// The kernel's work list (control words, entries, chunk partials): zero between launches
+    /// (the kernel's last block clears what it used).
+    list: Option<DeviceBuffer<u64>>,
     /// Test override of the physical grid (0: automatic).
     grid_override: u32,
 }
@@ -262,6 +266,35 @@ impl Context {
             0
         };
 
+        // The work list's room: multi-chunk segments of non-overlapping segments number at most
+        // n / chunk and hold at most 2n / chunk chunks; when overlapping segments need more,
+        // the kernel reduces the rest block by block (same bits, less parallel).
+        let chunk = CHUNK_VECS * (16 / std::mem::size_of::<T>() as u64);
+        let entry_cap = (count as u64).min(n as u64 / chunk + 1);
+        let partial_cap = 2 * (n as u64 / chunk) + 2;
+        let list_words = usize::try_from(CTL_WORDS + entry_cap * ENTRY_WORDS + 2 * partial_cap)
+            .map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
+        let list = match self.graph_scratch(list_words * 8)? {
+            // Captured: scratch of the graph's own, its control words and entries cleared in
+            // the graph (a replay must not meet the last replay's list).
+            Some(base) => {
+                self.memset_raw(base, 8 * (CTL_WORDS + entry_cap * ENTRY_WORDS) as usize)?;
+                base
+            }
+            None => {
+                if ws.list.as_ref().is_none_or(|l| l.len() < list_words) {
+                    ws.list = None; // free the old one first
+                    ws.list = Some(self.alloc_zeros::<u64>(list_words.max(1024))?);
+                }
+                let Some(l) = &ws.list else {
+                    unreachable!("allocated just above")
+                };
+                self.scratch_addr(l)
+            }
+        };
+
+        // Blocks: one per group, plus one per chunk a long segment could have, up to what the
+        // device holds at once (blocks wait for listed work, so all must be resident).
         let groups = (count as u64).div_ceil(SEGMENTS_PER_BLOCK as u64);
         let limit = match (ws.grid_override, &self.backend) {
             (0, Backend::Cuda(_)) => {
@@ -271,7 +304,7 @@ impl Context {
             (0, Backend::Sim) => SIM_GRID,
             (g, _) => g,
         };
-        let grid = groups.min(limit.max(1) as u64) as u32;
+        let grid = (groups + n as u64 / chunk).min(limit.max(1) as u64) as u32;
         {
             // The ordering guards live until the kernel is queued.
             let (input_addr, _input_access) = self.read(&input)?;
@@ -304,7 +337,10 @@ impl Context {
                             .arg(&count)
                             .arg(&out_addr)
                             .arg(&index_addr)
-                            .arg(&status);
+                            .arg(&status)
+                            .arg(&list)
+                            .arg(&entry_cap)
+                            .arg(&partial_cap);
                     },
                     || {
                         sim(
@@ -317,6 +353,9 @@ impl Context {
                             out_addr as *mut Out,
                             index_addr as *mut u64,
                             status as *mut u64,
+                            list as *mut u64,
+                            entry_cap,
+                            partial_cap,
                         )
                     },
                 )?;

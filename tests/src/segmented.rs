@@ -8,7 +8,7 @@
 //! checked against order-free references, float sums against an f64 sum.
 
 use gpu_reduce::kernels::ops::{ArgAcc, ArgMax, ArgMin, Max, Min, Product, ReduceOp, Sum};
-use gpu_reduce::kernels::reduce::segmented::{BLOCK, TILE, WARP_MAX};
+use gpu_reduce::kernels::reduce::segmented::{BLOCK, CHUNK_VECS, WARP_MAX};
 use gpu_reduce::{Context, Error, Reduction, SegmentedElement, Segments};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
@@ -18,25 +18,15 @@ use crate::reductions::TestElem;
 pub trait SegElem: TestElem + SegmentedElement {}
 impl<T: TestElem + SegmentedElement> SegElem for T {}
 
-/// The kernel's strided fold: two accumulators alternating, combined at the end.
-fn strided<T: SegElem, O: ReduceOp<T>>(
-    x: &[T],
-    lo: usize,
-    hi: usize,
-    first: usize,
-    stride: usize,
-) -> O::Acc {
-    let (mut a0, mut a1) = (O::identity(), O::identity());
-    let mut i = lo + first;
-    while i + stride < hi {
-        a0 = O::combine(a0, O::lift(x[i], i as u64));
-        a1 = O::combine(a1, O::lift(x[i + stride], (i + stride) as u64));
-        i += 2 * stride;
-    }
-    if i < hi {
-        a0 = O::combine(a0, O::lift(x[i], i as u64));
-    }
-    O::combine(a0, a1)
+/// The kernel's warp path: lane `l` folds elements `l, l + 32, ...` in order.
+fn lane_fold<T: SegElem, O: ReduceOp<T>>(x: &[T], lane: usize) -> O::Acc {
+    x.iter()
+        .enumerate()
+        .skip(lane)
+        .step_by(32)
+        .fold(O::identity(), |a, (i, &v)| {
+            O::combine(a, O::lift(v, i as u64))
+        })
 }
 
 /// `warp_reduce`'s butterfly (lane masks 16 … 1, lower lane on the left): lane 0's result.
@@ -65,26 +55,67 @@ fn block_model<A: Copy>(v: Vec<A>, identity: A, op: impl Fn(A, A) -> A + Copy) -
     butterfly(totals, op)
 }
 
-/// The kernel's result for one segment, in its exact combining order.
-pub fn model<T: SegElem, O: ReduceOp<T>>(seg: &[T]) -> O::Acc {
+/// The kernel's result for one segment that starts `start` elements into a 16-byte-aligned
+/// input, in its exact combining order: the warp path, or the head/vectors/tail cut into
+/// chunks (each a block reduction of per-thread folds), whose partials thread `j` folds
+/// `j, j + BLOCK, ...` before a last block reduction.
+pub fn model<T: SegElem, O: ReduceOp<T>>(seg: &[T], start: usize) -> O::Acc {
     let len = seg.len();
     if len as u64 <= WARP_MAX {
-        let lanes = (0..32)
-            .map(|l| strided::<T, O>(seg, 0, len, l, 32))
-            .collect();
+        let lanes = (0..32).map(|l| lane_fold::<T, O>(seg, l)).collect();
         return butterfly(lanes, O::combine);
     }
-    let (tile, block) = (TILE as usize, BLOCK as usize);
-    let tiles = len.div_ceil(tile);
-    let parts: Vec<O::Acc> = (0..tiles)
-        .map(|t| {
-            let (lo, hi) = (t * tile, ((t + 1) * tile).min(len));
+    let size = std::mem::size_of::<T>();
+    let per_vec = 16 / size;
+    let misalign = (start * size) % 16 / size;
+    let head = if misalign == 0 {
+        0
+    } else {
+        (per_vec - misalign).min(len)
+    };
+    let vectors = (len - head) / per_vec;
+    let chunk = CHUNK_VECS as usize;
+    let chunks = vectors.div_ceil(chunk).max(1);
+    let tail_start = head + vectors * per_vec;
+    let block = BLOCK as usize;
+    let lift = |i: usize| O::lift(seg[i], i as u64);
+    let vec_acc = |v: usize| {
+        let f = head + v * per_vec;
+        if per_vec == 4 {
+            O::combine(
+                O::combine(lift(f), lift(f + 1)),
+                O::combine(lift(f + 2), lift(f + 3)),
+            )
+        } else {
+            O::combine(lift(f), lift(f + 1))
+        }
+    };
+    let parts: Vec<O::Acc> = (0..chunks)
+        .map(|c| {
+            let hi = ((c + 1) * chunk).min(vectors);
             let v = (0..block)
-                .map(|j| strided::<T, O>(seg, lo, hi, j, block))
+                .map(|j| {
+                    let mut acc = O::identity();
+                    if c == 0 && j < head {
+                        acc = O::combine(acc, lift(j));
+                    }
+                    let mut v = c * chunk + j;
+                    while v < hi {
+                        acc = O::combine(acc, vec_acc(v));
+                        v += block;
+                    }
+                    if c == chunks - 1 && j < len - tail_start {
+                        acc = O::combine(acc, lift(tail_start + j));
+                    }
+                    acc
+                })
                 .collect();
             block_model(v, O::identity(), O::combine)
         })
         .collect();
+    if chunks == 1 {
+        return parts[0];
+    }
     let accs = (0..block)
         .map(|j| {
             parts
@@ -98,12 +129,12 @@ pub fn model<T: SegElem, O: ReduceOp<T>>(seg: &[T]) -> O::Acc {
 }
 
 /// Model of built-in `op` (Sum/Product/Min/Max by the model, bitwise by order-free folds).
-fn model_op<T: SegElem>(seg: &[T], op: Reduction) -> Option<T> {
+fn model_op<T: SegElem>(seg: &[T], start: usize, op: Reduction) -> Option<T> {
     Some(match op {
-        Reduction::Sum => model::<T, Sum>(seg),
-        Reduction::Product => model::<T, Product>(seg),
-        Reduction::Min => model::<T, Min>(seg),
-        Reduction::Max => model::<T, Max>(seg),
+        Reduction::Sum => model::<T, Sum>(seg, start),
+        Reduction::Product => model::<T, Product>(seg, start),
+        Reduction::Min => model::<T, Min>(seg, start),
+        Reduction::Max => model::<T, Max>(seg, start),
         _ => return T::bitwise(seg, op),
     })
 }
@@ -199,7 +230,7 @@ fn check_ranges<T: SegElem>(ctx: &Context, ranges: &[(usize, usize)], n: usize, 
         for (s, &(b, e)) in ranges.iter().enumerate() {
             let seg = &data[b..e];
             let tag = format!("{}/{}/{what}/segment {s} ({b}..{e})", T::DTYPE, op.name());
-            let want = model_op(seg, op).unwrap();
+            let want = model_op(seg, b, op).unwrap();
             assert_eq!(
                 got[s].bits(),
                 want.bits(),
@@ -224,9 +255,9 @@ fn check_ranges<T: SegElem>(ctx: &Context, ranges: &[(usize, usize)], n: usize, 
         for (s, &(b, e)) in ranges.iter().enumerate() {
             let seg = &data[b..e];
             let m: ArgAcc<T> = if max {
-                model::<T, ArgMax>(seg)
+                model::<T, ArgMax>(seg, b)
             } else {
-                model::<T, ArgMin>(seg)
+                model::<T, ArgMin>(seg, b)
             };
             let tag = format!(
                 "{}/arg{}/{what}/segment {s} ({b}..{e})",
@@ -244,12 +275,46 @@ fn check_ranges<T: SegElem>(ctx: &Context, ranges: &[(usize, usize)], n: usize, 
     }
 }
 
-/// Segments at the warp/block/tile boundaries ±1 (and empty ones) back to back, plus
-/// overlapping and out-of-order begin/end segments, for one type.
+/// Segments at the warp/block/chunk boundaries ±1 (and empty ones) back to back, so they
+/// start at every alignment, plus overlapping and out-of-order begin/end segments, for one
+/// type.
 pub fn check_boundary_lengths<T: SegElem>(ctx: &Context) {
+    // Elements per chunk of this type (several-chunk segments go through the work list).
+    let c = CHUNK_VECS as usize * 16 / std::mem::size_of::<T>();
     let lens = [
-        0usize, 1, 2, 31, 32, 33, 63, 64, 65, 255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 4095,
-        4096, 4097, 8191, 8193, 0, 0, 3, 0,
+        0usize,
+        1,
+        2,
+        31,
+        32,
+        33,
+        63,
+        64,
+        65,
+        255,
+        256,
+        257,
+        511,
+        512,
+        513,
+        1023,
+        1024,
+        1025,
+        4095,
+        4096,
+        4097,
+        8191,
+        8193,
+        0,
+        0,
+        3,
+        0,
+        c - 1,
+        c,
+        c + 1,
+        c + 3,
+        2 * c + 5,
+        7,
     ];
     let mut ranges = vec![];
     let mut at = 0;
@@ -308,7 +373,7 @@ pub fn check_csr_mixed<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
         let (a, b) = (ctx.dtoh(&a).unwrap(), ctx.dtoh(&b).unwrap());
         for s in 0..k {
             let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
-            let want = model_op(seg, op).unwrap();
+            let want = model_op(seg, offsets[s] as usize, op).unwrap();
             let tag = format!(
                 "{}/{}/csr segment {s} (len {})",
                 T::DTYPE,
@@ -360,7 +425,7 @@ pub fn check_many_empty(ctx: &Context) {
             let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
             assert_eq!(
                 got[s],
-                model_op(seg, op).unwrap(),
+                model_op(seg, offsets[s] as usize, op).unwrap(),
                 "{} segment {s}",
                 op.name()
             );
@@ -389,7 +454,7 @@ pub fn check_huge_segment(ctx: &Context, n: usize) {
             ctx.segmented_reduce_csr(&x, &off, op, &mut out).unwrap();
             let got = ctx.dtoh(&out).unwrap()[0];
             let tag = format!("{}/{}/huge {n}", T::DTYPE, op.name());
-            assert_eq!(got.bits(), model_op(&data, op).unwrap().bits(), "{tag}");
+            assert_eq!(got.bits(), model_op(&data, 0, op).unwrap().bits(), "{tag}");
             independent_check(&data, op, got, &tag);
         }
         let mut ix = ctx.alloc_zeros::<u64>(1).unwrap();
@@ -423,7 +488,8 @@ pub fn check_fixed_rows<T: SegElem>(ctx: &Context, rows: usize, row_len: usize) 
         let got = ctx.dtoh(&out).unwrap();
         for (r, row) in data.chunks(row_len.max(1)).enumerate().take(rows) {
             let tag = format!("{}/{}/row {r} of {rows}x{row_len}", T::DTYPE, op.name());
-            assert_eq!(got[r].bits(), model_op(row, op).unwrap().bits(), "{tag}");
+            let want = model_op(row, r * row_len, op).unwrap();
+            assert_eq!(got[r].bits(), want.bits(), "{tag}");
             independent_check(row, op, got[r], &tag);
         }
     }
@@ -543,7 +609,11 @@ pub fn check_grid_independent(ctx: &Context) {
     ctx.set_segmented_grid_limit(None);
     for s in 0..k {
         let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
-        assert_eq!(auto.0[s], model::<f32, Sum>(seg).to_bits(), "segment {s}");
+        assert_eq!(
+            auto.0[s],
+            model::<f32, Sum>(seg, offsets[s] as usize).to_bits(),
+            "segment {s}"
+        );
     }
 }
 
@@ -564,7 +634,7 @@ pub fn check_custom(ctx: &Context) {
     for (r, row) in data.chunks(1000).enumerate() {
         assert_eq!(
             got[r].to_bits(),
-            model::<f64, Sum>(row).to_bits(),
+            model::<f64, Sum>(row, 1000 * r).to_bits(),
             "row {r}"
         );
     }

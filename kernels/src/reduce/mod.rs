@@ -25,7 +25,7 @@ use policy::BLOCK as REDUCE_BLOCK;
 
 /// Combine the elements of one 16-byte vector whose first element has index `base`.
 #[inline(always)]
-fn fold_vec<T: Element, O: ReduceOp<T>>(w: [u32; 4], base: u64) -> O::Acc {
+pub(crate) fn fold_vec<T: Element, O: ReduceOp<T>>(w: [u32; 4], base: u64) -> O::Acc {
     let e = T::unpack(w);
     if T::PER_VEC == 4 {
         O::combine(

@@ -3,20 +3,27 @@
 //! (the rows of a row-major matrix). Empty segments give the operator's identity; `lift` gets
 //! the index *within* the segment (so argmin/argmax return positions inside their segment).
 //!
-//! Strategy per segment length `L` (CUB's `DeviceSegmentedReduce` and its small/medium/large
-//! segment policies are the model; the thresholds are [`WARP_MAX`] and [`TILE`]):
+//! Strategy per segment length `L` (CUB's small/medium/large segment policies are the model):
 //! - Blocks of [`BLOCK`] threads take groups of [`SEGMENTS_PER_BLOCK`] consecutive segments
-//!   (grid-stride over the groups): warp `w` of the block owns segment `8g + w`.
-//! - `L <= WARP_MAX` (short): the owning warp reduces it alone, lane-strided, and a shuffle
-//!   butterfly combines the lanes; no barrier, no shared memory.
-//! - `L > WARP_MAX` (medium and long): after the short ones, the whole block reduces each such
-//!   segment of its group in turn, cut into tiles of [`TILE`] elements; each tile is reduced
-//!   by the block, and the tile partials are combined in tile order.
+//!   (drawn in batches from a global counter): warp `w` of the block owns segment `8g + w`.
+//! - `L <= WARP_MAX` (short): the owning warp reduces it alone, lane-strided with
+//!   [`WARP_LOADS`] loads in flight per lane, and a shuffle butterfly combines the lanes.
+//! - Longer segments are cut into *chunks* of up to [`CHUNK_VECS`] 16-byte vectors (after a
+//!   scalar head up to the first 16-byte boundary; a scalar tail after the last whole vector).
+//!   A chunk is reduced by a whole block ([`VEC_LOADS`] vector loads in flight per thread,
+//!   then a block reduction). A one-chunk segment is reduced by its group's block. A segment
+//!   of several chunks is published on a work list: every block with nothing else to do draws
+//!   its chunks one at a time (a per-segment counter), writes the chunk's partial, and the
+//!   block that finishes the last chunk combines the partials. So one huge segment is read by
+//!   the whole GPU, and skewed lengths balance.
 //!
-//! Deterministic: the combining order of a segment is a function of its length alone (the
-//! regime, the lane/thread striding, the tile cut and the tile-order combine all depend on `L`
-//! and the compile-time policy only), never on the grid, on which block or warp runs it, or on
-//! timing. So the bits are the same for every grid, every GPU and the simulator (same code).
+//! Deterministic: a segment's combining order is a function of its length and of its start's
+//! address modulo 16 bytes (which fixes the head/vector/tail cut), never of the grid, of which
+//! block or warp runs a chunk, or of timing: chunk `c`'s partial is always the same block
+//! reduction, and the partials are always combined as "thread `j` folds partials
+//! `j, j + BLOCK, ...` in order, then a block reduction", whether one block did every chunk (the
+//! fall-back when the work list is full) or many did. So the bits are the same for every grid,
+//! every GPU and the simulator (same code).
 //!
 //! Bad offsets never read out of bounds: a segment with `end < begin` or `end > n` is reduced
 //! as empty (identity) and reported through `status` (see [`segmented_device`]), which the host
@@ -27,46 +34,75 @@ use crate::gpu::{self, ShflValue};
 use crate::ops::{ArgAcc, Element, ReduceOp};
 #[cfg(feature = "builtin")]
 use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
+use crate::reduce::fold_vec;
 use crate::warp::warp_reduce;
 
 /// Threads per block of the segmented reduction.
 pub const BLOCK: u32 = 256;
 /// Segments per group: one per warp of a block.
 pub const SEGMENTS_PER_BLOCK: u32 = BLOCK / gpu::WARP_SIZE;
-/// Longest segment reduced by one warp alone (32 lanes x up to 32 elements each); longer
-/// segments are reduced by a whole block.
+/// Longest segment reduced by one warp alone; longer segments are reduced in chunks by blocks.
 pub const WARP_MAX: u64 = 1024;
-/// Elements per tile of a block-reduced segment: 16 per thread.
-pub const TILE: u64 = 16 * BLOCK as u64;
+/// Scalar loads a lane of a warp-reduced segment keeps in flight.
+pub const WARP_LOADS: u64 = 8;
+/// 16-byte loads a thread keeps in flight while reducing a chunk.
+pub const VEC_LOADS: u64 = 4;
+/// 16-byte vectors per chunk (128 KiB): big enough that a chunk's bookkeeping (an atomic, a
+/// partial, two barriers) is noise, small enough that a 1e6-element segment spreads over
+/// dozens of blocks.
+pub const CHUNK_VECS: u64 = 8 * VEC_LOADS * BLOCK as u64;
 
 /// `status` code of a segment whose end lies before its begin.
 pub const BAD_DECREASING: u64 = 0;
 /// `status` code of a segment whose end lies past the input.
 pub const BAD_OUT_OF_RANGE: u64 = 1;
 
-/// Fold `lift(x[start + i], i)` for `i = first, first + stride, ... < hi` (relative indices
-/// from `lo`), alternating two accumulators (two loads in flight), combined at the end.
+/// u64 words of the workspace's control block: work-list cursor, work-list length, partial
+/// slots used, blocks exited, groups drawn, groups classified.
+pub const CTL_WORDS: u64 = 8;
+/// u64 words per work-list entry: segment, start, length, chunks, first partial slot, chunks
+/// drawn, chunks done, ready flag.
+pub const ENTRY_WORDS: u64 = 8;
+const CURSOR: usize = 0;
+const COUNT: usize = 1;
+const PARTIALS_USED: usize = 2;
+const EXITED: usize = 3;
+const GROUPS_DRAWN: usize = 4;
+const CLASSIFIED: usize = 5;
+const E_SEG: usize = 0;
+const E_START: usize = 1;
+const E_LEN: usize = 2;
+const E_CHUNKS: usize = 3;
+const E_BASE: usize = 4;
+const E_NEXT: usize = 5;
+const E_DONE: usize = 6;
+const E_READY: usize = 7;
+
+/// How a block-reduced segment at `x` of `len` elements is cut: scalar head elements (up to
+/// the first 16-byte boundary), whole vectors, scalar tail elements, and chunks.
+#[derive(Clone, Copy)]
+struct Cut {
+    head: u64,
+    vectors: u64,
+    chunks: u64,
+}
+
 #[inline(always)]
-unsafe fn strided_fold<T: Element, O: ReduceOp<T>>(
-    x: *const T,
-    lo: u64,
-    hi: u64,
-    first: u64,
-    stride: u64,
-) -> O::Acc {
-    let (mut a0, mut a1) = (O::identity(), O::identity());
-    let mut i = lo + first;
-    let load = |i: u64| O::lift(unsafe { x.add(i as usize).read() }, i);
-    while i + stride < hi {
-        let (v0, v1) = (load(i), load(i + stride));
-        a0 = O::combine(a0, v0);
-        a1 = O::combine(a1, v1);
-        i += 2 * stride;
+fn cut<T: Element>(x: *const T, len: u64) -> Cut {
+    let size = core::mem::size_of::<T>() as u64;
+    let per_vec = T::PER_VEC as u64;
+    let misalign = (x as u64 & 15) / size;
+    let head = if misalign == 0 {
+        0
+    } else {
+        (per_vec - misalign).min(len)
+    };
+    let vectors = (len - head) / per_vec;
+    Cut {
+        head,
+        vectors,
+        chunks: vectors.div_ceil(CHUNK_VECS).max(1),
     }
-    if i < hi {
-        a0 = O::combine(a0, load(i));
-    }
-    O::combine(a0, a1)
 }
 
 /// Where a segmented reduction writes segment `s`'s accumulator.
@@ -145,13 +181,119 @@ unsafe fn segment_bounds(
     }
 }
 
+/// A warp reduces the `len` (<= [`WARP_MAX`]) elements at `x`: lane `l` folds elements
+/// `l, l + 32, ...` in order ([`WARP_LOADS`] loads in flight), then the butterfly. Valid in
+/// every lane.
+#[inline(always)]
+unsafe fn warp_segment<T: Element, O: ReduceOp<T>>(x: *const T, len: u64) -> O::Acc {
+    let lane = gpu::lane_id() as u64;
+    let load = |i: u64| O::lift(unsafe { x.add(i as usize).read() }, i);
+    let mut acc = O::identity();
+    let mut i = lane;
+    let step = gpu::WARP_SIZE as u64;
+    while i + (WARP_LOADS - 1) * step < len {
+        let mut v = [O::identity(); WARP_LOADS as usize];
+        for (u, slot) in v.iter_mut().enumerate() {
+            *slot = load(i + u as u64 * step);
+        }
+        // Index loops: an array's by-value iterator would live in local memory.
+        for a in v.iter() {
+            acc = O::combine(acc, *a);
+        }
+        i += WARP_LOADS * step;
+    }
+    while i < len {
+        acc = O::combine(acc, load(i));
+        i += step;
+    }
+    warp_reduce(acc, O::combine)
+}
+
+/// Chunk `c` of the block-reduced segment at `x` (`len` elements, cut `k`), reduced by the
+/// block: thread `j` folds the head element `j` (chunk 0), its vectors `j, j + BLOCK, ...` of
+/// the chunk in order ([`VEC_LOADS`] in flight), and the tail element `j` (last chunk); then
+/// the block reduction. Valid in thread 0; ends with a barrier.
+#[inline(always)]
+unsafe fn chunk_partial<T: Element, O: ReduceOp<T>>(
+    x: *const T,
+    len: u64,
+    k: Cut,
+    c: u64,
+    scratch: gpu::SharedArray<O::Acc>,
+) -> O::Acc {
+    let tid = gpu::thread_idx_x() as u64;
+    let per_vec = T::PER_VEC as u64;
+    let b = BLOCK as u64;
+    let mut acc = O::identity();
+    if c == 0 && tid < k.head {
+        acc = O::combine(acc, O::lift(unsafe { x.add(tid as usize).read() }, tid));
+    }
+    let body = unsafe { x.add(k.head as usize) } as *const u32;
+    let load = |v: u64| unsafe { gpu::load_nc_v4_b32(body.add(4 * v as usize)) };
+    let hi = ((c + 1) * CHUNK_VECS).min(k.vectors);
+    let mut v = c * CHUNK_VECS + tid;
+    while v + (VEC_LOADS - 1) * b < hi {
+        let mut w = [[0u32; 4]; VEC_LOADS as usize];
+        for (u, slot) in w.iter_mut().enumerate() {
+            *slot = load(v + u as u64 * b);
+        }
+        for (u, words) in w.iter().enumerate() {
+            let first = k.head + (v + u as u64 * b) * per_vec;
+            acc = O::combine(acc, fold_vec::<T, O>(*words, first));
+        }
+        v += VEC_LOADS * b;
+    }
+    while v < hi {
+        acc = O::combine(acc, fold_vec::<T, O>(load(v), k.head + v * per_vec));
+        v += b;
+    }
+    let tail_start = k.head + k.vectors * per_vec;
+    if c == k.chunks - 1 && tid < len - tail_start {
+        let i = tail_start + tid;
+        acc = O::combine(acc, O::lift(unsafe { x.add(i as usize).read() }, i));
+    }
+    block_reduce(acc, O::identity(), O::combine, scratch)
+}
+
+/// One block reduces a whole block-path segment: every chunk in order, thread `c % BLOCK`
+/// folding chunk `c`'s partial, then the block reduction (one chunk: its partial as is).
+/// The same order as the work list's finishing block. Valid in thread 0.
+#[inline(always)]
+unsafe fn block_segment<T: Element, O: ReduceOp<T>>(
+    x: *const T,
+    len: u64,
+    scratch: gpu::SharedArray<O::Acc>,
+    slot: gpu::SharedArray<O::Acc>,
+) -> O::Acc {
+    let tid = gpu::thread_idx_x() as u64;
+    let k = cut(x, len);
+    if k.chunks == 1 {
+        return unsafe { chunk_partial::<T, O>(x, len, k, 0, scratch) };
+    }
+    let mut acc = O::identity();
+    for c in 0..k.chunks {
+        let p = unsafe { chunk_partial::<T, O>(x, len, k, c, scratch) };
+        if tid == 0 {
+            unsafe { slot.write(0, p) };
+        }
+        gpu::sync_threads();
+        if tid == c % BLOCK as u64 {
+            acc = O::combine(acc, unsafe { slot.read(0) });
+        }
+        // The slot is rewritten only after the next chunk's barriers.
+    }
+    block_reduce(acc, O::identity(), O::combine, scratch)
+}
+
 /// The one-launch segmented reduction of the `k` segments of the `n` elements at `input` with
 /// operator `O`; segment `s` is `begin[s]..end[s]`, or, when `begin` is null,
 /// `s * segment_len .. (s + 1) * segment_len` (the host then guarantees `k * segment_len <= n`).
 /// Results go through the sink `S` to `out` (and `index_out`). Bad offsets (`end < begin`,
 /// `end > n`) make the segment's result the identity and are recorded in `status` (a `u64`
 /// that must be 0 at launch; it ends holding `!((s << 1) | kind)` of the lowest bad segment
-/// `s`, or 0). Any grid of [`BLOCK`]-thread blocks gives the same bits.
+/// `s`, or 0). `ws` is the work list: [`CTL_WORDS`] control words and `entry_cap` entries of
+/// [`ENTRY_WORDS`] (all zero at launch; zero again at the end), then room for `partial_cap`
+/// accumulators (16-byte aligned). Any grid of [`BLOCK`]-thread blocks gives the same bits.
 ///
 /// # Safety
 /// Pointers valid for the sizes above; `begin`/`end` (when not null) for `k` offsets each.
@@ -167,108 +309,246 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
     out: *mut S::Out,
     index_out: *mut u64,
     status: *mut u64,
+    ws: *mut u64,
+    entry_cap: u64,
+    partial_cap: u64,
 ) {
     // 32 slots of up to 16 bytes for the block reduction, one per warp.
     let scratch = crate::static_shared!(SEG_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<O::Acc>() };
-    // The tile partials of a block-reduced segment, BLOCK at a time.
-    let slots = crate::static_shared!(SEG_TILE_SLOTS: [u128; BLOCK as usize]);
-    let slots = unsafe { slots.cast::<O::Acc>() };
-    // Start and length of each warp's segment when it is one for the block (0: none).
+    let slot = crate::static_shared!(SEG_SLOT: [u128; 1]);
+    let slot = unsafe { slot.cast::<O::Acc>() };
+    // Start and length of each warp's segment when its group's block reduces it (0: none).
     let long_start = crate::static_shared!(SEG_LONG_START: [u64; SEGMENTS_PER_BLOCK as usize]);
     let long_len = crate::static_shared!(SEG_LONG_LEN: [u64; SEGMENTS_PER_BLOCK as usize]);
+    // Thread 0's decisions, broadcast: [what, a, b, c, d, e, f].
+    let bcast = crate::static_shared!(SEG_BCAST: [u64; 8]);
 
     let tid = gpu::thread_idx_x() as u64;
     let lane = gpu::lane_id() as u64;
     let warp = gpu::warp_id() as u64;
     let per = SEGMENTS_PER_BLOCK as u64;
     let groups = k.div_ceil(per);
-    let mut g = gpu::block_idx_x() as u64;
-    while g < groups {
-        // Short segments: one warp each.
-        let s = g * per + warp;
-        let (start, len) = if s < k {
-            unsafe { segment_bounds(s, n, begin, end, segment_len, status) }
-        } else {
-            (0, 0)
-        };
-        if s < k && len <= WARP_MAX {
-            let x = unsafe { input.add(start as usize) };
-            let acc = unsafe { strided_fold::<T, O>(x, 0, len, lane, gpu::WARP_SIZE as u64) };
-            let total = warp_reduce(acc, O::combine);
-            if lane == 0 {
-                unsafe { S::store(out, index_out, s, total) };
-            }
-        }
-        if lane == 0 {
-            unsafe {
-                long_start.write(warp as usize, start);
-                long_len.write(warp as usize, if len > WARP_MAX { len } else { 0 });
-            }
-        }
-        gpu::sync_threads();
-        // Longer segments: the whole block, one after the other. (The bound is the block's
-        // warp count read at run time, == `per`: a constant bound would let LLVM unroll the
-        // loop and inline the block path eight times, tripling the PTX.)
-        for w in 0..(gpu::block_dim_x() / gpu::WARP_SIZE) as u64 {
-            let len = unsafe { long_len.read(w as usize) };
-            if len == 0 {
-                continue;
-            }
-            let x = unsafe { input.add(long_start.read(w as usize) as usize) };
-            let total = unsafe { block_segment::<T, O>(x, len, scratch, slots) };
-            if tid == 0 {
-                unsafe { S::store(out, index_out, g * per + w, total) };
-            }
-        }
-        // The next group rewrites the shared arrays.
-        gpu::sync_threads();
-        g += gpu::grid_dim_x() as u64;
-    }
-}
+    let grid = gpu::grid_dim_x() as u64;
+    // Groups per draw: a few draws per block, so the counter is not a hot spot.
+    let batch = (groups / (4 * grid)).max(1);
+    let ctl = ws;
+    let entries = unsafe { ws.add(CTL_WORDS as usize) };
+    let partials = unsafe { entries.add((entry_cap * ENTRY_WORDS) as usize) } as *mut O::Acc;
+    let entry = |i: u64, f: usize| unsafe { entries.add((i * ENTRY_WORDS) as usize + f) };
+    let vol = |p: *mut u64| unsafe { core::ptr::read_volatile(p) };
 
-/// One block reduces the `len` (> [`WARP_MAX`]) elements at `x`: tile `t` (elements
-/// `t*TILE ..`) is reduced by the block (thread `j` folds elements `j, j + BLOCK, ...` of it),
-/// giving `P_t`; thread `j` then folds `P_j, P_{j+BLOCK}, ...` in order and the block reduces
-/// those. Valid in thread 0. The order is a function of `len` alone.
-#[inline(always)]
-unsafe fn block_segment<T: Element, O: ReduceOp<T>>(
-    x: *const T,
-    len: u64,
-    scratch: gpu::SharedArray<O::Acc>,
-    slots: gpu::SharedArray<O::Acc>,
-) -> O::Acc {
-    let tid = gpu::thread_idx_x() as u64;
-    let tiles = len.div_ceil(TILE);
-    let mut acc = O::identity();
-    let mut t = 0;
-    while t < tiles {
-        let lo = t * TILE;
-        let hi = (lo + TILE).min(len);
-        let part = unsafe { strided_fold::<T, O>(x, lo, hi, tid, BLOCK as u64) };
-        // Ends with a barrier: the previous batch's slot reads are done.
-        let p = block_reduce(part, O::identity(), O::combine, scratch);
-        let slot = t % BLOCK as u64;
+    const WORK: u64 = 1;
+    const GROUPS: u64 = 2;
+    const EXIT: u64 = 3;
+    loop {
+        // Thread 0 decides: a chunk of the work list, a batch of groups, or the end.
         if tid == 0 {
-            unsafe { slots.write(slot as usize, p) };
+            let decision = loop {
+                let listed = vol(ctl.wrapping_add(COUNT)).min(entry_cap);
+                let i = vol(ctl.wrapping_add(CURSOR));
+                if i < listed {
+                    while unsafe { gpu::load_acquire_u64(entry(i, E_READY)) } == 0 {
+                        gpu::nanosleep(32);
+                    }
+                    let chunks = vol(entry(i, E_CHUNKS));
+                    let c = unsafe { gpu::atomic_add_u64(entry(i, E_NEXT), 1) };
+                    if c < chunks {
+                        unsafe {
+                            bcast.write(1, i);
+                            bcast.write(2, c);
+                        }
+                        break WORK;
+                    }
+                    unsafe { gpu::atomic_cas_u64(ctl.wrapping_add(CURSOR), i, i + 1) };
+                    continue;
+                }
+                if vol(ctl.wrapping_add(GROUPS_DRAWN)) < groups {
+                    let g = unsafe { gpu::atomic_add_u64(ctl.wrapping_add(GROUPS_DRAWN), batch) };
+                    if g < groups {
+                        unsafe {
+                            bcast.write(1, g);
+                            bcast.write(2, (g + batch).min(groups));
+                        }
+                        break GROUPS;
+                    }
+                    continue;
+                }
+                // Every group drawn: done once every group is classified (its segments
+                // listed) and the list is drained.
+                if unsafe { gpu::load_acquire_u64(ctl.wrapping_add(CLASSIFIED)) } == groups {
+                    let listed = vol(ctl.wrapping_add(COUNT)).min(entry_cap);
+                    if vol(ctl.wrapping_add(CURSOR)) >= listed {
+                        break EXIT;
+                    }
+                    continue;
+                }
+                gpu::nanosleep(200);
+            };
+            unsafe { bcast.write(0, decision) };
         }
-        if slot == BLOCK as u64 - 1 || t == tiles - 1 {
-            gpu::sync_threads();
-            if tid <= slot {
-                acc = O::combine(acc, unsafe { slots.read(tid as usize) });
+        gpu::sync_threads();
+        let what = unsafe { bcast.read(0) };
+        let (a, b) = unsafe { (bcast.read(1), bcast.read(2)) };
+        if what == EXIT {
+            break;
+        }
+        if what == WORK {
+            // Chunk `b` of list entry `a`.
+            let s = vol(entry(a, E_SEG));
+            let start = vol(entry(a, E_START));
+            let len = vol(entry(a, E_LEN));
+            let base = vol(entry(a, E_BASE));
+            let x = unsafe { input.add(start as usize) };
+            let kc = cut(x, len);
+            let p = unsafe { chunk_partial::<T, O>(x, len, kc, b, scratch) };
+            if tid == 0 {
+                unsafe {
+                    core::ptr::write_volatile(partials.add((base + b) as usize), p);
+                    // Release the partial before counting the chunk done (as the one-launch
+                    // reduce's ticket).
+                    gpu::fence_acq_rel_gpu();
+                    let d = gpu::atomic_add_u64(entry(a, E_DONE), 1);
+                    bcast.write(3, (d + 1 == kc.chunks) as u64);
+                }
             }
             gpu::sync_threads();
+            if unsafe { bcast.read(3) } == 1 {
+                // The last chunk: every partial is visible (acquire), combine in order.
+                gpu::fence_acq_rel_gpu();
+                let mut acc = O::identity();
+                let mut c = tid;
+                while c < kc.chunks {
+                    acc = O::combine(acc, unsafe {
+                        core::ptr::read_volatile(partials.add((base + c) as usize))
+                    });
+                    c += BLOCK as u64;
+                }
+                let total = block_reduce(acc, O::identity(), O::combine, scratch);
+                if tid == 0 {
+                    unsafe { S::store(out, index_out, s, total) };
+                }
+            }
+            gpu::sync_threads();
+            continue;
         }
-        t += 1;
+        // A batch of groups.
+        let mut g = a;
+        while g < b {
+            let s = g * per + warp;
+            let (start, len) = if s < k {
+                unsafe { segment_bounds(s, n, begin, end, segment_len, status) }
+            } else {
+                (0, 0)
+            };
+            let mut alone = 0;
+            if s < k && len <= WARP_MAX {
+                let total = unsafe { warp_segment::<T, O>(input.add(start as usize), len) };
+                if lane == 0 {
+                    unsafe { S::store(out, index_out, s, total) };
+                }
+            } else if s < k {
+                let kc = cut(unsafe { input.add(start as usize) }, len);
+                alone = len;
+                if kc.chunks > 1 && lane == 0 {
+                    // List it; when the list or the partial room is full, reduce it here.
+                    let i = unsafe { gpu::atomic_add_u64(ctl.wrapping_add(COUNT), 1) };
+                    if i < entry_cap {
+                        let base = unsafe {
+                            gpu::atomic_add_u64(ctl.wrapping_add(PARTIALS_USED), kc.chunks)
+                        };
+                        let fits = base + kc.chunks <= partial_cap;
+                        unsafe {
+                            entry(i, E_SEG).write(s);
+                            entry(i, E_START).write(start);
+                            entry(i, E_LEN).write(len);
+                            entry(i, E_CHUNKS).write(if fits { kc.chunks } else { 0 });
+                            entry(i, E_BASE).write(base);
+                            entry(i, E_NEXT).write(0);
+                            entry(i, E_DONE).write(0);
+                            gpu::fence_acq_rel_gpu();
+                            core::ptr::write_volatile(entry(i, E_READY), 1);
+                        }
+                        if fits {
+                            alone = 0;
+                        }
+                    }
+                }
+            }
+            if lane == 0 {
+                unsafe {
+                    long_start.write(warp as usize, start);
+                    long_len.write(warp as usize, alone);
+                }
+            }
+            gpu::sync_threads();
+            if tid == 0 && g + 1 == b {
+                // The batch's segments are listed (fenced above): count it classified.
+                gpu::fence_acq_rel_gpu();
+                unsafe { gpu::atomic_add_u64(ctl.wrapping_add(CLASSIFIED), b - a) };
+            }
+            // Longer segments of the group: the whole block, one after the other. (The bound
+            // is read at run time: a constant bound would let LLVM unroll the loop and inline
+            // the block path eight times.)
+            for w in 0..(gpu::block_dim_x() / gpu::WARP_SIZE) as u64 {
+                let len = unsafe { long_len.read(w as usize) };
+                if len == 0 {
+                    continue;
+                }
+                let x = unsafe { input.add(long_start.read(w as usize) as usize) };
+                let total = unsafe { block_segment::<T, O>(x, len, scratch, slot) };
+                if tid == 0 {
+                    unsafe { S::store(out, index_out, g * per + w, total) };
+                }
+            }
+            // The next group rewrites the shared arrays.
+            gpu::sync_threads();
+            g += 1;
+        }
     }
-    block_reduce(acc, O::identity(), O::combine, scratch)
+    // The last block out clears the work list for the next launch (every other block is done
+    // with it).
+    if tid == 0 {
+        gpu::fence_acq_rel_gpu();
+        let e = unsafe { gpu::atomic_add_u64(ctl.wrapping_add(EXITED), 1) };
+        unsafe { bcast.write(4, (e + 1 == grid) as u64) };
+    }
+    gpu::sync_threads();
+    if unsafe { bcast.read(4) } == 1 {
+        gpu::fence_acq_rel_gpu();
+        let listed = vol(ctl.wrapping_add(COUNT)).min(entry_cap);
+        let mut i = tid;
+        while i < listed {
+            unsafe { core::ptr::write_volatile(entry(i, E_READY), 0) };
+            i += BLOCK as u64;
+        }
+        gpu::sync_threads();
+        if tid == 0 {
+            for w in 0..CTL_WORDS as usize {
+                unsafe { core::ptr::write_volatile(ctl.add(w), 0) };
+            }
+        }
+    }
 }
 
 /// The simulator's entry point of a segmented reduction kernel: input, n, begin (or null),
-/// end, segment length, segment count, out, index out (or null), status.
+/// end, segment length, segment count, out, index out (or null), status, work list, entry
+/// capacity, partial capacity.
 #[cfg(not(target_arch = "nvptx64"))]
-pub type SimSegmentedFn<T, Out> =
-    unsafe fn(*const T, u64, *const u64, *const u64, u64, u64, *mut Out, *mut u64, *mut u64);
+pub type SimSegmentedFn<T, Out> = unsafe fn(
+    *const T,
+    u64,
+    *const u64,
+    *const u64,
+    u64,
+    u64,
+    *mut Out,
+    *mut u64,
+    *mut u64,
+    *mut u64,
+    u64,
+    u64,
+);
 
 /// An operator whose segmented reduction kernel over `T` exists
 /// ([`segmented_reduce_kernels!`](crate::segmented_reduce_kernels) implements it).
@@ -318,10 +598,14 @@ macro_rules! segmented_reduce_kernels {
                 out: *mut $out,
                 index_out: *mut u64,
                 status: *mut u64,
+                ws: *mut u64,
+                entry_cap: u64,
+                partial_cap: u64,
             ) {
                 unsafe {
                     $crate::reduce::segmented::segmented_device::<$t, $op, $sink>(
-                        input, n, begin, end, segment_len, k, out, index_out, status,
+                        input, n, begin, end, segment_len, k, out, index_out, status, ws,
+                        entry_cap, partial_cap,
                     )
                 }
             }
