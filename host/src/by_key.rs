@@ -45,6 +45,8 @@ where
 #[derive(Default)]
 struct ByKeyWorkspace {
     num_runs: Option<DeviceBuffer<u64>>,
+    /// Tuning override of the look-back's first wait (None: the policy's).
+    delay_ns: Option<u32>,
 }
 
 /// The most elements one reduce by key takes: runs are counted in 32 bits on the device.
@@ -55,6 +57,14 @@ fn invalid(msg: String) -> Error {
 }
 
 impl Context {
+    /// Override the reduce by key's first look-back wait in nanoseconds (`None`: the policy's
+    /// `reduce_by_key_delay_ns`). For tuning runs; results do not depend on it.
+    #[doc(hidden)]
+    pub fn set_reduce_by_key_delay(&self, ns: Option<u32>) {
+        let ws = self.workspace::<ByKeyWorkspace>();
+        ws.lock().unwrap_or_else(|p| p.into_inner()).delay_ns = ns;
+    }
+
     /// Reduce by key: every maximal run of equal consecutive `keys` becomes one entry,
     /// `unique_keys[r]` = the run's key and `aggregates[r]` = the reduction of its `values`
     /// with `op`, in order; returns the number of runs. `keys` and `values` must have the same
@@ -150,6 +160,11 @@ impl Context {
             return self.memset_zeros(num_runs.slice(0..1)?);
         }
         let (count_addr, _count_write) = self.write(&mut num_runs)?;
+        let delay_ns = {
+            let ws = self.workspace::<ByKeyWorkspace>();
+            let ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+            ws.delay_ns
+        };
         self.launch_reduce_by_key(
             &crate::BUILTIN,
             T::reduce_by_key_kernel(op),
@@ -158,6 +173,7 @@ impl Context {
             &mut unique_keys,
             &mut aggregates,
             count_addr,
+            delay_ns,
         )
     }
 
@@ -217,6 +233,7 @@ impl Context {
             &mut unique_keys,
             &mut aggregates,
             count_addr,
+            ws.delay_ns,
         )?;
         let runs = self.dtoh(buf)?[0] as usize;
         let room = unique_keys.len().min(aggregates.len());
@@ -231,8 +248,9 @@ impl Context {
         Ok(runs)
     }
 
-    /// Launch `k` after the checks; `count_addr` is a device u64 the caller orders.
-    #[allow(clippy::too_many_arguments)] // the inputs, the outputs and where the count goes
+    /// Launch `k` after the checks; `count_addr` is a device u64 the caller orders; `delay_ns`
+    /// overrides the policy's first look-back wait.
+    #[allow(clippy::too_many_arguments)] // the inputs, the outputs, where the count goes, tuning
     fn launch_reduce_by_key<K: DeviceElement, T: DeviceElement>(
         &self,
         lib: &'static KernelLibrary,
@@ -242,14 +260,20 @@ impl Context {
         unique_keys: &mut DeviceViewMut<'_, K>,
         aggregates: &mut DeviceViewMut<'_, T>,
         count_addr: u64,
+        delay_ns: Option<u32>,
     ) -> Result<()> {
+        let delay_ns = delay_ns.unwrap_or(ACTIVE.reduce_by_key_delay_ns);
         let n = values.len() as u64;
         let capacity = unique_keys.len().min(aggregates.len()) as u64;
+
         let (kp, _keys_read) = self.read(keys)?;
         let (vp, _values_read) = self.read(values)?;
         let (up, _unique_write) = self.write(unique_keys)?;
         let (ap, _agg_write) = self.write(aggregates)?;
-        let grid = Self::scan_grid(n, ACTIVE.by_key_tile_elems(std::mem::size_of::<T>() as u64))?;
+        let grid = Self::scan_grid(
+            n,
+            ACTIVE.reduce_by_key_tile_elems(std::mem::size_of::<T>() as u64),
+        )?;
         let ws = self.workspace::<ScanWorkspace>();
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
         let a = self.scan_workspace(&mut ws, grid as u64)?;
@@ -274,7 +298,8 @@ impl Context {
                         .arg(&a.flags)
                         .arg(&a.aggregates)
                         .arg(&a.prefixes)
-                        .arg(&a.epoch);
+                        .arg(&a.epoch)
+                        .arg(&delay_ns);
                 },
                 || {
                     sim(
@@ -290,6 +315,7 @@ impl Context {
                         a.aggregates as *mut Headed<T>,
                         a.prefixes as *mut Headed<T>,
                         a.epoch,
+                        delay_ns,
                     )
                 },
             )

@@ -26,7 +26,7 @@ use cudarc::driver::PushKernelArg;
 use kernels::Kernel;
 use kernels::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
 use kernels::reduce::segmented::{
-    BAD_DECREASING, BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, SEGMENTS_PER_BLOCK,
+    BAD_DECREASING, BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, OWNER_WORDS, SEGMENTS_PER_BLOCK,
     SegmentedReduceInstance, SimSegmentedFn,
 };
 
@@ -134,6 +134,10 @@ struct SegmentedWorkspace {
     /// The kernel's work list (control words, entries, chunk partials): zero between launches
     /// (the kernel's last block clears what it used).
     list: Option<DeviceBuffer<u64>>,
+    /// (entry capacity, chunk-slot capacity) of the last launch: the layout of `list` that the
+    /// kernel left cleared. Another layout puts owner words where entries or partials were, so
+    /// it clears them first.
+    layout: (u64, u64),
     /// Test override of the physical grid (0: automatic).
     grid_override: u32,
 }
@@ -271,30 +275,41 @@ impl Context {
         // the kernel reduces the rest block by block (same bits, less parallel).
         let chunk = CHUNK_VECS * (16 / std::mem::size_of::<T>() as u64);
         let entry_cap = (count as u64).min(n as u64 / chunk + 1);
+        // Even, so the partials after the owner words stay 16-byte aligned.
         let partial_cap = 2 * (n as u64 / chunk) + 2;
-        let list_words = usize::try_from(CTL_WORDS + entry_cap * ENTRY_WORDS + 2 * partial_cap)
+        // Cleared between launches: control words, entries and owner records.
+        let cleared = CTL_WORDS + entry_cap * ENTRY_WORDS + OWNER_WORDS * partial_cap;
+        let list_words = usize::try_from(cleared + 2 * partial_cap)
             .map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
         let list = match self.graph_scratch(list_words * 8)? {
-            // Captured: scratch of the graph's own, its control words and entries cleared in
-            // the graph (a replay must not meet the last replay's list).
+            // Captured: scratch of the graph's own, its control and owner words cleared in the
+            // graph (a replay must not meet the last replay's list).
             Some(base) => {
-                self.memset_raw(base, 8 * (CTL_WORDS + entry_cap * ENTRY_WORDS) as usize)?;
+                self.memset_raw(base, 8 * cleared as usize)?;
                 base
             }
             None => {
                 if ws.list.as_ref().is_none_or(|l| l.len() < list_words) {
                     ws.list = None; // free the old one first
                     ws.list = Some(self.alloc_zeros::<u64>(list_words.max(1024))?);
+                    ws.layout = (entry_cap, partial_cap);
                 }
                 let Some(l) = &ws.list else {
                     unreachable!("allocated just above")
                 };
-                self.scratch_addr(l)
+                let addr = self.scratch_addr(l);
+                if ws.layout != (entry_cap, partial_cap) {
+                    self.memset_raw(addr, 8 * cleared as usize)?;
+                    ws.layout = (entry_cap, partial_cap);
+                }
+                addr
             }
         };
 
         // Blocks: one per group, plus one per chunk a long segment could have, up to what the
-        // device holds at once (blocks wait for listed work, so all must be resident).
+        // device holds at once (more would only wait for the first ones to finish). Blocks
+        // draw groups as they start and only ever wait for groups already drawn, so any grid
+        // is deadlock-free.
         let groups = (count as u64).div_ceil(SEGMENTS_PER_BLOCK as u64);
         let limit = match (ws.grid_override, &self.backend) {
             (0, Backend::Cuda(_)) => {

@@ -108,7 +108,7 @@ pub fn check_reduce_by_key(ctx: &Context, sizes: &[usize]) {
 
 /// The stream-ordered form, small outputs, empty input and bad input.
 pub fn check_reduce_by_key_edges(ctx: &Context) {
-    let n = 3 * ACTIVE.by_key_tile_elems(4) as usize + 5;
+    let n = 3 * ACTIVE.reduce_by_key_tile_elems(4) as usize + 5;
     let keys: Vec<u32> = run_keys(n, 7, 5);
     let vals: Vec<i32> = data(n, 6, false);
     let (want_k, want_a) = cpu_reduce_by_key(&keys, &vals, ScanOperator::Sum);

@@ -23,8 +23,8 @@ use crate::scan::tile::{TileIo, scan_tile};
 use crate::scan::{Headed, next_tile};
 
 /// Rows per thread of the reduce by key's tiles: the scan by key's shape
-/// (`ACTIVE.by_key_tile_elems(size of T)` elements a tile).
-const ROWS: usize = ACTIVE.by_key_rows as usize;
+/// (`ACTIVE.reduce_by_key_tile_elems(size of T)` elements a tile).
+const ROWS: usize = ACTIVE.reduce_by_key_rows as usize;
 
 /// The run-counting segmented operator over [`Headed`] values.
 #[inline(always)]
@@ -43,8 +43,10 @@ pub fn counted<T: Element, O: ReduceOp<T, Acc = T>>(a: Headed<T>, b: Headed<T>) 
 /// consecutive keys) gets `unique[r]` = its key and `aggregates[r]` = the reduction of its
 /// values with `O`, for `r < capacity` (runs past it are counted, not written);
 /// `num_runs[0]` = the number of runs (0 writes nothing when `n == 0`: the host does not
-/// launch). Launch as [`crate::scan::scan_by_key_device`]: `ACTIVE.block` threads a block,
-/// `ceil(n / ACTIVE.by_key_tile_elems(size of T))` blocks, counter 0 at launch, fresh epoch.
+/// launch). `delay_ns`: the look-back's first wait
+/// ([`ScanPolicy::reduce_by_key_delay_ns`](crate::scan::policy::ScanPolicy::reduce_by_key_delay_ns)).
+/// Launch as [`crate::scan::scan_by_key_device`]: `ACTIVE.block` threads a block,
+/// `ceil(n / ACTIVE.reduce_by_key_tile_elems(size of T))` blocks, counter 0 at launch, fresh epoch.
 ///
 /// # Safety
 /// Pointers valid for the sizes above.
@@ -63,6 +65,7 @@ pub unsafe fn reduce_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = 
     aggregates: *mut Headed<T>,
     prefixes: *mut Headed<T>,
     epoch: u32,
+    delay_ns: u32,
 ) {
     let warp_aggs = crate::static_shared!(RBK_WARP_AGGS: [u128; 32]);
     let tile_prefix = crate::static_shared!(RBK_TILE_PREFIX: [u128; 1]);
@@ -154,6 +157,7 @@ pub unsafe fn reduce_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = 
         aggregates,
         prefixes,
         epoch,
+        first_delay_ns: delay_ns,
     };
     unsafe {
         scan_tile::<ROWS, _, _, _, _>(
@@ -169,7 +173,7 @@ pub unsafe fn reduce_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = 
 }
 
 /// The simulator's entry point of a reduce-by-key kernel: keys, values, unique out, aggregates
-/// out, capacity, run count out, n, counter, flags, aggregates, prefixes, epoch.
+/// out, capacity, run count out, n, counter, flags, aggregates, prefixes, epoch, first delay.
 #[cfg(not(target_arch = "nvptx64"))]
 pub type SimReduceByKeyFn<K, T> = unsafe fn(
     *const K,
@@ -183,6 +187,7 @@ pub type SimReduceByKeyFn<K, T> = unsafe fn(
     *mut u32,
     *mut Headed<T>,
     *mut Headed<T>,
+    u32,
     u32,
 );
 
@@ -207,12 +212,12 @@ macro_rules! reduce_by_key_kernels {
                 keys: *const $k, values: *const $t, unique: *mut $k, aggregates_out: *mut $t,
                 capacity: u64, num_runs: *mut u64, n: u64, counter: *mut u32, flags: *mut u32,
                 aggregates: *mut $crate::scan::Headed<$t>,
-                prefixes: *mut $crate::scan::Headed<$t>, epoch: u32,
+                prefixes: *mut $crate::scan::Headed<$t>, epoch: u32, delay_ns: u32,
             ) {
                 unsafe {
                     $crate::reduce::by_key::reduce_by_key_device::<$k, $t, $op>(
                         keys, values, unique, aggregates_out, capacity, num_runs, n, counter,
-                        flags, aggregates, prefixes, epoch,
+                        flags, aggregates, prefixes, epoch, delay_ns,
                     )
                 }
             }

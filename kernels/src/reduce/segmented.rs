@@ -45,38 +45,43 @@ pub const SEGMENTS_PER_BLOCK: u32 = BLOCK / gpu::WARP_SIZE;
 pub const WARP_MAX: u64 = 1024;
 /// Scalar loads a lane of a warp-reduced segment keeps in flight.
 pub const WARP_LOADS: u64 = 8;
-/// 16-byte loads a thread keeps in flight while reducing a chunk.
-pub const VEC_LOADS: u64 = 4;
-/// 16-byte vectors per chunk (128 KiB): big enough that a chunk's bookkeeping (an atomic, a
-/// partial, two barriers) is noise, small enough that a 1e6-element segment spreads over
-/// dozens of blocks.
-pub const CHUNK_VECS: u64 = 8 * VEC_LOADS * BLOCK as u64;
+/// 16-byte loads a thread keeps in flight while reducing a chunk (4: 0.91x CUB on long
+/// segments, the chunk loop latency-bound).
+pub const VEC_LOADS: u64 = 8;
+/// 16-byte vectors per chunk (128 KiB): big enough that a chunk's bookkeeping (a claim, a
+/// partial, two barriers) is small, small enough that one 1e6-element segment spreads over
+/// dozens of blocks. (H100, 1024 rows of 65536 f32, 4 loads in flight: 128 KiB chunks 0.91x
+/// CUB, 64 KiB 0.88x.)
+pub const CHUNK_VECS: u64 = 4 * VEC_LOADS * BLOCK as u64;
 
 /// `status` code of a segment whose end lies before its begin.
 pub const BAD_DECREASING: u64 = 0;
 /// `status` code of a segment whose end lies past the input.
 pub const BAD_OUT_OF_RANGE: u64 = 1;
 
-/// u64 words of the workspace's control block: work-list cursor, work-list length, partial
-/// slots used, blocks exited, groups drawn, groups classified.
+/// u64 words of the workspace's control block: chunks allocated (entry count << 40 | chunk
+/// count, one atomic so that entries' first chunks grow with their index), chunks claimed,
+/// blocks exited, groups drawn, groups classified.
 pub const CTL_WORDS: u64 = 8;
-/// u64 words per work-list entry: segment, start, length, chunks, first partial slot, chunks
-/// drawn, chunks done, ready flag.
+/// u64 words per work-list entry: segment, start, length, first chunk slot, chunks done.
 pub const ENTRY_WORDS: u64 = 8;
-const CURSOR: usize = 0;
-const COUNT: usize = 1;
-const PARTIALS_USED: usize = 2;
-const EXITED: usize = 3;
-const GROUPS_DRAWN: usize = 4;
-const CLASSIFIED: usize = 5;
+const ALLOC: usize = 0;
+const CLAIMED: usize = 1;
+const EXITED: usize = 2;
+const GROUPS_DRAWN: usize = 3;
+const CLASSIFIED: usize = 4;
+const CHUNK_BITS: u64 = 40;
+const CHUNK_MASK: u64 = (1 << CHUNK_BITS) - 1;
 const E_SEG: usize = 0;
 const E_START: usize = 1;
 const E_LEN: usize = 2;
-const E_CHUNKS: usize = 3;
-const E_BASE: usize = 4;
-const E_NEXT: usize = 5;
-const E_DONE: usize = 6;
-const E_READY: usize = 7;
+const E_BASE: usize = 3;
+const E_DONE: usize = 4;
+/// An owner word of a chunk slot whose segment is reduced by its own block (no room listed).
+const SKIP: u64 = u64::MAX;
+/// u64 words per chunk slot's owner record: entry + 1 (or [`SKIP`]; 0 while unwritten), the
+/// segment's start, length and first chunk slot (one read tells a claimer its chunk).
+pub const OWNER_WORDS: u64 = 4;
 
 /// How a block-reduced segment at `x` of `len` elements is cut: scalar head elements (up to
 /// the first 16-byte boundary), whole vectors, scalar tail elements, and chunks.
@@ -291,9 +296,17 @@ unsafe fn block_segment<T: Element, O: ReduceOp<T>>(
 /// Results go through the sink `S` to `out` (and `index_out`). Bad offsets (`end < begin`,
 /// `end > n`) make the segment's result the identity and are recorded in `status` (a `u64`
 /// that must be 0 at launch; it ends holding `!((s << 1) | kind)` of the lowest bad segment
-/// `s`, or 0). `ws` is the work list: [`CTL_WORDS`] control words and `entry_cap` entries of
-/// [`ENTRY_WORDS`] (all zero at launch; zero again at the end), then room for `partial_cap`
-/// accumulators (16-byte aligned). Any grid of [`BLOCK`]-thread blocks gives the same bits.
+/// `s`, or 0). `ws` is the work list: [`CTL_WORDS`] control words, `entry_cap` entries of
+/// [`ENTRY_WORDS`], `partial_cap` owner records of [`OWNER_WORDS`] (all zero at launch; zero
+/// again at the end), then
+/// room for `partial_cap` accumulators (16-byte aligned; `partial_cap` even). Any grid of
+/// [`BLOCK`]-thread blocks gives the same bits.
+///
+/// The work list: a group's block lists each of its several-chunk segments (one atomic gives
+/// the entry and its chunk slots `base..base + chunks`; the warp marks each slot's owner word
+/// with the entry). Blocks with no group left claim chunk slots one at a time from one global
+/// counter (O(1) per chunk, whatever the number of entries), the next claim in flight while a
+/// chunk is read; a slot's owner word says which entry and chunk it is.
 ///
 /// # Safety
 /// Pointers valid for the sizes above; `begin`/`end` (when not null) for `k` offsets each.
@@ -321,7 +334,7 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
     // Start and length of each warp's segment when its group's block reduces it (0: none).
     let long_start = crate::static_shared!(SEG_LONG_START: [u64; SEGMENTS_PER_BLOCK as usize]);
     let long_len = crate::static_shared!(SEG_LONG_LEN: [u64; SEGMENTS_PER_BLOCK as usize]);
-    // Thread 0's decisions, broadcast: [what, a, b, c, d, e, f].
+    // Thread 0's decisions, broadcast.
     let bcast = crate::static_shared!(SEG_BCAST: [u64; 8]);
 
     let tid = gpu::thread_idx_x() as u64;
@@ -334,36 +347,25 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
     let batch = (groups / (4 * grid)).max(1);
     let ctl = ws;
     let entries = unsafe { ws.add(CTL_WORDS as usize) };
-    let partials = unsafe { entries.add((entry_cap * ENTRY_WORDS) as usize) } as *mut O::Acc;
+    let owners = unsafe { entries.add((entry_cap * ENTRY_WORDS) as usize) };
+    let partials = unsafe { owners.add((partial_cap * OWNER_WORDS) as usize) } as *mut O::Acc;
+    let owner = |c: u64, f: u64| unsafe { owners.add((c * OWNER_WORDS + f) as usize) };
     let entry = |i: u64, f: usize| unsafe { entries.add((i * ENTRY_WORDS) as usize + f) };
     let vol = |p: *mut u64| unsafe { core::ptr::read_volatile(p) };
+    let chunks_allocated = || vol(ctl.wrapping_add(ALLOC)) & CHUNK_MASK;
+    let claim = || unsafe { gpu::atomic_add_u64(ctl.wrapping_add(CLAIMED), 1) };
 
     const WORK: u64 = 1;
     const GROUPS: u64 = 2;
     const EXIT: u64 = 3;
+    // Thread 0's claimed chunk slot not yet worked on (u64::MAX: none).
+    let mut claimed = u64::MAX;
     loop {
-        // Thread 0 decides: a chunk of the work list, a batch of groups, or the end.
+        // Thread 0 decides: a batch of groups while any is left, then claimed chunks, then the
+        // end.
         if tid == 0 {
             let decision = loop {
-                let listed = vol(ctl.wrapping_add(COUNT)).min(entry_cap);
-                let i = vol(ctl.wrapping_add(CURSOR));
-                if i < listed {
-                    while unsafe { gpu::load_acquire_u64(entry(i, E_READY)) } == 0 {
-                        gpu::nanosleep(32);
-                    }
-                    let chunks = vol(entry(i, E_CHUNKS));
-                    let c = unsafe { gpu::atomic_add_u64(entry(i, E_NEXT), 1) };
-                    if c < chunks {
-                        unsafe {
-                            bcast.write(1, i);
-                            bcast.write(2, c);
-                        }
-                        break WORK;
-                    }
-                    unsafe { gpu::atomic_cas_u64(ctl.wrapping_add(CURSOR), i, i + 1) };
-                    continue;
-                }
-                if vol(ctl.wrapping_add(GROUPS_DRAWN)) < groups {
+                if claimed == u64::MAX && vol(ctl.wrapping_add(GROUPS_DRAWN)) < groups {
                     let g = unsafe { gpu::atomic_add_u64(ctl.wrapping_add(GROUPS_DRAWN), batch) };
                     if g < groups {
                         unsafe {
@@ -372,16 +374,45 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
                         }
                         break GROUPS;
                     }
-                    continue;
                 }
-                // Every group drawn: done once every group is classified (its segments
-                // listed) and the list is drained.
-                if unsafe { gpu::load_acquire_u64(ctl.wrapping_add(CLASSIFIED)) } == groups {
-                    let listed = vol(ctl.wrapping_add(COUNT)).min(entry_cap);
-                    if vol(ctl.wrapping_add(CURSOR)) >= listed {
-                        break EXIT;
+                if claimed == u64::MAX {
+                    claimed = claim();
+                }
+                if claimed < chunks_allocated() {
+                    if claimed >= partial_cap {
+                        claimed = u64::MAX; // no room: its segment's own block reduces it
+                        continue;
                     }
-                    continue;
+                    let o = loop {
+                        // Written right after the slot was allocated, by a running warp.
+                        let o = unsafe { gpu::load_acquire_u64(owner(claimed, 0)) };
+                        if o != 0 {
+                            break o;
+                        }
+                        gpu::nanosleep(32);
+                    };
+                    if o == SKIP {
+                        claimed = u64::MAX;
+                        continue;
+                    }
+                    let base = vol(owner(claimed, 3));
+                    unsafe {
+                        bcast.write(1, o - 1);
+                        bcast.write(2, claimed - base);
+                        bcast.write(4, vol(owner(claimed, 1)));
+                        bcast.write(5, vol(owner(claimed, 2)));
+                        bcast.write(6, base);
+                    }
+                    // The next claim goes out now; its answer is awaited only after this chunk.
+                    claimed = claim();
+                    break WORK;
+                }
+                // Beyond every chunk allocated so far: done once every group is classified
+                // (no more will be), else wait for the groups being classified.
+                if unsafe { gpu::load_acquire_u64(ctl.wrapping_add(CLASSIFIED)) } == groups
+                    && claimed >= chunks_allocated()
+                {
+                    break EXIT;
                 }
                 gpu::nanosleep(200);
             };
@@ -389,31 +420,28 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
         }
         gpu::sync_threads();
         let what = unsafe { bcast.read(0) };
-        let (a, b) = unsafe { (bcast.read(1), bcast.read(2)) };
         if what == EXIT {
             break;
         }
         if what == WORK {
-            // Chunk `b` of list entry `a`.
-            let s = vol(entry(a, E_SEG));
-            let start = vol(entry(a, E_START));
-            let len = vol(entry(a, E_LEN));
-            let base = vol(entry(a, E_BASE));
+            // Chunk `c` of list entry `i`.
+            let (i, c) = unsafe { (bcast.read(1), bcast.read(2)) };
+            let (start, len, base) = unsafe { (bcast.read(4), bcast.read(5), bcast.read(6)) };
             let x = unsafe { input.add(start as usize) };
             let kc = cut(x, len);
-            let p = unsafe { chunk_partial::<T, O>(x, len, kc, b, scratch) };
+            let p = unsafe { chunk_partial::<T, O>(x, len, kc, c, scratch) };
             if tid == 0 {
                 unsafe {
-                    core::ptr::write_volatile(partials.add((base + b) as usize), p);
+                    core::ptr::write_volatile(partials.add((base + c) as usize), p);
                     // Release the partial before counting the chunk done (as the one-launch
                     // reduce's ticket).
                     gpu::fence_acq_rel_gpu();
-                    let d = gpu::atomic_add_u64(entry(a, E_DONE), 1);
-                    bcast.write(3, (d + 1 == kc.chunks) as u64);
+                    let d = gpu::atomic_add_u64(entry(i, E_DONE), 1);
+                    bcast.write(7, (d + 1 == kc.chunks) as u64);
                 }
             }
             gpu::sync_threads();
-            if unsafe { bcast.read(3) } == 1 {
+            if unsafe { bcast.read(7) } == 1 {
                 // The last chunk: every partial is visible (acquire), combine in order.
                 gpu::fence_acq_rel_gpu();
                 let mut acc = O::identity();
@@ -426,13 +454,14 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
                 }
                 let total = block_reduce(acc, O::identity(), O::combine, scratch);
                 if tid == 0 {
-                    unsafe { S::store(out, index_out, s, total) };
+                    unsafe { S::store(out, index_out, vol(entry(i, E_SEG)), total) };
                 }
             }
             gpu::sync_threads();
             continue;
         }
         // A batch of groups.
+        let (a, b) = unsafe { (bcast.read(1), bcast.read(2)) };
         let mut g = a;
         while g < b {
             let s = g * per + warp;
@@ -448,30 +477,51 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
                     unsafe { S::store(out, index_out, s, total) };
                 }
             } else if s < k {
+                // (Warp-uniform from here: one segment per warp.)
                 let kc = cut(unsafe { input.add(start as usize) }, len);
                 alone = len;
-                if kc.chunks > 1 && lane == 0 {
-                    // List it; when the list or the partial room is full, reduce it here.
-                    let i = unsafe { gpu::atomic_add_u64(ctl.wrapping_add(COUNT), 1) };
-                    if i < entry_cap {
-                        let base = unsafe {
-                            gpu::atomic_add_u64(ctl.wrapping_add(PARTIALS_USED), kc.chunks)
+                if kc.chunks > 1 {
+                    // List it: an entry and chunk slots; when the list or the slots are full,
+                    // the slots are marked SKIP and the segment is reduced here.
+                    let mut word = [0u64; 2];
+                    if lane == 0 {
+                        let packed = unsafe {
+                            gpu::atomic_add_u64(
+                                ctl.wrapping_add(ALLOC),
+                                (1 << CHUNK_BITS) + kc.chunks,
+                            )
                         };
-                        let fits = base + kc.chunks <= partial_cap;
+                        let (i, base) = (packed >> CHUNK_BITS, packed & CHUNK_MASK);
+                        let listed = i < entry_cap && base + kc.chunks <= partial_cap;
+                        if listed {
+                            unsafe {
+                                entry(i, E_SEG).write(s);
+                                entry(i, E_START).write(start);
+                                entry(i, E_LEN).write(len);
+                                entry(i, E_BASE).write(base);
+                                entry(i, E_DONE).write(0);
+                            }
+                        }
+                        word = [if listed { i + 1 } else { SKIP }, base];
+                    }
+                    let who = gpu::shfl_sync(gpu::FULL_MASK, word[0], 0, 32);
+                    let base = gpu::shfl_sync(gpu::FULL_MASK, word[1], 0, 32);
+                    // Lane 0's entry writes, then every lane's owner records, the owner word
+                    // last (release).
+                    gpu::sync_warp(gpu::FULL_MASK);
+                    let mut c = lane;
+                    while c < kc.chunks && base + c < partial_cap {
                         unsafe {
-                            entry(i, E_SEG).write(s);
-                            entry(i, E_START).write(start);
-                            entry(i, E_LEN).write(len);
-                            entry(i, E_CHUNKS).write(if fits { kc.chunks } else { 0 });
-                            entry(i, E_BASE).write(base);
-                            entry(i, E_NEXT).write(0);
-                            entry(i, E_DONE).write(0);
+                            owner(base + c, 1).write(start);
+                            owner(base + c, 2).write(len);
+                            owner(base + c, 3).write(base);
                             gpu::fence_acq_rel_gpu();
-                            core::ptr::write_volatile(entry(i, E_READY), 1);
+                            core::ptr::write_volatile(owner(base + c, 0), who);
                         }
-                        if fits {
-                            alone = 0;
-                        }
+                        c += gpu::WARP_SIZE as u64;
+                    }
+                    if who != SKIP {
+                        alone = 0;
                     }
                 }
             }
@@ -481,9 +531,9 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
                     long_len.write(warp as usize, alone);
                 }
             }
+            // Every warp's listing (fenced above) is done here.
             gpu::sync_threads();
             if tid == 0 && g + 1 == b {
-                // The batch's segments are listed (fenced above): count it classified.
                 gpu::fence_acq_rel_gpu();
                 unsafe { gpu::atomic_add_u64(ctl.wrapping_add(CLASSIFIED), b - a) };
             }
@@ -511,16 +561,16 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
     if tid == 0 {
         gpu::fence_acq_rel_gpu();
         let e = unsafe { gpu::atomic_add_u64(ctl.wrapping_add(EXITED), 1) };
-        unsafe { bcast.write(4, (e + 1 == grid) as u64) };
+        unsafe { bcast.write(7, (e + 1 == grid) as u64) };
     }
     gpu::sync_threads();
-    if unsafe { bcast.read(4) } == 1 {
+    if unsafe { bcast.read(7) } == 1 {
         gpu::fence_acq_rel_gpu();
-        let listed = vol(ctl.wrapping_add(COUNT)).min(entry_cap);
-        let mut i = tid;
-        while i < listed {
-            unsafe { core::ptr::write_volatile(entry(i, E_READY), 0) };
-            i += BLOCK as u64;
+        let used = chunks_allocated().min(partial_cap);
+        let mut c = tid;
+        while c < used {
+            unsafe { core::ptr::write_volatile(owner(c, 0), 0) };
+            c += BLOCK as u64;
         }
         gpu::sync_threads();
         if tid == 0 {

@@ -22,7 +22,6 @@ pub const STATUS_AGGREGATE: u32 = 1;
 pub const STATUS_PREFIX: u32 = 2;
 // Look-back timing and width: `super::policy` says what each is and why.
 const PER_LANE: usize = ACTIVE.lookback_per_lane as usize;
-const FIRST_DELAY: u32 = ACTIVE.first_delay_ns;
 const FIRST_DELAY_FROM: u64 = ACTIVE.delay_from_tile;
 const FIRST_DELAY_MIN_TILES: u32 = ACTIVE.delay_min_tiles;
 const POLL_DELAY: u32 = ACTIVE.poll_delay_ns;
@@ -39,6 +38,10 @@ pub struct TileStatus<A> {
     pub prefixes: *mut A,
     /// This launch's epoch, 1..=EPOCH_MASK.
     pub epoch: u32,
+    /// Nanoseconds warp 0 sleeps before its first look-back read (see
+    /// [`ScanPolicy::first_delay_ns`](super::policy::ScanPolicy::first_delay_ns)); the kernel's
+    /// choice, as the best wait depends on how long its tiles take.
+    pub first_delay_ns: u32,
 }
 
 impl<A: ShflValue> TileStatus<A> {
@@ -97,9 +100,11 @@ impl<A: ShflValue> TileStatus<A> {
         op: F,
     ) -> A {
         let lane = gpu::lane_id() as u64;
-        if FIRST_DELAY > 0 && tile >= FIRST_DELAY_FROM && gpu::grid_dim_x() >= FIRST_DELAY_MIN_TILES
+        if self.first_delay_ns > 0
+            && tile >= FIRST_DELAY_FROM
+            && gpu::grid_dim_x() >= FIRST_DELAY_MIN_TILES
         {
-            gpu::nanosleep(FIRST_DELAY);
+            gpu::nanosleep(self.first_delay_ns);
         }
         let mut exclusive = identity;
         let mut end = tile;

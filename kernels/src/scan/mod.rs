@@ -109,6 +109,7 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
         aggregates,
         prefixes,
         epoch,
+        first_delay_ns: ACTIVE.first_delay_ns,
     };
     unsafe {
         scan_tile::<ROWS, _, _, _, _>(
@@ -237,6 +238,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
         aggregates,
         prefixes,
         epoch,
+        first_delay_ns: ACTIVE.first_delay_ns,
     };
     unsafe {
         scan_tile::<BY_KEY_ROWS, _, _, _, _>(

@@ -22,6 +22,14 @@ pub struct ScanPolicy {
     /// registers per element; at 16 rows its kernels spilled and each instance was ~110 kB of
     /// PTX (72 of them were 8 MB, 60% of the library's PTX). 8 rows keeps them in registers.
     pub by_key_rows: u32,
+    /// Rows of the reduce by key (same layout as the scan by key). Its (run count, value)
+    /// pairs and head/tail logic take registers: 8 rows needed 131 per thread (one block per
+    /// SM; H100, 2^27 u32 keys + f32 values: 0.30x CUB), 4 rows 110 (two), 2 rows 64 (four:
+    /// 0.42x with the plain scan's 3 us first wait).
+    pub reduce_by_key_rows: u32,
+    /// The reduce by key's first look-back wait ([`ScanPolicy::first_delay_ns`]): its tiles
+    /// are a quarter of the plain scan's, so they publish sooner.
+    pub reduce_by_key_delay_ns: u32,
     /// Predecessors each lane reads per look-back round (a warp reads 32 x this). Wider
     /// windows measured slower on an H200 (more status lines polled per round).
     pub lookback_per_lane: u32,
@@ -50,6 +58,8 @@ pub const SM90: ScanPolicy = ScanPolicy {
     block: 256,
     rows: 16,
     by_key_rows: 8,
+    reduce_by_key_rows: 2,
+    reduce_by_key_delay_ns: 750,
     lookback_per_lane: 1,
     first_delay_ns: 3000,
     delay_from_tile: 256,
@@ -92,6 +102,11 @@ impl ScanPolicy {
     /// Elements per tile of the scan for elements of `elem_bytes` bytes.
     pub const fn tile_elems(&self, elem_bytes: u64) -> u64 {
         self.block as u64 * self.rows as u64 * 16 / elem_bytes
+    }
+
+    /// Elements per tile of the reduce by key for values of `elem_bytes` bytes.
+    pub const fn reduce_by_key_tile_elems(&self, elem_bytes: u64) -> u64 {
+        self.block as u64 * self.reduce_by_key_rows as u64 * 16 / elem_bytes
     }
 
     /// Elements per tile of the scan by key for values of `elem_bytes` bytes.

@@ -8,7 +8,10 @@
 //   int cub_temp_bytes_NAME(unsigned long long n, size_t* bytes);
 //   int cub_NAME(void* temp, size_t temp_bytes, const T* in, T* out,
 //                unsigned long long n, void* stream);
-// Both return the cudaError_t as int (0 = success). `stream` is a cudaStream_t; a driver-API
+// (`in` and `out` of different types for the sum_*_to_f32 ops: const __half* / const
+// __nv_bfloat16* in, float* out.) The segmented sums and the reduce by key, further down, take
+// more arguments; each says its two signatures above it.
+// All return the cudaError_t as int (0 = success). `stream` is a cudaStream_t; a driver-API
 // CUstream is the same object. The call runs in the CUDA context current on the calling
 // thread (the runtime API adopts a context made current through the driver API).
 // `temp` must be at least the queried size; a null `temp` is rejected (CUB would otherwise
@@ -20,11 +23,17 @@
 // `unsigned long long` otherwise, so n > 2^32 works. The query and the run choose the same way.
 // With an older CUB (int num_items in DeviceScan), n > INT_MAX returns cudaErrorInvalidValue.
 
+// The half types first, so CUB sees them (CCCL's support for __half / __nv_bfloat16 keys on
+// these headers).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 
 // Built against a CCCL checkout, build.sh and `host bench --cccl` define this to the
 // CUB_VERSION of the checkout's cub/version.cuh: any other value means the toolkit's own CUB
@@ -37,6 +46,19 @@
 #  define CUB_SHIM_WIDE_NUM_ITEMS 1
 #else
 #  define CUB_SHIM_WIDE_NUM_ITEMS 0
+#endif
+
+// DeviceSegmentedReduce::Sum(temp, bytes, in, out, num_segments, int segment_size, stream), the
+// fixed-segment-size overload, first appears in CCCL 3.1.0 (CUB_VERSION 300100; its docs say
+// "versionadded 3.2.0", but the v3.1.0 tag has it). Older CUBs (CUDA 13.0's 3.0.x) get the rows'
+// offsets from a counting iterator through a transform instead, never stored. Defining
+// CUB_SHIM_FIXED_SEGMENTS_VIA_OFFSETS takes that path with any CUB (to compare the two).
+#if CUB_VERSION >= 300100 && !defined(CUB_SHIM_FIXED_SEGMENTS_VIA_OFFSETS)
+#  define CUB_SHIM_FIXED_SEGMENT_SIZE 1
+#else
+#  define CUB_SHIM_FIXED_SEGMENT_SIZE 0
+#  include <thrust/iterator/counting_iterator.h>
+#  include <thrust/iterator/transform_iterator.h>
 #endif
 
 namespace
@@ -59,10 +81,43 @@ int shim_dispatch(unsigned long long n, F&& f)
   return static_cast<int>(f(static_cast<int>(n)));
 #endif
 }
+
+// The sum of the *_to_f32 reductions: f32 + f32, the half input converted first, so CUB's
+// accumulator (the type of op(init, input): float with a float init) is f32. cuda::std::plus<>
+// would not do: `float + __half` is ambiguous (the built-in + after __half's conversion to
+// float, or __half's operator+ after float's conversion to __half).
+struct shim_plus_f32
+{
+  __host__ __device__ float operator()(float a, float b) const
+  {
+    return a + b;
+  }
+  __host__ __device__ float operator()(float a, __half b) const
+  {
+    return a + __half2float(b);
+  }
+  __host__ __device__ float operator()(float a, __nv_bfloat16 b) const
+  {
+    return a + __bfloat162float(b);
+  }
+};
+
+#if !CUB_SHIM_FIXED_SEGMENT_SIZE
+// Row r's first element, r * row_len: a row's begin offset from a counting iterator.
+struct shim_row_offset
+{
+  long long row_len;
+  __host__ __device__ long long operator()(long long row) const
+  {
+    return row * row_len;
+  }
+};
+#endif
 } // namespace
 
-// CALL may use: temp (void*), tb (size_t lvalue), in (const T*), out (T*), nn (num_items), s.
-#define CUB_SHIM_OP(NAME, T, CALL)                                                              \
+// CALL may use: temp (void*), tb (size_t lvalue), in (const TIN*), out (TOUT*), nn (num_items),
+// s (cudaStream_t).
+#define CUB_SHIM_OP_IO(NAME, TIN, TOUT, CALL)                                                   \
   extern "C" int cub_temp_bytes_##NAME(unsigned long long n, size_t* bytes)                      \
   {                                                                                              \
     if (bytes == nullptr)                                                                        \
@@ -71,8 +126,8 @@ int shim_dispatch(unsigned long long n, F&& f)
     }                                                                                            \
     void* temp     = nullptr;                                                                    \
     size_t tb      = 0;                                                                          \
-    const T* in    = nullptr;                                                                    \
-    T* out         = nullptr;                                                                    \
+    const TIN* in  = nullptr;                                                                    \
+    TOUT* out      = nullptr;                                                                    \
     cudaStream_t s = nullptr;                                                                    \
     int rc         = shim_dispatch(n, [&](auto nn) { return CALL; });                            \
     if (rc == 0)                                                                                 \
@@ -82,7 +137,7 @@ int shim_dispatch(unsigned long long n, F&& f)
     return rc;                                                                                   \
   }                                                                                              \
   extern "C" int cub_##NAME(                                                                     \
-    void* temp, size_t temp_bytes, const T* in, T* out, unsigned long long n, void* stream)     \
+    void* temp, size_t temp_bytes, const TIN* in, TOUT* out, unsigned long long n, void* stream) \
   {                                                                                              \
     if (temp == nullptr)                                                                         \
     {                                                                                            \
@@ -93,6 +148,9 @@ int shim_dispatch(unsigned long long n, F&& f)
     return shim_dispatch(n, [&](auto nn) { return CALL; });                                      \
   }
 
+// The same with one element type T for input and output.
+#define CUB_SHIM_OP(NAME, T, CALL) CUB_SHIM_OP_IO(NAME, T, T, CALL)
+
 CUB_SHIM_OP(sum_f32, float, cub::DeviceReduce::Sum(temp, tb, in, out, nn, s))
 CUB_SHIM_OP(sum_f64, double, cub::DeviceReduce::Sum(temp, tb, in, out, nn, s))
 CUB_SHIM_OP(sum_i32, int, cub::DeviceReduce::Sum(temp, tb, in, out, nn, s))
@@ -101,6 +159,217 @@ CUB_SHIM_OP(max_f32, float, cub::DeviceReduce::Max(temp, tb, in, out, nn, s))
 CUB_SHIM_OP(inclusive_sum_i32, int, cub::DeviceScan::InclusiveSum(temp, tb, in, out, nn, s))
 CUB_SHIM_OP(inclusive_sum_f32, float, cub::DeviceScan::InclusiveSum(temp, tb, in, out, nn, s))
 CUB_SHIM_OP(exclusive_sum_i32, int, cub::DeviceScan::ExclusiveSum(temp, tb, in, out, nn, s))
+
+// Half-precision sums, CUB's defaults: DeviceReduce::Sum accumulates in the element type
+// (__half + __half -> __half) and writes one __half / __nv_bfloat16.
+//   int cub_temp_bytes_sum_f16(unsigned long long n, size_t* bytes);
+//   int cub_sum_f16(void* temp, size_t temp_bytes, const __half* in, __half* out,
+//                   unsigned long long n, void* stream);
+//   int cub_temp_bytes_sum_bf16(unsigned long long n, size_t* bytes);
+//   int cub_sum_bf16(void* temp, size_t temp_bytes, const __nv_bfloat16* in,
+//                    __nv_bfloat16* out, unsigned long long n, void* stream);
+CUB_SHIM_OP(sum_f16, __half, cub::DeviceReduce::Sum(temp, tb, in, out, nn, s))
+CUB_SHIM_OP(sum_bf16, __nv_bfloat16, cub::DeviceReduce::Sum(temp, tb, in, out, nn, s))
+
+// Half-precision inputs summed in f32 into one float, as this library does: DeviceReduce::Reduce
+// with init 0.0f and shim_plus_f32; CUB's accumulator type is that of op(init, input), float.
+//   int cub_temp_bytes_sum_f16_to_f32(unsigned long long n, size_t* bytes);
+//   int cub_sum_f16_to_f32(void* temp, size_t temp_bytes, const __half* in, float* out,
+//                          unsigned long long n, void* stream);
+//   int cub_temp_bytes_sum_bf16_to_f32(unsigned long long n, size_t* bytes);
+//   int cub_sum_bf16_to_f32(void* temp, size_t temp_bytes, const __nv_bfloat16* in, float* out,
+//                           unsigned long long n, void* stream);
+CUB_SHIM_OP_IO(sum_f16_to_f32,
+               __half,
+               float,
+               cub::DeviceReduce::Reduce(temp, tb, in, out, nn, shim_plus_f32{}, 0.0f, s))
+CUB_SHIM_OP_IO(sum_bf16_to_f32,
+               __nv_bfloat16,
+               float,
+               cub::DeviceReduce::Reduce(temp, tb, in, out, nn, shim_plus_f32{}, 0.0f, s))
+
+// Half-precision inclusive sums (accumulating in the element type, CUB's default).
+//   int cub_temp_bytes_inclusive_sum_f16(unsigned long long n, size_t* bytes);
+//   int cub_inclusive_sum_f16(void* temp, size_t temp_bytes, const __half* in, __half* out,
+//                             unsigned long long n, void* stream);
+//   int cub_temp_bytes_inclusive_sum_bf16(unsigned long long n, size_t* bytes);
+//   int cub_inclusive_sum_bf16(void* temp, size_t temp_bytes, const __nv_bfloat16* in,
+//                              __nv_bfloat16* out, unsigned long long n, void* stream);
+CUB_SHIM_OP(inclusive_sum_f16, __half, cub::DeviceScan::InclusiveSum(temp, tb, in, out, nn, s))
+CUB_SHIM_OP(inclusive_sum_bf16, __nv_bfloat16, cub::DeviceScan::InclusiveSum(temp, tb, in, out, nn, s))
+
+// Segmented f32 sums, DeviceSegmentedReduce::Sum (an empty segment sums to 0): segment i is
+// in[begin_offsets[i] .. end_offsets[i]). CSR offsets (num_segments + 1 of them) serve as both:
+// begin = offsets, end = offsets + 1. The query needs no offsets (CUB asks for none).
+//   int cub_temp_bytes_segmented_sum_f32(int64_t num_segments, size_t* bytes);
+//   int cub_segmented_sum_f32(void* temp, size_t temp_bytes, const float* in, float* out,
+//                             int64_t num_segments, const unsigned long long* begin_offsets,
+//                             const unsigned long long* end_offsets, void* stream);
+// A negative num_segments, or a null `bytes` / `temp`, is cudaErrorInvalidValue.
+extern "C" int cub_temp_bytes_segmented_sum_f32(int64_t num_segments, size_t* bytes)
+{
+  if (bytes == nullptr || num_segments < 0)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  void* temp                       = nullptr;
+  size_t tb                        = 0;
+  const float* in                  = nullptr;
+  float* out                       = nullptr;
+  const unsigned long long* offset = nullptr;
+  const cudaError_t rc =
+    cub::DeviceSegmentedReduce::Sum(temp, tb, in, out, num_segments, offset, offset, cudaStream_t{});
+  if (rc == cudaSuccess)
+  {
+    // At least 1, as CUB's other queries: with no segments some CUBs leave it at 0.
+    *bytes = tb > 0 ? tb : 1;
+  }
+  return static_cast<int>(rc);
+}
+
+extern "C" int cub_segmented_sum_f32(
+  void* temp,
+  size_t temp_bytes,
+  const float* in,
+  float* out,
+  int64_t num_segments,
+  const unsigned long long* begin_offsets,
+  const unsigned long long* end_offsets,
+  void* stream)
+{
+  if (temp == nullptr || num_segments < 0)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  size_t tb = temp_bytes;
+  return static_cast<int>(cub::DeviceSegmentedReduce::Sum(
+    temp, tb, in, out, num_segments, begin_offsets, end_offsets, static_cast<cudaStream_t>(stream)));
+}
+
+// The f32 sum of each row of a row-major num_rows x row_len matrix: out[r] = sum of
+// in[r * row_len .. (r + 1) * row_len). With CUB >= 3.1 DeviceSegmentedReduce::Sum's
+// fixed-segment-size overload (its segment size is an int: row_len > INT_MAX is
+// cudaErrorInvalidValue); with an older CUB the offset overload, its offsets r * row_len from a
+// counting iterator (cub_segmented_sum_fixed_native() says which). The temp size depends on
+// both dimensions (CUB 3.6 reduces rows longer than a tile in two passes through it).
+//   int cub_temp_bytes_segmented_sum_fixed_f32(int64_t num_rows, int64_t row_len, size_t* bytes);
+//   int cub_segmented_sum_fixed_f32(void* temp, size_t temp_bytes, const float* in, float* out,
+//                                   int64_t num_rows, int64_t row_len, void* stream);
+// A negative num_rows or row_len, or a null `bytes` / `temp`, is cudaErrorInvalidValue.
+namespace
+{
+cudaError_t shim_segmented_sum_fixed(
+  void* temp, size_t& tb, const float* in, float* out, int64_t num_rows, int64_t row_len, cudaStream_t s)
+{
+  if (num_rows < 0 || row_len < 0)
+  {
+    return cudaErrorInvalidValue;
+  }
+#if CUB_SHIM_FIXED_SEGMENT_SIZE
+  if (row_len > static_cast<int64_t>(INT_MAX))
+  {
+    return cudaErrorInvalidValue;
+  }
+  return cub::DeviceSegmentedReduce::Sum(temp, tb, in, out, num_rows, static_cast<int>(row_len), s);
+#else
+  const auto begin = thrust::make_transform_iterator(
+    thrust::make_counting_iterator<long long>(0), shim_row_offset{static_cast<long long>(row_len)});
+  return cub::DeviceSegmentedReduce::Sum(temp, tb, in, out, num_rows, begin, begin + 1, s);
+#endif
+}
+} // namespace
+
+extern "C" int cub_temp_bytes_segmented_sum_fixed_f32(int64_t num_rows, int64_t row_len, size_t* bytes)
+{
+  if (bytes == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  size_t tb             = 0;
+  const cudaError_t rc = shim_segmented_sum_fixed(nullptr, tb, nullptr, nullptr, num_rows, row_len, cudaStream_t{});
+  if (rc == cudaSuccess)
+  {
+    *bytes = tb > 0 ? tb : 1; // as above
+  }
+  return static_cast<int>(rc);
+}
+
+extern "C" int cub_segmented_sum_fixed_f32(
+  void* temp, size_t temp_bytes, const float* in, float* out, int64_t num_rows, int64_t row_len, void* stream)
+{
+  if (temp == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  size_t tb = temp_bytes;
+  return static_cast<int>(
+    shim_segmented_sum_fixed(temp, tb, in, out, num_rows, row_len, static_cast<cudaStream_t>(stream)));
+}
+
+// 1 when cub_segmented_sum_fixed_f32 uses CUB's fixed-segment-size overload, 0 when it goes
+// through offset iterators.
+extern "C" int cub_segmented_sum_fixed_native(void)
+{
+  return CUB_SHIM_FIXED_SEGMENT_SIZE;
+}
+
+// Sum of each run of equal consecutive keys, DeviceReduce::ReduceByKey with cuda::std::plus<>:
+// unique_out[j] is run j's key, aggregates_out[j] the f32 sum of its values, and
+// *num_runs_out the number of runs. CUB writes the run count through NumRunsOutputIteratorT,
+// deduced from the pointer passed: here unsigned long long* (CUB assigns its offset type to
+// *num_runs_out: unsigned int when n fits in 32 bits, unsigned long long above). unique_out and
+// aggregates_out need room for n elements (as many runs as there may be).
+//   int cub_temp_bytes_reduce_by_key_sum_u32_f32(unsigned long long n, size_t* bytes);
+//   int cub_reduce_by_key_sum_u32_f32(void* temp, size_t temp_bytes, const unsigned int* keys_in,
+//                                     unsigned int* unique_out, const float* values_in,
+//                                     float* aggregates_out, unsigned long long* num_runs_out,
+//                                     unsigned long long n, void* stream);
+extern "C" int cub_temp_bytes_reduce_by_key_sum_u32_f32(unsigned long long n, size_t* bytes)
+{
+  if (bytes == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  void* temp                     = nullptr;
+  size_t tb                      = 0;
+  const unsigned int* keys_in    = nullptr;
+  unsigned int* unique_out       = nullptr;
+  const float* values_in         = nullptr;
+  float* aggregates_out          = nullptr;
+  unsigned long long* num_runs   = nullptr;
+  int rc = shim_dispatch(n, [&](auto nn) {
+    return cub::DeviceReduce::ReduceByKey(
+      temp, tb, keys_in, unique_out, values_in, aggregates_out, num_runs, ::cuda::std::plus<>{}, nn, cudaStream_t{});
+  });
+  if (rc == 0)
+  {
+    *bytes = tb;
+  }
+  return rc;
+}
+
+extern "C" int cub_reduce_by_key_sum_u32_f32(
+  void* temp,
+  size_t temp_bytes,
+  const unsigned int* keys_in,
+  unsigned int* unique_out,
+  const float* values_in,
+  float* aggregates_out,
+  unsigned long long* num_runs_out,
+  unsigned long long n,
+  void* stream)
+{
+  if (temp == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  size_t tb      = temp_bytes;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  return shim_dispatch(n, [&](auto nn) {
+    return cub::DeviceReduce::ReduceByKey(
+      temp, tb, keys_in, unique_out, values_in, aggregates_out, num_runs_out, ::cuda::std::plus<>{}, nn, s);
+  });
+}
 
 // CUB_VERSION: major * 100000 + minor * 100 + patch (e.g. 300000 for CUB 3.0.0).
 extern "C" int cub_version(void)

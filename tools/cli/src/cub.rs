@@ -15,6 +15,10 @@
 //! elements (always at least 1 byte), and the op itself runs asynchronously on the stream
 //! with a caller-owned scratch buffer of at least that size.
 //!
+//! Half-precision elements have no Rust type here: [`F16`] (`__half`) and [`Bf16`]
+//! (`__nv_bfloat16`) only pick the shim's function; their buffers hold the `u16` bit patterns
+//! (e.g. a `DeviceBuffer<u16>`), passed by address like every other buffer.
+//!
 //! ```no_run
 //! # fn main() -> Result<(), gpu_reduce_tools::cub::CubError> {
 //! use gpu_reduce_tools::cub::Cub;
@@ -231,7 +235,21 @@ mod sealed {
     impl Sealed for f32 {}
     impl Sealed for f64 {}
     impl Sealed for i32 {}
+    impl Sealed for super::F16 {}
+    impl Sealed for super::Bf16 {}
 }
+
+/// IEEE binary16 elements (CUDA's `__half`), for the type parameter of [`Cub::sum`],
+/// [`Cub::sum_to_f32`] and [`Cub::inclusive_sum`]: 2 bytes each, held on the Rust side as
+/// their `u16` bit patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct F16;
+
+/// bfloat16 elements (CUDA's `__nv_bfloat16`, the upper half of an f32), for the type parameter
+/// of [`Cub::sum`], [`Cub::sum_to_f32`] and [`Cub::inclusive_sum`]: 2 bytes each, held on the
+/// Rust side as their `u16` bit patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bf16;
 
 /// Element types with a CUB sum reduction (`cub::DeviceReduce::Sum`) in the shim.
 /// The constants are the NUL-terminated symbol names of the run and the temp-size query.
@@ -258,6 +276,13 @@ pub trait CubInclusiveSum: Copy + sealed::Sealed {
 pub trait CubExclusiveSum: Copy + sealed::Sealed {
     const EXCLUSIVE_SUM: &'static [u8];
     const EXCLUSIVE_SUM_TEMP: &'static [u8];
+}
+
+/// Half-precision element types with a CUB sum accumulated in f32 into one f32
+/// (`cub::DeviceReduce::Reduce`, init 0.0f).
+pub trait CubSumToF32: Copy + sealed::Sealed {
+    const SUM_TO_F32: &'static [u8];
+    const SUM_TO_F32_TEMP: &'static [u8];
 }
 
 impl CubSum for f32 {
@@ -290,6 +315,30 @@ impl CubExclusiveSum for i32 {
     const EXCLUSIVE_SUM: &'static [u8] = b"cub_exclusive_sum_i32\0";
     const EXCLUSIVE_SUM_TEMP: &'static [u8] = b"cub_temp_bytes_exclusive_sum_i32\0";
 }
+impl CubSum for F16 {
+    const SUM: &'static [u8] = b"cub_sum_f16\0";
+    const SUM_TEMP: &'static [u8] = b"cub_temp_bytes_sum_f16\0";
+}
+impl CubSum for Bf16 {
+    const SUM: &'static [u8] = b"cub_sum_bf16\0";
+    const SUM_TEMP: &'static [u8] = b"cub_temp_bytes_sum_bf16\0";
+}
+impl CubSumToF32 for F16 {
+    const SUM_TO_F32: &'static [u8] = b"cub_sum_f16_to_f32\0";
+    const SUM_TO_F32_TEMP: &'static [u8] = b"cub_temp_bytes_sum_f16_to_f32\0";
+}
+impl CubSumToF32 for Bf16 {
+    const SUM_TO_F32: &'static [u8] = b"cub_sum_bf16_to_f32\0";
+    const SUM_TO_F32_TEMP: &'static [u8] = b"cub_temp_bytes_sum_bf16_to_f32\0";
+}
+impl CubInclusiveSum for F16 {
+    const INCLUSIVE_SUM: &'static [u8] = b"cub_inclusive_sum_f16\0";
+    const INCLUSIVE_SUM_TEMP: &'static [u8] = b"cub_temp_bytes_inclusive_sum_f16\0";
+}
+impl CubInclusiveSum for Bf16 {
+    const INCLUSIVE_SUM: &'static [u8] = b"cub_inclusive_sum_bf16\0";
+    const INCLUSIVE_SUM_TEMP: &'static [u8] = b"cub_temp_bytes_inclusive_sum_bf16\0";
+}
 
 /// Every op of the shim as (run symbol, temp-size symbol); all are resolved by [`Cub::load`].
 pub const OPS: &[(&[u8], &[u8])] = &[
@@ -310,6 +359,52 @@ pub const OPS: &[(&[u8], &[u8])] = &[
         <i32 as CubExclusiveSum>::EXCLUSIVE_SUM,
         <i32 as CubExclusiveSum>::EXCLUSIVE_SUM_TEMP,
     ),
+    (<F16 as CubSum>::SUM, <F16 as CubSum>::SUM_TEMP),
+    (<Bf16 as CubSum>::SUM, <Bf16 as CubSum>::SUM_TEMP),
+    (
+        <F16 as CubSumToF32>::SUM_TO_F32,
+        <F16 as CubSumToF32>::SUM_TO_F32_TEMP,
+    ),
+    (
+        <Bf16 as CubSumToF32>::SUM_TO_F32,
+        <Bf16 as CubSumToF32>::SUM_TO_F32_TEMP,
+    ),
+    (
+        <F16 as CubInclusiveSum>::INCLUSIVE_SUM,
+        <F16 as CubInclusiveSum>::INCLUSIVE_SUM_TEMP,
+    ),
+    (
+        <Bf16 as CubInclusiveSum>::INCLUSIVE_SUM,
+        <Bf16 as CubInclusiveSum>::INCLUSIVE_SUM_TEMP,
+    ),
+];
+
+/// `int cub_segmented_sum_f32(void* temp, size_t temp_bytes, const float* in, float* out,
+/// int64_t num_segments, const unsigned long long* begin_offsets, const unsigned long long*
+/// end_offsets, void* stream)`
+pub const SEGMENTED_SUM_SYMBOL: &[u8] = b"cub_segmented_sum_f32\0";
+/// `int cub_temp_bytes_segmented_sum_f32(int64_t num_segments, size_t* bytes)`
+pub const SEGMENTED_SUM_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_segmented_sum_f32\0";
+/// `int cub_segmented_sum_fixed_f32(void* temp, size_t temp_bytes, const float* in, float* out,
+/// int64_t num_rows, int64_t row_len, void* stream)`
+pub const SEGMENTED_SUM_FIXED_SYMBOL: &[u8] = b"cub_segmented_sum_fixed_f32\0";
+/// `int cub_temp_bytes_segmented_sum_fixed_f32(int64_t num_rows, int64_t row_len, size_t* bytes)`
+pub const SEGMENTED_SUM_FIXED_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_segmented_sum_fixed_f32\0";
+/// `int cub_segmented_sum_fixed_native(void)`
+pub const SEGMENTED_SUM_FIXED_NATIVE_SYMBOL: &[u8] = b"cub_segmented_sum_fixed_native\0";
+/// `int cub_reduce_by_key_sum_u32_f32(void* temp, size_t temp_bytes, const unsigned int* keys_in,
+/// unsigned int* unique_out, const float* values_in, float* aggregates_out, unsigned long long*
+/// num_runs_out, unsigned long long n, void* stream)`
+pub const REDUCE_BY_KEY_SYMBOL: &[u8] = b"cub_reduce_by_key_sum_u32_f32\0";
+/// `int cub_temp_bytes_reduce_by_key_sum_u32_f32(unsigned long long n, size_t* bytes)`
+pub const REDUCE_BY_KEY_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_reduce_by_key_sum_u32_f32\0";
+
+/// The shim's ops with arguments of their own (not [`OPS`]' shape), as (run symbol, temp-size
+/// symbol); all are resolved by [`Cub::load`] too.
+pub const OTHER_OPS: &[(&[u8], &[u8])] = &[
+    (SEGMENTED_SUM_SYMBOL, SEGMENTED_SUM_TEMP_SYMBOL),
+    (SEGMENTED_SUM_FIXED_SYMBOL, SEGMENTED_SUM_FIXED_TEMP_SYMBOL),
+    (REDUCE_BY_KEY_SYMBOL, REDUCE_BY_KEY_TEMP_SYMBOL),
 ];
 
 /// `int cub_version(void)`
@@ -327,6 +422,48 @@ type RunFn =
     unsafe extern "C" fn(*mut c_void, usize, *const c_void, *mut c_void, u64, *mut c_void) -> c_int;
 type IntFn = unsafe extern "C" fn() -> c_int;
 type ErrorStringFn = unsafe extern "C" fn(c_int) -> *const c_char;
+/// `int cub_temp_bytes_segmented_sum_f32(int64_t num_segments, size_t* bytes)`
+type SegmentedTempFn = unsafe extern "C" fn(i64, *mut usize) -> c_int;
+/// `int cub_segmented_sum_f32(void* temp, size_t temp_bytes, const float* in, float* out,
+/// int64_t num_segments, const unsigned long long* begin_offsets, const unsigned long long*
+/// end_offsets, void* stream)`
+type SegmentedFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const c_void,
+    *mut c_void,
+    i64,
+    *const c_void,
+    *const c_void,
+    *mut c_void,
+) -> c_int;
+/// `int cub_temp_bytes_segmented_sum_fixed_f32(int64_t num_rows, int64_t row_len, size_t* bytes)`
+type FixedTempFn = unsafe extern "C" fn(i64, i64, *mut usize) -> c_int;
+/// `int cub_segmented_sum_fixed_f32(void* temp, size_t temp_bytes, const float* in, float* out,
+/// int64_t num_rows, int64_t row_len, void* stream)`
+type FixedFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const c_void,
+    *mut c_void,
+    i64,
+    i64,
+    *mut c_void,
+) -> c_int;
+/// `int cub_reduce_by_key_sum_u32_f32(void* temp, size_t temp_bytes, const unsigned int*
+/// keys_in, unsigned int* unique_out, const float* values_in, float* aggregates_out, unsigned
+/// long long* num_runs_out, unsigned long long n, void* stream)` (its query is a [`TempFn`])
+type ReduceByKeyFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const c_void,
+    *mut c_void,
+    *const c_void,
+    *mut c_void,
+    *mut c_void,
+    u64,
+    *mut c_void,
+) -> c_int;
 
 struct Op {
     run_name: &'static [u8],
@@ -334,10 +471,22 @@ struct Op {
     temp: TempFn,
 }
 
+/// The functions of [`OTHER_OPS`], each with its own signature.
+struct OtherOps {
+    segmented: SegmentedFn,
+    segmented_temp: SegmentedTempFn,
+    fixed: FixedFn,
+    fixed_temp: FixedTempFn,
+    fixed_native: bool,
+    reduce_by_key: ReduceByKeyFn,
+    reduce_by_key_temp: TempFn,
+}
+
 /// The loaded shim. Function pointers are resolved once, at load, and stay valid as long as
 /// `lib` (held here) is loaded.
 pub struct Cub {
     ops: Vec<Op>,
+    other: OtherOps,
     version: i32,
     wide: bool,
     error_string: ErrorStringFn,
@@ -352,6 +501,7 @@ impl std::fmt::Debug for Cub {
             .field("path", &self.path)
             .field("version", &self.version)
             .field("wide_num_items", &self.wide)
+            .field("segmented_fixed_native", &self.other.fixed_native)
             .finish_non_exhaustive()
     }
 }
@@ -398,8 +548,19 @@ impl Cub {
                     temp: resolve::<TempFn>(&lib, temp_name)?,
                 });
             }
+            let fixed_native = resolve::<IntFn>(&lib, SEGMENTED_SUM_FIXED_NATIVE_SYMBOL)?;
+            let other = OtherOps {
+                segmented: resolve::<SegmentedFn>(&lib, SEGMENTED_SUM_SYMBOL)?,
+                segmented_temp: resolve::<SegmentedTempFn>(&lib, SEGMENTED_SUM_TEMP_SYMBOL)?,
+                fixed: resolve::<FixedFn>(&lib, SEGMENTED_SUM_FIXED_SYMBOL)?,
+                fixed_temp: resolve::<FixedTempFn>(&lib, SEGMENTED_SUM_FIXED_TEMP_SYMBOL)?,
+                fixed_native: fixed_native() != 0,
+                reduce_by_key: resolve::<ReduceByKeyFn>(&lib, REDUCE_BY_KEY_SYMBOL)?,
+                reduce_by_key_temp: resolve::<TempFn>(&lib, REDUCE_BY_KEY_TEMP_SYMBOL)?,
+            };
             Ok(Cub {
                 ops,
+                other,
                 version: version(),
                 wide: wide() != 0,
                 error_string,
@@ -418,6 +579,13 @@ impl Cub {
     /// calls fail with cudaErrorInvalidValue (1).
     pub fn wide_num_items(&self) -> bool {
         self.wide
+    }
+
+    /// Whether [`Cub::segmented_sum_fixed_f32`] runs CUB's fixed-segment-size
+    /// `DeviceSegmentedReduce::Sum` (CUB >= 3.1) rather than the offset one over offsets
+    /// computed from a counting iterator (older CUBs).
+    pub fn segmented_fixed_native(&self) -> bool {
+        self.other.fixed_native
     }
 
     /// The path the shim was loaded from.
@@ -613,6 +781,177 @@ impl Cub {
     ) -> Result<(), CubError> {
         // SAFETY: forwarded from the caller.
         unsafe { self.run(T::EXCLUSIVE_SUM, temp, temp_bytes, input, out, n, stream) }
+    }
+
+    /// Scratch bytes [`Cub::sum_to_f32`] needs for `n` elements.
+    pub fn temp_bytes_sum_to_f32<T: CubSumToF32>(&self, n: u64) -> Result<usize, CubError> {
+        self.temp_bytes(T::SUM_TO_F32, T::SUM_TO_F32_TEMP, n)
+    }
+
+    /// `out[0] = in[0] + ... + in[n-1]` (0 for n = 0) of half-precision inputs, accumulated in
+    /// f32 into one f32, with `cub::DeviceReduce::Reduce` (init 0.0f).
+    ///
+    /// # Safety
+    /// As for [`Cub::sum`], with [`Cub::temp_bytes_sum_to_f32`], `input` holding `n` 2-byte
+    /// elements and `out` one f32.
+    pub unsafe fn sum_to_f32<T: CubSumToF32>(
+        &self,
+        temp: u64,
+        temp_bytes: usize,
+        input: u64,
+        out: u64,
+        n: u64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run(T::SUM_TO_F32, temp, temp_bytes, input, out, n, stream) }
+    }
+
+    /// Scratch bytes [`Cub::segmented_sum_f32`] needs for `num_segments` segments (CUB asks
+    /// nothing of the offsets for it).
+    pub fn temp_bytes_segmented_sum_f32(&self, num_segments: i64) -> Result<usize, CubError> {
+        let mut bytes = 0usize;
+        // SAFETY: the query only writes `bytes`; no device memory is touched.
+        let code = unsafe { (self.other.segmented_temp)(num_segments, &mut bytes) };
+        self.check(SEGMENTED_SUM_TEMP_SYMBOL, code)?;
+        Ok(bytes)
+    }
+
+    /// `out[i] = in[begin[i]] + ... + in[end[i] - 1]` (0 for an empty segment) for each of
+    /// `num_segments` segments, with `cub::DeviceSegmentedReduce::Sum` (f32), enqueued on
+    /// `stream`. CSR offsets (`num_segments + 1` of them, at `offsets`) are `begin = offsets`,
+    /// `end = offsets + 8` (one u64 further).
+    ///
+    /// # Safety
+    /// `temp` (at least `temp_bytes` >= [`Cub::temp_bytes_segmented_sum_f32`] bytes), `input`
+    /// (f32, every element a segment names), `out` (`num_segments` f32), `begin` and `end`
+    /// (`num_segments` u64 each) are device allocations of the context current on this thread,
+    /// `stream` is a stream of that context (or null), and none of them is freed or reused
+    /// before the stream has finished the work.
+    #[allow(clippy::too_many_arguments)] // the C function's arguments
+    pub unsafe fn segmented_sum_f32(
+        &self,
+        temp: u64,
+        temp_bytes: usize,
+        input: u64,
+        out: u64,
+        num_segments: i64,
+        begin: u64,
+        end: u64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        // SAFETY: forwarded from the caller.
+        let code = unsafe {
+            (self.other.segmented)(
+                temp as usize as *mut c_void,
+                temp_bytes,
+                input as usize as *const c_void,
+                out as usize as *mut c_void,
+                num_segments,
+                begin as usize as *const c_void,
+                end as usize as *const c_void,
+                stream,
+            )
+        };
+        self.check(SEGMENTED_SUM_SYMBOL, code)
+    }
+
+    /// Scratch bytes [`Cub::segmented_sum_fixed_f32`] needs for a `rows` x `row_len` matrix.
+    pub fn temp_bytes_segmented_sum_fixed_f32(
+        &self,
+        rows: i64,
+        row_len: i64,
+    ) -> Result<usize, CubError> {
+        let mut bytes = 0usize;
+        // SAFETY: the query only writes `bytes`; no device memory is touched.
+        let code = unsafe { (self.other.fixed_temp)(rows, row_len, &mut bytes) };
+        self.check(SEGMENTED_SUM_FIXED_TEMP_SYMBOL, code)?;
+        Ok(bytes)
+    }
+
+    /// The f32 sum of each row of the row-major `rows` x `row_len` matrix at `input` into
+    /// `out[row]`, with `cub::DeviceSegmentedReduce::Sum` (see
+    /// [`Cub::segmented_fixed_native`] for which overload), enqueued on `stream`. With CUB's
+    /// fixed-size overload `row_len` must fit in an `int` (else CUDA error 1).
+    ///
+    /// # Safety
+    /// As for [`Cub::segmented_sum_f32`], with [`Cub::temp_bytes_segmented_sum_fixed_f32`],
+    /// `input` holding `rows * row_len` f32 and `out` `rows` f32.
+    #[allow(clippy::too_many_arguments)] // the C function's arguments
+    pub unsafe fn segmented_sum_fixed_f32(
+        &self,
+        temp: u64,
+        temp_bytes: usize,
+        input: u64,
+        out: u64,
+        rows: i64,
+        row_len: i64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        // SAFETY: forwarded from the caller.
+        let code = unsafe {
+            (self.other.fixed)(
+                temp as usize as *mut c_void,
+                temp_bytes,
+                input as usize as *const c_void,
+                out as usize as *mut c_void,
+                rows,
+                row_len,
+                stream,
+            )
+        };
+        self.check(SEGMENTED_SUM_FIXED_SYMBOL, code)
+    }
+
+    /// Scratch bytes [`Cub::reduce_by_key_sum_u32_f32`] needs for `n` elements.
+    pub fn temp_bytes_reduce_by_key_sum_u32_f32(&self, n: u64) -> Result<usize, CubError> {
+        let mut bytes = 0usize;
+        // SAFETY: the query only writes `bytes`; no device memory is touched.
+        let code = unsafe { (self.other.reduce_by_key_temp)(n, &mut bytes) };
+        self.check(REDUCE_BY_KEY_TEMP_SYMBOL, code)?;
+        Ok(bytes)
+    }
+
+    /// The f32 sum of each run of equal consecutive u32 keys, with
+    /// `cub::DeviceReduce::ReduceByKey` (`cuda::std::plus<>`), enqueued on `stream`: run `j`'s
+    /// key goes to `unique_out[j]`, its sum to `aggregates_out[j]`, and the number of runs to
+    /// `num_runs_out` as one u64.
+    ///
+    /// # Safety
+    /// `temp` (at least `temp_bytes` >= [`Cub::temp_bytes_reduce_by_key_sum_u32_f32`] bytes),
+    /// `keys` (`n` u32), `values` (`n` f32), `unique_out` (room for `n` u32), `aggregates_out`
+    /// (room for `n` f32) and `num_runs_out` (one u64) are device allocations of the context
+    /// current on this thread, the outputs overlapping nothing, `stream` is a stream of that
+    /// context (or null), and none of them is freed or reused before the stream has finished
+    /// the work.
+    #[allow(clippy::too_many_arguments)] // the C function's arguments
+    pub unsafe fn reduce_by_key_sum_u32_f32(
+        &self,
+        temp: u64,
+        temp_bytes: usize,
+        keys: u64,
+        unique_out: u64,
+        values: u64,
+        aggregates_out: u64,
+        num_runs_out: u64,
+        n: u64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        // SAFETY: forwarded from the caller.
+        let code = unsafe {
+            (self.other.reduce_by_key)(
+                temp as usize as *mut c_void,
+                temp_bytes,
+                keys as usize as *const c_void,
+                unique_out as usize as *mut c_void,
+                values as usize as *const c_void,
+                aggregates_out as usize as *mut c_void,
+                num_runs_out as usize as *mut c_void,
+                n,
+                stream,
+            )
+        };
+        self.check(REDUCE_BY_KEY_SYMBOL, code)
     }
 }
 
@@ -822,8 +1161,17 @@ mod tests {
     }
 
     fn all_symbols() -> Vec<&'static [u8]> {
-        let mut v: Vec<&'static [u8]> = OPS.iter().flat_map(|&(r, t)| [r, t]).collect();
-        v.extend([VERSION_SYMBOL, WIDE_SYMBOL, ERROR_STRING_SYMBOL]);
+        let mut v: Vec<&'static [u8]> = OPS
+            .iter()
+            .chain(OTHER_OPS)
+            .flat_map(|&(r, t)| [r, t])
+            .collect();
+        v.extend([
+            VERSION_SYMBOL,
+            WIDE_SYMBOL,
+            ERROR_STRING_SYMBOL,
+            SEGMENTED_SUM_FIXED_NATIVE_SYMBOL,
+        ]);
         v
     }
 
@@ -849,7 +1197,7 @@ mod tests {
     #[test]
     fn symbol_names_are_nul_terminated_and_distinct() {
         let syms = all_symbols();
-        assert_eq!(syms.len(), 2 * 8 + 3);
+        assert_eq!(syms.len(), 2 * (14 + 3) + 4);
         for s in &syms {
             assert_eq!(s.last(), Some(&0u8), "{s:?} lacks its NUL");
             assert_eq!(
@@ -872,12 +1220,45 @@ mod tests {
 
     #[test]
     fn temp_symbols_follow_the_shim_macro() {
-        // CUB_SHIM_OP(NAME, ...) exports cub_NAME and cub_temp_bytes_NAME.
-        for &(run, temp) in OPS {
+        // CUB_SHIM_OP(NAME, ...) exports cub_NAME and cub_temp_bytes_NAME; the other ops are
+        // named the same way.
+        for &(run, temp) in OPS.iter().chain(OTHER_OPS) {
             let run = symbol_name(run);
             let op = run.strip_prefix("cub_").unwrap();
             assert_eq!(symbol_name(temp), format!("cub_temp_bytes_{op}"));
         }
+    }
+
+    /// Every symbol the loader resolves is defined in the shim's source: by CUB_SHIM_OP /
+    /// CUB_SHIM_OP_IO (its op's run and query), or written out as an `extern "C"` function.
+    #[test]
+    fn every_symbol_is_in_the_shim_source() {
+        let macro_op = |op: &str| {
+            SHIM_SOURCE.lines().any(|l| {
+                l.starts_with(&format!("CUB_SHIM_OP({op},"))
+                    || l.starts_with(&format!("CUB_SHIM_OP_IO({op},"))
+            })
+        };
+        for sym in all_symbols() {
+            let name = symbol_name(sym);
+            let written = SHIM_SOURCE
+                .lines()
+                .any(|l| l.starts_with("extern \"C\"") && l.contains(&format!(" {name}(")));
+            let op = name
+                .strip_prefix("cub_temp_bytes_")
+                .or_else(|| name.strip_prefix("cub_"))
+                .unwrap();
+            assert!(
+                written || macro_op(op),
+                "{name} is not defined in cub_shim.cu"
+            );
+        }
+        // The macro ops are exactly OPS.
+        let macro_ops = SHIM_SOURCE
+            .lines()
+            .filter(|l| l.starts_with("CUB_SHIM_OP(") || l.starts_with("CUB_SHIM_OP_IO("))
+            .count();
+        assert_eq!(macro_ops, OPS.len());
     }
 
     #[test]

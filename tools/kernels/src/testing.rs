@@ -83,7 +83,13 @@ pub unsafe fn test_lookback(
     epoch: u32,
     out: *mut kernels::scan::Headed<u32>,
 ) {
-    let status = kernels::scan::lookback::TileStatus { flags, aggregates, prefixes, epoch };
+    let status = kernels::scan::lookback::TileStatus {
+        flags,
+        aggregates,
+        prefixes,
+        epoch,
+        first_delay_ns: kernels::scan::policy::ACTIVE.first_delay_ns,
+    };
     let identity = kernels::scan::Headed { head: 0, value: 0u32 };
     let p = unsafe {
         status.exclusive_prefix(tile, identity, kernels::scan::segmented::<u32, kernels::ops::Sum>)

@@ -6,6 +6,7 @@
 //! reference before its time is recorded. [`report`] writes JSON and Markdown, [`plot`] the
 //! figures.
 
+pub mod by_key;
 pub mod plot;
 pub mod report;
 pub mod segmented;
@@ -33,9 +34,12 @@ pub enum Op {
     Dot,
     /// Mean and variance in one pass (f32), against the read limit.
     Variance,
-    /// Segmented f32 sums (issue 15's cases, independent of `--sizes`), against the read
-    /// limit.
+    /// Segmented f32 sums (issue 15's cases, independent of `--sizes`), against CUB's
+    /// DeviceSegmentedReduce::Sum and the read limit.
     Segmented,
+    /// Reduce by key, u32 keys and f32 values summed (issue 15's run lengths, independent of
+    /// `--sizes`), against CUB's DeviceReduce::ReduceByKey and the read limit.
+    ReduceByKey,
 }
 
 /// Element types of the sweep.
@@ -488,6 +492,18 @@ pub fn run_sweep_cubs(
     if config.ops.contains(&Op::Segmented) {
         let rows = segmented::segmented_cases(
             ctx,
+            cubs,
+            config.iters,
+            config.warmup,
+            config.seed,
+            &mut progress,
+        )?;
+        sweep.measurements.extend(rows);
+    }
+    if config.ops.contains(&Op::ReduceByKey) {
+        let rows = by_key::by_key_cases(
+            ctx,
+            cubs,
             config.iters,
             config.warmup,
             config.seed,

@@ -48,8 +48,9 @@ pub fn limit_for<'a>(sweep: &'a Sweep, m: &Measurement) -> Option<&'a Measuremen
 }
 
 /// The CUB row of `m`'s op, type and size whose method begins with `label` (`CUB` or
-/// `CUB(cccl)`, then a space).
+/// `CUB(cccl)`, then a space); for a segmented or reduce-by-key row, of the same case too.
 fn cub_peer<'a>(sweep: &'a Sweep, m: &Measurement, label: &str) -> Option<&'a Measurement> {
+    use super::segmented::case_of;
     sweep.measurements.iter().find(|o| {
         o.op == m.op
             && o.dtype == m.dtype
@@ -58,6 +59,8 @@ fn cub_peer<'a>(sweep: &'a Sweep, m: &Measurement, label: &str) -> Option<&'a Me
             && o.method
                 .strip_prefix(label)
                 .is_some_and(|r| r.starts_with(' '))
+            && ((m.op != "segmented" && m.op != "reduce_by_key")
+                || case_of(&o.method) == case_of(&m.method))
     })
 }
 
@@ -341,6 +344,41 @@ mod tests {
         assert!(md.contains("· CUB not available · CUB(cccl) 3.6.0"), "{md}");
         assert!(
             md.contains("| ours: scan | 1.0000 |  | n/a | not available | 2.000x |"),
+            "{md}"
+        );
+    }
+
+    /// Two segmented cases of the same n (the two matrix shapes) each compare with CUB's row of
+    /// their own case.
+    #[test]
+    fn segmented_rows_compare_with_cubs_row_of_their_case() {
+        let s = sweep(
+            Some(300001),
+            None,
+            vec![
+                row("segmented", "rows 65536 x 1024", Family::Ours, 1.0),
+                row(
+                    "segmented",
+                    "CUB DeviceSegmentedReduce::Sum: rows 65536 x 1024",
+                    Family::Cub,
+                    2.0,
+                ),
+                row("segmented", "rows 1024 x 65536", Family::Ours, 4.0),
+                row(
+                    "segmented",
+                    "CUB DeviceSegmentedReduce::Sum: rows 1024 x 65536",
+                    Family::Cub,
+                    1.0,
+                ),
+            ],
+        );
+        let md = markdown(&s);
+        assert!(
+            md.contains("| rows 65536 x 1024 | 1.0000 |  | n/a | 2.000x |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| rows 1024 x 65536 | 4.0000 |  | n/a | 0.250x |"),
             "{md}"
         );
     }

@@ -1,12 +1,26 @@
 //! Segmented reduce cases of issue 15 (f32 sum): many short segments, few long ones,
-//! power-law lengths, and the rows of row-major matrices, each against the read limit (the
-//! read-only streaming kernel over the same values) in the same run. On the simulator the
-//! cases shrink a thousandfold.
+//! power-law lengths, and the rows of row-major matrices, each against CUB's
+//! `DeviceSegmentedReduce::Sum` over the same data (each loaded shim; the CSR cases through its
+//! begin/end offsets, the rows through its fixed-segment-size overload where the CUB has one)
+//! and the read limit (the read-only streaming kernel over the same values) in the same run. On
+//! the simulator the cases shrink a thousandfold (and there is no CUB).
 
-use gpu_reduce::{BackendKind, Context, DeviceBuffer, Reduction, Result};
+use gpu_reduce::{BackendKind, Context, DeviceBuffer, Error, Reduction, Result};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
-use super::{Family, Measurement, StreamExt, spread, xor_words};
+use super::{Cubs, Family, Measurement, StreamExt, spread, xor_words};
+use crate::cub::Cub;
+
+/// A CUB row's method is `{label} {call}{CASE_SEP}{case}`; ours is the case alone.
+const CASE_SEP: &str = ": ";
+
+/// The case a segmented row measures (its method without the CUB call before it), so the
+/// report compares each case with CUB's row of the same case (two cases can have the same n).
+pub(crate) fn case_of(method: &str) -> &str {
+    method
+        .rsplit_once(CASE_SEP)
+        .map_or(method, |(_, case)| case)
+}
 
 /// One case: its name and either the segment lengths (CSR) or (rows, row length).
 enum Shape {
@@ -51,10 +65,12 @@ fn cases(sim: bool, seed: u64) -> Vec<(String, Shape)> {
     ]
 }
 
-/// Every case: checked against the CPU, then timed (`warmup` + `iters` runs), with the read
-/// limit over the same values beside it.
+/// Every case: checked against the CPU, then timed (`warmup` + `iters` runs), with each of
+/// `cubs`' segmented sums (none when no shim is loaded: the report then says CUB is not
+/// available) and the read limit over the same values beside it.
 pub fn segmented_cases(
     ctx: &Context,
+    cubs: Cubs<'_>,
     iters: usize,
     warmup: usize,
     seed: u64,
@@ -83,12 +99,15 @@ pub fn segmented_cases(
             Shape::Rows(_, c) => ctx.segmented_reduce_fixed(&x, *c, Reduction::Sum, out),
         };
         run(&mut out)?;
-        let got = ctx.dtoh(&out)?;
-        let ok = got.iter().zip(offsets.windows(2)).all(|(&g, w)| {
-            let seg = &host[w[0] as usize..w[1] as usize];
-            let (exact, abs) = crate::cpu::sum_f64(seg);
-            (g as f64 - exact).abs() <= crate::cpu::f32_sum_bound(seg.len() as u64, abs)
-        });
+        let sums_ok = |got: &[f32]| {
+            got.len() == lens.len()
+                && got.iter().zip(offsets.windows(2)).all(|(&g, w)| {
+                    let seg = &host[w[0] as usize..w[1] as usize];
+                    let (exact, abs) = crate::cpu::sum_f64(seg);
+                    (g as f64 - exact).abs() <= crate::cpu::f32_sum_bound(seg.len() as u64, abs)
+                })
+        };
+        let ok = sums_ok(&ctx.dtoh(&out)?);
         let t = ctx.time_ms(warmup, iters, || run(&mut out))?;
         let bytes = n * 4
             + match shape {
@@ -106,6 +125,27 @@ pub fn segmented_cases(
             ok,
             sim,
         ));
+        // CUB over the same values and offsets, into an output of its own (zeroed first, so
+        // a call that wrote nothing cannot pass the check), moving the same bytes.
+        for (label, c) in cubs.iter() {
+            progress(&format!("segmented: {name}, {label}"));
+            let call = cub_call(&shape, c);
+            let cub_out = ctx.alloc_zeros::<f32>(lens.len())?;
+            let run = cub_segmented_runner(c, ctx, &x, &offs, &shape, &cub_out)?;
+            run()?;
+            let ok = sums_ok(&ctx.dtoh(&cub_out)?);
+            let t = ctx.time_ms(warmup, iters, &run)?;
+            rows.push(measurement(
+                "segmented",
+                &format!("{label} {call}{CASE_SEP}{name}"),
+                Family::Cub,
+                n,
+                bytes,
+                &t,
+                ok,
+                sim,
+            ));
+        }
         // The read limit over the same values.
         let (g, bl) = ctx.stream_shape();
         let mut partials = ctx.alloc_zeros::<u32>((g * bl / 32) as usize)?;
@@ -124,6 +164,77 @@ pub fn segmented_cases(
         ));
     }
     Ok(rows)
+}
+
+/// The CUB call a case's row names.
+fn cub_call(shape: &Shape, cub: &Cub) -> &'static str {
+    match shape {
+        Shape::Csr(_) => "DeviceSegmentedReduce::Sum",
+        Shape::Rows(..) if cub.segmented_fixed_native() => {
+            "DeviceSegmentedReduce::Sum (fixed segment size)"
+        }
+        Shape::Rows(..) => "DeviceSegmentedReduce::Sum (row offsets from an iterator)",
+    }
+}
+
+/// CUB's segmented sum of a case's values `x` into `out`, its scratch allocated once: the CSR
+/// cases through `offsets` (begin = offsets, end = offsets + 1), the rows through
+/// [`Cub::segmented_sum_fixed_f32`].
+fn cub_segmented_runner<'a>(
+    cub: &'a Cub,
+    ctx: &'a Context,
+    x: &DeviceBuffer<f32>,
+    offsets: &DeviceBuffer<u64>,
+    shape: &Shape,
+    out: &DeviceBuffer<f32>,
+) -> Result<impl Fn() -> Result<()> + 'a> {
+    let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
+        return Err(Error::InvalidArgument("CUB needs the CUDA backend".into()));
+    };
+    cuda_ctx
+        .bind_to_thread()
+        .map_err(|e| Error::InvalidArgument(format!("binding the context: {e}")))?;
+    let cub_err = |e: crate::cub::CubError| Error::InvalidArgument(format!("CUB: {e}"));
+    let (x_addr, out_addr) = (ctx.device_addr(x)?, ctx.device_addr(out)?);
+    let num_segments = out.len() as i64;
+    // (rows, row length), or None for the CSR offsets.
+    let fixed = match shape {
+        Shape::Csr(_) => None,
+        Shape::Rows(r, c) => Some((*r as i64, *c as i64)),
+    };
+    let temp_bytes = match fixed {
+        None => cub.temp_bytes_segmented_sum_f32(num_segments),
+        Some((r, c)) => cub.temp_bytes_segmented_sum_fixed_f32(r, c),
+    }
+    .map_err(cub_err)?;
+    let temp = ctx.alloc_zeros::<u8>(temp_bytes.max(1))?;
+    let (temp_addr, begin) = (ctx.device_addr(&temp)?, ctx.device_addr(offsets)?);
+    let end = begin + std::mem::size_of::<u64>() as u64;
+    let stream = cuda_stream.cu_stream() as usize;
+    Ok(move || -> Result<()> {
+        let _keep = &temp;
+        let s = stream as *mut std::ffi::c_void;
+        // SAFETY: device buffers of this context, alive for the whole case; `offsets` holds
+        // num_segments + 1 u64, `x` every element they name (or rows * row length).
+        unsafe {
+            match fixed {
+                None => cub.segmented_sum_f32(
+                    temp_addr,
+                    temp_bytes,
+                    x_addr,
+                    out_addr,
+                    num_segments,
+                    begin,
+                    end,
+                    s,
+                ),
+                Some((r, c)) => {
+                    cub.segmented_sum_fixed_f32(temp_addr, temp_bytes, x_addr, out_addr, r, c, s)
+                }
+            }
+        }
+        .map_err(cub_err)
+    })
 }
 
 #[allow(clippy::too_many_arguments)] // one measurement's fields
@@ -153,5 +264,26 @@ fn measurement(
         runs: times.len(),
         gb_per_s: (!sim).then(|| crate::stats::gb_per_s(bytes, median)),
         checked,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cub_rows_case_is_the_case_it_measures() {
+        let case = "1000000 segments, lengths 1..200";
+        assert_eq!(case_of(case), case);
+        let cub = format!("CUB DeviceSegmentedReduce::Sum{CASE_SEP}{case}");
+        assert_eq!(case_of(&cub), case);
+        let rows = format!(
+            "CUB(cccl) DeviceSegmentedReduce::Sum (fixed segment size){CASE_SEP}rows 1024 x 65536"
+        );
+        assert_eq!(case_of(&rows), "rows 1024 x 65536");
+        // No case name holds the separator.
+        for (name, _) in cases(true, 1) {
+            assert!(!name.contains(CASE_SEP), "{name}");
+        }
     }
 }
