@@ -196,20 +196,22 @@ unsafe fn warp_segment<T: Element, O: ReduceOp<T>>(x: *const T, len: u64) -> O::
     let mut acc = O::identity();
     let mut i = lane;
     let step = gpu::WARP_SIZE as u64;
-    while i + (WARP_LOADS - 1) * step < len {
+    // Rounds of up to WARP_LOADS loads, all in flight together (a short segment's few
+    // elements per lane are one round), folded in order, only those in range.
+    while i < len {
         let mut v = [O::identity(); WARP_LOADS as usize];
         for (u, slot) in v.iter_mut().enumerate() {
-            *slot = load(i + u as u64 * step);
+            if i + u as u64 * step < len {
+                *slot = load(i + u as u64 * step);
+            }
         }
         // Index loops: an array's by-value iterator would live in local memory.
-        for a in v.iter() {
-            acc = O::combine(acc, *a);
+        for (u, a) in v.iter().enumerate() {
+            if i + u as u64 * step < len {
+                acc = O::combine(acc, *a);
+            }
         }
         i += WARP_LOADS * step;
-    }
-    while i < len {
-        acc = O::combine(acc, load(i));
-        i += step;
     }
     warp_reduce(acc, O::combine)
 }
