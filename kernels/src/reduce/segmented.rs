@@ -196,9 +196,19 @@ unsafe fn warp_segment<T: Element, O: ReduceOp<T>>(x: *const T, len: u64) -> O::
     let mut acc = O::identity();
     let mut i = lane;
     let step = gpu::WARP_SIZE as u64;
-    // Rounds of up to WARP_LOADS loads, all in flight together (a short segment's few
-    // elements per lane are one round), folded in order, only those in range.
-    while i < len {
+    // Rounds of WARP_LOADS loads in flight together, folded in order: whole rounds first,
+    // then one predicated round for the rest (a short segment's few elements per lane).
+    while i + (WARP_LOADS - 1) * step < len {
+        let mut v = [O::identity(); WARP_LOADS as usize];
+        for (u, slot) in v.iter_mut().enumerate() {
+            *slot = load(i + u as u64 * step);
+        }
+        for a in v.iter() {
+            acc = O::combine(acc, *a);
+        }
+        i += WARP_LOADS * step;
+    }
+    if i < len {
         let mut v = [O::identity(); WARP_LOADS as usize];
         for (u, slot) in v.iter_mut().enumerate() {
             if i + u as u64 * step < len {
@@ -211,7 +221,6 @@ unsafe fn warp_segment<T: Element, O: ReduceOp<T>>(x: *const T, len: u64) -> O::
                 acc = O::combine(acc, *a);
             }
         }
-        i += WARP_LOADS * step;
     }
     warp_reduce(acc, O::combine)
 }
