@@ -186,8 +186,9 @@ pub fn check_cudarc_memory(ctx_own: &Context) {
     }
 }
 
-/// A reduction and a scan captured into a CUDA graph on the context's stream, replayed with
-/// new input data each time.
+/// A reduction, a scan, a segmented reduction over long rows (its work list) and a reduce by
+/// key captured into a CUDA graph on the context's stream, replayed with new input data each
+/// time.
 pub fn check_graph_capture(ctx: &Context) {
     let (_, stream) = ctx.cuda().expect("a CUDA context");
     let stream = stream.clone();
@@ -195,10 +196,32 @@ pub fn check_graph_capture(ctx: &Context) {
     let mut x = ctx.alloc_zeros::<i64>(n).unwrap();
     let mut sum = ctx.alloc_zeros::<i64>(1).unwrap();
     let mut scanned = ctx.alloc_zeros::<i64>(n).unwrap();
+    // Rows of 1e6 (several chunks each: the segmented work list) and runs of 7 equal keys.
+    let (rows, row_len) = (3, 1_000_000);
+    let mut row_sums = ctx.alloc_zeros::<i64>(rows).unwrap();
+    let host_keys: Vec<u32> = (0..n as u32).map(|i| i / 7).collect();
+    let keys = ctx.htod(&host_keys).unwrap();
+    let runs = n.div_ceil(7);
+    let (mut unique, mut by_key) = (
+        ctx.alloc_zeros::<u32>(runs).unwrap(),
+        ctx.alloc_zeros::<i64>(runs).unwrap(),
+    );
+    let mut run_count = ctx.alloc_zeros::<u64>(1).unwrap();
     // Warm: kernels loaded, the context's own scratch made (none of this is captured).
     ctx.htod_into(&random_i64(n, 99), &mut x).unwrap();
     ctx.reduce_into(&x, Reduction::Sum, &mut sum).unwrap();
     ctx.inclusive_sum(&x, &mut scanned).unwrap();
+    ctx.segmented_reduce_fixed(&x, row_len, Reduction::Sum, &mut row_sums)
+        .unwrap();
+    ctx.reduce_by_key_into(
+        &keys,
+        &x,
+        &mut unique,
+        &mut by_key,
+        &mut run_count,
+        ScanOperator::Sum,
+    )
+    .unwrap();
 
     stream
         .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
@@ -206,6 +229,15 @@ pub fn check_graph_capture(ctx: &Context) {
     let captured = (|| -> gpu_reduce::Result<()> {
         ctx.reduce_into(&x, Reduction::Sum, &mut sum)?;
         ctx.inclusive_sum(&x, &mut scanned)?;
+        ctx.segmented_reduce_fixed(&x, row_len, Reduction::Sum, &mut row_sums)?;
+        ctx.reduce_by_key_into(
+            &keys,
+            &x,
+            &mut unique,
+            &mut by_key,
+            &mut run_count,
+            ScanOperator::Sum,
+        )?;
         // A value-returning call cannot be captured: a clear error, not a hang.
         match ctx.sum(&x) {
             Err(Error::InvalidArgument(m)) => assert!(m.contains("graph"), "{m}"),
@@ -236,6 +268,19 @@ pub fn check_graph_capture(ctx: &Context) {
             "round {round}"
         );
         assert_eq!(ctx.dtoh(&other).unwrap(), inclusive(&host), "round {round}");
+        let want_rows: Vec<i64> = host.chunks(row_len).map(|r| r.iter().sum()).collect();
+        assert_eq!(ctx.dtoh(&row_sums).unwrap(), want_rows, "round {round}");
+        let want_runs: Vec<i64> = host.chunks(7).map(|r| r.iter().sum()).collect();
+        assert_eq!(
+            ctx.dtoh(&run_count).unwrap()[0] as usize,
+            runs,
+            "round {round}"
+        );
+        assert_eq!(ctx.dtoh(&by_key).unwrap(), want_runs, "round {round}");
+        assert_eq!(
+            ctx.dtoh(&unique).unwrap(),
+            (0..runs as u32).collect::<Vec<_>>()
+        );
     }
 }
 

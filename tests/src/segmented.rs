@@ -403,6 +403,29 @@ pub fn check_csr_mixed<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
     }
 }
 
+/// The same several-chunk segment 24 times (begin/end offsets may overlap): the work list has
+/// room for only some of them (its room follows the input length), so some are spread over
+/// blocks and the rest reduced each by its own block. Every copy must have the same bits (and
+/// the model's), whichever path it took; also across two calls of different shapes (the list's
+/// layout changes between them).
+pub fn check_work_list_full(ctx: &Context) {
+    let chunk = CHUNK_VECS as usize * 4; // f32 elements per chunk
+    let n = 3 * chunk + 1001;
+    let data: Vec<f32> = data_for(n, Reduction::Sum, 77);
+    let x = ctx.htod(&data).unwrap();
+    let want = model::<f32, Sum>(&data[3..n], 3);
+    for copies in [24usize, 3] {
+        let begin = ctx.htod(&vec![3u64; copies]).unwrap();
+        let end = ctx.htod(&vec![n as u64; copies]).unwrap();
+        let mut out = ctx.alloc_zeros::<f32>(copies).unwrap();
+        ctx.segmented_reduce(&x, &begin, &end, Reduction::Sum, &mut out)
+            .unwrap();
+        for (s, g) in ctx.dtoh(&out).unwrap().iter().enumerate() {
+            assert_eq!(g.to_bits(), want.to_bits(), "copy {s} of {copies}");
+        }
+    }
+}
+
 /// Many segments, almost all empty (identity), a few not.
 pub fn check_many_empty(ctx: &Context) {
     let k = 20_000;

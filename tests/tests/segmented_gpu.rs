@@ -71,3 +71,9 @@ fn bad_input_is_an_error() {
 fn same_bits_as_the_simulator() {
     check_matches_sim(&gpu());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn work_list_full_same_bits() {
+    check_work_list_full(&gpu());
+}

@@ -56,3 +56,8 @@ fn user_operator_entry_points() {
 fn bad_input_is_an_error() {
     check_bad_input(&sim());
 }
+
+#[test]
+fn work_list_full_same_bits() {
+    check_work_list_full(&sim());
+}
