@@ -6,7 +6,10 @@
 use gpu_reduce::{BackendKind, Context, DeviceBuffer, Error, Result, ScanOperator};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
-use super::{Cubs, Family, Measurement, StreamExt, spread, xor_words};
+use super::{Cubs, Family, Measurement, StreamExt, case_measurement, xor_words};
+
+/// The rows' type: keys and values, never the same row as a plain f32 sweep's of the same n.
+const DTYPE: &str = "u32+f32";
 
 /// The keys (runs of random length `1..=max_run`, consecutive runs' keys differ) and values.
 fn case(n: usize, max_run: usize, seed: u64) -> (Vec<u32>, Vec<f32>) {
@@ -75,8 +78,9 @@ pub fn by_key_cases(
         // Bytes: keys and values read, one key and one aggregate written per run.
         let bytes = n as u64 * 8 + runs as u64 * 8;
         let nn = n as u64;
-        rows.push(measurement(
+        rows.push(case_measurement(
             "reduce_by_key",
+            DTYPE,
             &name,
             Family::Ours,
             nn,
@@ -98,8 +102,9 @@ pub fn by_key_cases(
             })?;
             ctx.set_reduce_by_key_delay(None);
             let method = format!("{name}, first wait {d} ns");
-            rows.push(measurement(
+            rows.push(case_measurement(
                 "reduce_by_key",
+                DTYPE,
                 &method,
                 Family::Ours,
                 nn,
@@ -145,8 +150,9 @@ pub fn by_key_cases(
             let cruns = ctx.dtoh(&ccount)?[0] as usize;
             let ok = check(&keys, &vals, cruns, &ctx.dtoh(&cuk)?, &ctx.dtoh(&cagg)?);
             let t = ctx.time_ms(warmup, iters, run)?;
-            rows.push(measurement(
+            rows.push(case_measurement(
                 "reduce_by_key",
+                DTYPE,
                 &format!("{label} DeviceReduce::ReduceByKey: {name}"),
                 Family::Cub,
                 nn,
@@ -165,8 +171,9 @@ pub fn by_key_cases(
         ctx.stream_read_xor(&x, &mut partials)?;
         let ok = ctx.dtoh(&partials)?.iter().fold(0u32, |a, &v| a ^ v) == xor_words(&both);
         let t = ctx.time_ms(warmup, iters, || ctx.stream_read_xor(&x, &mut partials))?;
-        rows.push(measurement(
+        rows.push(case_measurement(
             "memory",
+            DTYPE,
             "read-only stream",
             Family::Limit,
             nn,
@@ -177,35 +184,4 @@ pub fn by_key_cases(
         ));
     }
     Ok(rows)
-}
-
-#[allow(clippy::too_many_arguments)] // one measurement's fields
-fn measurement(
-    op: &str,
-    method: &str,
-    family: Family,
-    n: u64,
-    bytes: u64,
-    times: &[f64],
-    checked: bool,
-    sim: bool,
-) -> Measurement {
-    let (median, min, p10, p90, max) = spread(times);
-    Measurement {
-        op: op.into(),
-        // Keys and values: never the same row as a plain f32 sweep's of the same n.
-        dtype: "u32+f32".into(),
-        n,
-        method: method.into(),
-        family,
-        bytes,
-        median_ms: median,
-        min_ms: Some(min),
-        p10_ms: Some(p10),
-        p90_ms: Some(p90),
-        max_ms: Some(max),
-        runs: times.len(),
-        gb_per_s: (!sim).then(|| crate::stats::gb_per_s(bytes, median)),
-        checked,
-    }
 }

@@ -514,6 +514,39 @@ pub fn run_sweep_cubs(
     Ok(sweep)
 }
 
+/// One timed case of the fixed-case ops (segmented, reduce by key): the spread of `times`,
+/// and GB/s of `bytes` except on the simulator.
+#[allow(clippy::too_many_arguments)] // one measurement's fields
+pub(crate) fn case_measurement(
+    op: &str,
+    dtype: &str,
+    method: &str,
+    family: Family,
+    n: u64,
+    bytes: u64,
+    times: &[f64],
+    checked: bool,
+    sim: bool,
+) -> Measurement {
+    let (median, min, p10, p90, max) = spread(times);
+    Measurement {
+        op: op.into(),
+        dtype: dtype.into(),
+        n,
+        method: method.into(),
+        family,
+        bytes,
+        median_ms: median,
+        min_ms: Some(min),
+        p10_ms: Some(p10),
+        p90_ms: Some(p90),
+        max_ms: Some(max),
+        runs: times.len(),
+        gb_per_s: (!sim).then(|| crate::stats::gb_per_s(bytes, median)),
+        checked,
+    }
+}
+
 /// Spread of a set of timings.
 fn spread(times: &[f64]) -> (f64, f64, f64, f64, f64) {
     let mut v = times.to_vec();

@@ -8,7 +8,7 @@
 use gpu_reduce::{BackendKind, Context, DeviceBuffer, Error, Reduction, Result};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
-use super::{Cubs, Family, Measurement, StreamExt, spread, xor_words};
+use super::{Cubs, Family, Measurement, StreamExt, case_measurement, xor_words};
 use crate::cub::Cub;
 
 /// A CUB row's method is `{label} {call}{CASE_SEP}{case}`; ours is the case alone.
@@ -115,8 +115,9 @@ pub fn segmented_cases(
                 Shape::Rows(..) => 0,
             }
             + lens.len() as u64 * 4;
-        rows.push(measurement(
+        rows.push(case_measurement(
             "segmented",
+            "f32",
             &name,
             Family::Ours,
             n,
@@ -135,8 +136,9 @@ pub fn segmented_cases(
             run()?;
             let ok = sums_ok(&ctx.dtoh(&cub_out)?);
             let t = ctx.time_ms(warmup, iters, &run)?;
-            rows.push(measurement(
+            rows.push(case_measurement(
                 "segmented",
+                "f32",
                 &format!("{label} {call}{CASE_SEP}{name}"),
                 Family::Cub,
                 n,
@@ -152,8 +154,9 @@ pub fn segmented_cases(
         ctx.stream_read_xor(&x, &mut partials)?;
         let ok = ctx.dtoh(&partials)?.iter().fold(0u32, |a, &v| a ^ v) == xor_words(&host);
         let t = ctx.time_ms(warmup, iters, || ctx.stream_read_xor(&x, &mut partials))?;
-        rows.push(measurement(
+        rows.push(case_measurement(
             "memory",
+            "f32",
             "read-only stream",
             Family::Limit,
             n,
@@ -235,36 +238,6 @@ fn cub_segmented_runner<'a>(
         }
         .map_err(cub_err)
     })
-}
-
-#[allow(clippy::too_many_arguments)] // one measurement's fields
-fn measurement(
-    op: &str,
-    method: &str,
-    family: Family,
-    n: u64,
-    bytes: u64,
-    times: &[f64],
-    checked: bool,
-    sim: bool,
-) -> Measurement {
-    let (median, min, p10, p90, max) = spread(times);
-    Measurement {
-        op: op.into(),
-        dtype: "f32".into(),
-        n,
-        method: method.into(),
-        family,
-        bytes,
-        median_ms: median,
-        min_ms: Some(min),
-        p10_ms: Some(p10),
-        p90_ms: Some(p90),
-        max_ms: Some(max),
-        runs: times.len(),
-        gb_per_s: (!sim).then(|| crate::stats::gb_per_s(bytes, median)),
-        checked,
-    }
 }
 
 #[cfg(test)]
