@@ -270,10 +270,11 @@ impl Context {
         let (vp, _values_read) = self.read(values)?;
         let (up, _unique_write) = self.write(unique_keys)?;
         let (ap, _agg_write) = self.write(aggregates)?;
-        let grid = Self::scan_grid(
-            n,
-            ACTIVE.reduce_by_key_tile_elems(std::mem::size_of::<T>() as u64),
-        )?;
+        let tile_elems = ACTIVE.reduce_by_key_tile_elems(
+            std::mem::size_of::<K>() as u64,
+            std::mem::size_of::<T>() as u64,
+        );
+        let grid = Self::scan_grid(n, tile_elems)?;
         let ws = self.workspace::<ScanWorkspace>();
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
         let a = self.scan_workspace(&mut ws, grid as u64)?;

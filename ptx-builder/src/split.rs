@@ -59,6 +59,7 @@ fn shape(msg: impl Into<String>) -> Error {
 ///
 /// Text of any other shape is an error, not a panic.
 pub fn split_modules(ptx: &str) -> Result<Vec<(String, String)>, Error> {
+    let ptx = apply_launch_bounds(ptx)?;
     let lines: Vec<&str> = ptx.lines().collect();
     let closes: Vec<usize> = (1..lines.len())
         .filter(|&i| lines[i].trim_end() == "}" && lines[i - 1].contains("// -- End function"))
@@ -171,6 +172,70 @@ pub fn split_modules(ptx: &str) -> Result<Vec<(String, String)>, Error> {
         modules.push((name.to_string(), text));
     }
     Ok(modules)
+}
+
+/// The marker `kernels::launch_bounds!` leaves in the PTX (file-scope inline asm):
+/// `// ptx-builder launch-bounds ENTRY THREADS MIN_BLOCKS`.
+const LAUNCH_BOUNDS: &str = "// ptx-builder launch-bounds ";
+
+/// Give every entry named by a launch-bounds marker the directives CUDA C++'s
+/// `__launch_bounds__(THREADS, MIN_BLOCKS)` produces: `.maxntid THREADS, 1, 1` and
+/// `.minnctapersm MIN_BLOCKS`, between its parameter list and its body, so that ptxas (and the
+/// driver's JIT) keep its registers low enough for MIN_BLOCKS blocks per SM. rustc has no
+/// attribute for them. Text that already has them (prebuilt PTX) is left as it is; a marker
+/// naming no entry is an error.
+pub fn apply_launch_bounds(ptx: &str) -> Result<String, Error> {
+    let mut bounds = Vec::new();
+    for l in ptx.lines() {
+        if let Some(rest) = l.trim_start().strip_prefix(LAUNCH_BOUNDS) {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ok = f.len() == 3 && f[1].parse::<u32>().is_ok() && f[2].parse::<u32>().is_ok();
+            if !ok {
+                return Err(shape(format!(
+                    "malformed launch-bounds marker `{}`",
+                    l.trim()
+                )));
+            }
+            bounds.push((f[0].to_string(), f[1].to_string(), f[2].to_string()));
+        }
+    }
+    if bounds.is_empty() {
+        return Ok(ptx.to_string());
+    }
+    let lines: Vec<&str> = ptx.lines().collect();
+    let mut out = String::with_capacity(ptx.len() + 64 * bounds.len());
+    let mut found = vec![false; bounds.len()];
+    let mut pending: Option<usize> = None;
+    for (i, l) in lines.iter().enumerate() {
+        out.push_str(l);
+        out.push('\n');
+        if function_directive(l).is_some_and(|(k, ext)| k == Kind::Entry && !ext) {
+            let name = entry_name(l).unwrap_or("");
+            pending = bounds.iter().position(|b| b.0 == name);
+        }
+        if let Some(b) = pending
+            && l.trim_start().starts_with(')')
+        {
+            pending = None;
+            found[b] = true;
+            let already = lines
+                .get(i + 1)
+                .is_some_and(|n| n.trim_start().starts_with(".maxntid"));
+            if !already {
+                out.push_str(&format!(
+                    ".maxntid {}, 1, 1\n.minnctapersm {}\n",
+                    bounds[b].1, bounds[b].2
+                ));
+            }
+        }
+    }
+    if let Some(b) = found.iter().position(|f| !f) {
+        return Err(shape(format!(
+            "a launch-bounds marker names `{}`, which is not an entry with a parameter list",
+            bounds[b].0
+        )));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -302,5 +367,29 @@ pub(crate) mod tests {
         let ptx =
             ".visible .entry reduce_sum_f32(\n.param .u64 a\n)\n.visible .entry k2()\n.func f()";
         assert_eq!(entry_names(ptx), vec!["reduce_sum_f32", "k2"]);
+    }
+
+    #[test]
+    fn launch_bounds_markers_become_entry_directives() {
+        let marked = PTX.replace(
+            "// End of file scope inline assembly",
+            "// ptx-builder launch-bounds first 256 4\n// End of file scope inline assembly",
+        );
+        let out = apply_launch_bounds(&marked).unwrap();
+        assert!(
+            out.contains("first_param_0\n)\n.maxntid 256, 1, 1\n.minnctapersm 4\n{"),
+            "{out}"
+        );
+        assert_eq!(out.matches(".maxntid").count(), 1, "only the named entry");
+        // Idempotent (prebuilt PTX already has them), and the split modules keep them.
+        assert_eq!(apply_launch_bounds(&out).unwrap(), out);
+        let first = &split_modules(&marked).unwrap()[0].1;
+        assert!(first.contains(".minnctapersm 4"));
+        // A marker naming no entry, or a malformed one, is an error.
+        let bad = marked.replace("launch-bounds first", "launch-bounds nothing");
+        assert!(apply_launch_bounds(&bad).is_err());
+        let bad = marked.replace("first 256 4", "first 256");
+        assert!(apply_launch_bounds(&bad).is_err());
+        assert_eq!(apply_launch_bounds(PTX).unwrap(), PTX);
     }
 }

@@ -93,6 +93,22 @@ pub fn check_reduce_by_key(ctx: &Context, sizes: &[usize]) {
                         }
                     }
                 }
+                // Inputs one element off 16-byte alignment: the element-wise loads.
+                if n > 1 {
+                    let (vk, vv) = (dk.view(1..n).unwrap(), dv.view(1..n).unwrap());
+                    let what = format!("reduce by key {} max n={n} from 1", T::DTYPE);
+                    let runs = ctx
+                        .reduce_by_key(vk, vv, &mut uk, &mut agg, ScanOperator::Max)
+                        .unwrap();
+                    let (want_k, want_a) =
+                        cpu_reduce_by_key(&keys[1..], &vals[1..], ScanOperator::Max);
+                    assert_eq!(runs, want_k.len(), "{what}: run count");
+                    let (got_k, got_a) = (ctx.dtoh(&uk).unwrap(), ctx.dtoh(&agg).unwrap());
+                    assert!(got_k[..runs] == want_k[..], "{what}: unique keys");
+                    for r in 0..runs {
+                        assert!(got_a[r].bits() == want_a[r].bits(), "{what}: run {r}");
+                    }
+                }
             }
         }
     }
@@ -108,7 +124,7 @@ pub fn check_reduce_by_key(ctx: &Context, sizes: &[usize]) {
 
 /// The stream-ordered form, small outputs, empty input and bad input.
 pub fn check_reduce_by_key_edges(ctx: &Context) {
-    let n = 3 * ACTIVE.reduce_by_key_tile_elems(4) as usize + 5;
+    let n = 3 * ACTIVE.reduce_by_key_tile_elems(4, 4) as usize + 5;
     let keys: Vec<u32> = run_keys(n, 7, 5);
     let vals: Vec<i32> = data(n, 6, false);
     let (want_k, want_a) = cpu_reduce_by_key(&keys, &vals, ScanOperator::Sum);

@@ -6,7 +6,8 @@ use integration_tests::gpu;
 #[test]
 #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
 fn reduce_by_key_every_operator_and_key_type() {
-    check_reduce_by_key(&gpu(), &[0, 1, 2, 100, 8_193, 20_000, 3_000_001]);
+    let t = kernels::scan::policy::ACTIVE.reduce_by_key_tile_elems(4, 4) as usize;
+    check_reduce_by_key(&gpu(), &[0, 1, 2, 100, t - 1, t + 1, 5 * t + 3, 3_000_001]);
 }
 
 #[test]

@@ -5,8 +5,9 @@ use integration_tests::sim;
 
 #[test]
 fn reduce_by_key_every_operator_and_key_type() {
-    // Up to five 8-byte-value tiles: runs that span tiles and tile boundaries.
-    check_reduce_by_key(&sim(), &[0, 1, 2, 100, 8_193, 20_000]);
+    // Tile boundaries +- 1 and runs that span several tiles.
+    let t = kernels::scan::policy::ACTIVE.reduce_by_key_tile_elems(4, 4) as usize;
+    check_reduce_by_key(&sim(), &[0, 1, 2, 100, t - 1, t + 1, 2 * t, 5 * t + 3]);
 }
 
 #[test]

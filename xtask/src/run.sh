@@ -84,8 +84,11 @@ if has bench; then
     echo "== host bench $BENCH_ARGS"
     # results.json, results.md and the plots (PNG + SVG) go to $out/bench; the CUB(cccl) shim
     # is built into $out/bench/cub-cccl.
+    # No CCCL: the variable unset (host reads an empty one as a missing --cccl value).
+    cccl_env=(-u GPU_REDUCE_CCCL)
+    [ -n "$cccl" ] && cccl_env=(GPU_REDUCE_CCCL="$cccl")
     # shellcheck disable=SC2086
-    GPU_REDUCE_CUB_LIB="$lib" GPU_REDUCE_CCCL="$cccl" "$here/bin/host" bench --backend cuda \
+    env "${cccl_env[@]}" GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench --backend cuda \
         --quiet $BENCH_ARGS --out "$out/bench" 2>&1 | tee "$out/bench.log" || rc=1
 fi
 if has scan; then

@@ -98,6 +98,23 @@ macro_rules! kernel {
     };
 }
 
+/// CUDA C++'s `__launch_bounds__(THREADS, MIN_BLOCKS)` for the kernel `NAME`:
+/// `launch_bounds!(NAME, THREADS, MIN_BLOCKS);` leaves a marker comment in the PTX, which the
+/// PTX builder (`ptx-builder`) turns into the entry's `.maxntid THREADS, 1, 1` and
+/// `.minnctapersm MIN_BLOCKS`, so that ptxas caps its registers for MIN_BLOCKS blocks per SM
+/// (rustc has no attribute for these directives). Nothing on the simulator.
+#[macro_export]
+macro_rules! launch_bounds {
+    ($name:ident, $threads:expr, $min_blocks:expr) => {
+        #[cfg(target_arch = "nvptx64")]
+        ::core::arch::global_asm!(
+            concat!("// ptx-builder launch-bounds ", stringify!($name), " {t} {b}"),
+            t = const $threads,
+            b = const $min_blocks,
+        );
+    };
+}
+
 /// A value that a warp shuffle can move: 32-bit values take one `shfl.sync`, 64-bit values are
 /// split into two 32-bit halves and take two (seed 002's `int2` trick), so every bit survives
 /// (NaN payloads, negative zero); composite values (a value and its index, a compensated sum)

@@ -22,13 +22,21 @@ pub struct ScanPolicy {
     /// registers per element; at 16 rows its kernels spilled and each instance was ~110 kB of
     /// PTX (72 of them were 8 MB, 60% of the library's PTX). 8 rows keeps them in registers.
     pub by_key_rows: u32,
-    /// Rows of the reduce by key (same layout as the scan by key). Its (run count, value)
-    /// pairs and head/tail logic take registers: 8 rows needed 131 per thread (one block per
-    /// SM; H100, 2^27 u32 keys + f32 values: 0.30x CUB), 4 rows 110 (two), 2 rows 64 (four:
-    /// 0.42x with the plain scan's 3 us first wait).
-    pub reduce_by_key_rows: u32,
+    /// Bytes of keys and values each thread of the reduce by key loads per tile
+    /// ([`crate::reduce::by_key`]; [`ScanPolicy::reduce_by_key_items`] turns it into elements).
+    /// Each thread folds its elements into one (head count, value) pair, so only the values
+    /// and a head mask stay live. The reduce by key is bound by the bytes each SM has in
+    /// flight, not by instructions: 128 bytes a thread (16 u32 keys + f32 values, 92
+    /// registers, two blocks per SM) ran at 0.44x CUB on an H100, like its first layout (the
+    /// scan by key's pair per element: 2 rows of 16 bytes, 64 registers, four blocks: 0.42x).
+    pub reduce_by_key_thread_bytes: u32,
+    /// Blocks per SM the reduce by key's registers must allow (`.minnctapersm`, through
+    /// [`crate::launch_bounds!`]): its tiles wait in the look-back with nothing in flight, so
+    /// the SM needs other blocks loading meanwhile. Left to itself ptxas gave the u32 + f32
+    /// kernel 79 registers (three blocks of 256 threads); 60 fit without spilling.
+    pub reduce_by_key_min_blocks: u32,
     /// The reduce by key's first look-back wait ([`ScanPolicy::first_delay_ns`]): its tiles
-    /// are a quarter of the plain scan's, so they publish sooner.
+    /// are smaller than the plain scan's, so they publish sooner.
     pub reduce_by_key_delay_ns: u32,
     /// Predecessors each lane reads per look-back round (a warp reads 32 x this). Wider
     /// windows measured slower on an H200 (more status lines polled per round).
@@ -58,8 +66,9 @@ pub const SM90: ScanPolicy = ScanPolicy {
     block: 256,
     rows: 16,
     by_key_rows: 8,
-    reduce_by_key_rows: 2,
-    reduce_by_key_delay_ns: 750,
+    reduce_by_key_thread_bytes: 128,
+    reduce_by_key_min_blocks: 4,
+    reduce_by_key_delay_ns: 1500,
     lookback_per_lane: 1,
     first_delay_ns: 3000,
     delay_from_tile: 256,
@@ -104,9 +113,23 @@ impl ScanPolicy {
         self.block as u64 * self.rows as u64 * 16 / elem_bytes
     }
 
-    /// Elements per tile of the reduce by key for values of `elem_bytes` bytes.
-    pub const fn reduce_by_key_tile_elems(&self, elem_bytes: u64) -> u64 {
-        self.block as u64 * self.reduce_by_key_rows as u64 * 16 / elem_bytes
+    /// Elements per thread of the reduce by key with keys of `key_bytes` and values of
+    /// `value_bytes` bytes: [`ScanPolicy::reduce_by_key_thread_bytes`] worth, rounded down to
+    /// a multiple of 8 (whole 16-byte loads), 8 to 32 (the head mask is 32 bits).
+    pub const fn reduce_by_key_items(&self, key_bytes: u64, value_bytes: u64) -> u64 {
+        let items = self.reduce_by_key_thread_bytes as u64 / (key_bytes + value_bytes) / 8 * 8;
+        if items < 8 {
+            8
+        } else if items > 32 {
+            32
+        } else {
+            items
+        }
+    }
+
+    /// Elements per tile of the reduce by key (see [`ScanPolicy::reduce_by_key_items`]).
+    pub const fn reduce_by_key_tile_elems(&self, key_bytes: u64, value_bytes: u64) -> u64 {
+        self.block as u64 * self.reduce_by_key_items(key_bytes, value_bytes)
     }
 
     /// Elements per tile of the scan by key for values of `elem_bytes` bytes.
@@ -123,6 +146,10 @@ mod tests {
     fn tiles_are_64_kib_and_by_key_tiles_half() {
         assert_eq!(ACTIVE.tile_elems(4) * 4, 64 * 1024);
         assert_eq!(ACTIVE.by_key_tile_elems(8) * 8, 32 * 1024);
+        // Reduce by key: 16 u32 keys + f32 values a thread (32 KiB tiles); 8 of 12 or 16 bytes.
+        assert_eq!(ACTIVE.reduce_by_key_items(4, 4), 16);
+        assert_eq!(ACTIVE.reduce_by_key_items(4, 8), 8);
+        assert_eq!(ACTIVE.reduce_by_key_items(8, 8), 8);
         assert_eq!(for_arch(80), for_arch(90));
     }
 }
