@@ -152,7 +152,8 @@ pub(crate) struct ScanWorkspace {
 
 struct ScanBuffers {
     counter: DeviceBuffer<u32>,
-    /// One u64 per tile: a status word, or a status word and a 4-byte value packed.
+    /// 16 bytes per tile: a status word, a status word and a 4-byte value packed in a u64, or
+    /// a 16-byte slot of two such words (`TileStatus::two_word_slots`).
     flags: DeviceBuffer<u32>,
     /// Aggregates then prefixes: 16 bytes per tile each.
     values: DeviceBuffer<u64>,
@@ -175,13 +176,13 @@ impl Context {
         let too_many = || Error::InvalidArgument(format!("a scan of {tiles} tiles is too large"));
         let t = usize::try_from(tiles).map_err(|_| too_many())?;
         let graph_bytes = t
-            .checked_mul(40)
+            .checked_mul(48)
             .and_then(|b| b.checked_add(16))
             .ok_or_else(too_many)?;
         if let Some(base) = self.graph_scratch(graph_bytes)? {
-            // counter (16 bytes), flags (8 per tile), aggregates and prefixes (16 per tile each)
-            self.memset_raw(base, 16 + 8 * t)?;
-            let values = base + 16 + 8 * tiles;
+            // counter (16 bytes), flags (16 per tile), aggregates and prefixes (16 per tile each)
+            self.memset_raw(base, 16 + 16 * t)?;
+            let values = base + 16 + 16 * tiles;
             return Ok(ScanArgs {
                 counter: base,
                 flags: base + 16,
@@ -207,7 +208,7 @@ impl Context {
                 ws.epoch = 0;
                 slot.insert(ScanBuffers {
                     counter: self.alloc_zeros::<u32>(1)?,
-                    flags: self.alloc_zeros::<u32>(2 * len)?,
+                    flags: self.alloc_zeros::<u32>(4 * len)?,
                     values: self.alloc_zeros::<u64>(4 * len)?,
                 })
             }

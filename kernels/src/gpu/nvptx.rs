@@ -394,6 +394,29 @@ pub unsafe fn load_relaxed_u64(addr: *const u64) -> u64 {
     }
     v
 }
+/// `ld.relaxed.gpu.global.v2.u64`: two coherent 64-bit words in one 16-byte load, no ordering.
+/// Each word is read whole; the two together need not be (a writer's 16-byte store may be
+/// seen half done), so each word must say on its own whether it is current.
+/// # Safety
+/// `addr` must be a valid, 16-byte aligned pointer to global memory.
+#[inline(always)]
+pub unsafe fn load_relaxed_v2_u64(addr: *const u64) -> [u64; 2] {
+    let (a, b): (u64, u64);
+    unsafe {
+        asm!("ld.relaxed.gpu.global.v2.u64 {{{a}, {b}}}, [{p}];", a = out(reg64) a, b = out(reg64) b, p = in(reg64) to_global(addr), options(nostack))
+    }
+    [a, b]
+}
+/// `st.relaxed.gpu.global.v2.u64`: two 64-bit words in one 16-byte store, no ordering (see
+/// [`load_relaxed_v2_u64`]).
+/// # Safety
+/// `addr` must be a valid, 16-byte aligned pointer to global memory.
+#[inline(always)]
+pub unsafe fn store_relaxed_v2_u64(addr: *mut u64, v: [u64; 2]) {
+    unsafe {
+        asm!("st.relaxed.gpu.global.v2.u64 [{p}], {{{a}, {b}}};", p = in(reg64) to_global(addr), a = in(reg64) v[0], b = in(reg64) v[1], options(nostack))
+    }
+}
 /// `st.release.gpu.global.u32`: earlier accesses of this thread are performed before it.
 /// # Safety
 /// `addr` must be a valid, aligned pointer to global memory.

@@ -303,6 +303,7 @@ pub unsafe fn reduce_by_key_device<
             prefixes,
             epoch,
             first_delay_ns: delay_ns,
+            two_word_slots: true,
         };
         if tile > 0 {
             if lane == 0 {

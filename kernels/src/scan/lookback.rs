@@ -7,10 +7,15 @@
 //! so words left by earlier launches read as "not yet published" and the status array never
 //! needs clearing between launches (the host clears it only when the 30-bit epoch wraps).
 //! A 4-byte accumulator travels in the same 64-bit word as its status (value low, status
-//! high): one load per predecessor, no ordering between two locations to get right. Larger
-//! accumulators live in two arrays beside the status words; a value is written before its
-//! status word with release semantics and read after the word with acquire semantics (two
-//! dependent loads per look-back window instead of one).
+//! high): one load per predecessor, no ordering between two locations to get right. An
+//! 8-byte accumulator may do the same in a 16-byte slot ([`TileStatus::two_word_slots`]):
+//! each 64-bit half is `status word << 32 | one value word`, written by one 16-byte store and
+//! read by one 16-byte load; only each half is read whole, so a slot counts as published
+//! only when both halves carry the same current status word (a half-done overwrite of an
+//! aggregate by the prefix reads as "not yet" and is polled again). Other accumulators live in
+//! two arrays beside the status words; a value is written before its status word with release
+//! semantics and read after the word with acquire semantics (two dependent loads per
+//! look-back window instead of one).
 
 use super::policy::ACTIVE;
 use crate::gpu::{self, FULL_MASK, ShflValue};
@@ -30,7 +35,7 @@ pub const LOOKBACK_WINDOW: u64 = 32 * PER_LANE as u64;
 /// Epochs are 30-bit: `epoch << 2` must fit a u32.
 pub const EPOCH_MASK: u32 = (1 << 30) - 1;
 
-/// The tile-status arrays of one launch. `flags` has room for one u64 per tile.
+/// The tile-status arrays of one launch. `flags` has room for 16 bytes per tile.
 #[derive(Clone, Copy)]
 pub struct TileStatus<A> {
     pub flags: *mut u32,
@@ -42,11 +47,27 @@ pub struct TileStatus<A> {
     /// [`ScanPolicy::first_delay_ns`](super::policy::ScanPolicy::first_delay_ns)); the kernel's
     /// choice, as the best wait depends on how long its tiles take.
     pub first_delay_ns: u32,
+    /// Publish 2-word accumulators with their status in one 16-byte slot of `flags` per tile
+    /// (see the module comment): one load per predecessor instead of two dependent ones. The
+    /// kernel's choice, so that the kernels measured with the two-array layout keep it.
+    pub two_word_slots: bool,
 }
 
 impl<A: ShflValue> TileStatus<A> {
     /// Value and status share one 64-bit word.
     const PACKED: bool = A::WORDS == 1;
+
+    /// Value and status share one 16-byte slot, the status in each half.
+    #[inline(always)]
+    fn slots(&self) -> bool {
+        A::WORDS == 2 && self.two_word_slots
+    }
+
+    /// The 16-byte slot of `tile` (two-word slots).
+    #[inline(always)]
+    fn slot(&self, tile: usize) -> *mut u64 {
+        unsafe { (self.flags as *mut u64).add(2 * tile) }
+    }
 
     #[inline(always)]
     fn word(&self, status: u32) -> u32 {
@@ -56,7 +77,14 @@ impl<A: ShflValue> TileStatus<A> {
     #[inline(always)]
     fn publish(&self, tile: u64, value: A, status: u32, values: *mut A) {
         unsafe {
-            if Self::PACKED {
+            if self.slots() {
+                let tag = (self.word(status) as u64) << 32;
+                let v = value.to_words();
+                gpu::store_relaxed_v2_u64(
+                    self.slot(tile as usize),
+                    [tag | v[0] as u64, tag | v[1] as u64],
+                );
+            } else if Self::PACKED {
                 let w = ((self.word(status) as u64) << 32) | value.to_words()[0] as u64;
                 gpu::store_release_u64((self.flags as *mut u64).add(tile as usize), w);
             } else {
@@ -114,6 +142,7 @@ impl<A: ShflValue> TileStatus<A> {
             let pred = |j: usize| end.wrapping_sub(1 + dist(j)) as usize;
             let mut status = [0u32; PER_LANE];
             let mut packed = [0u32; PER_LANE];
+            let mut packed_hi = [0u32; PER_LANE];
             // Ready once every predecessor nearer than the nearest inclusive prefix has
             // published (farther ones do not matter); with no prefix in the window, once all
             // have. CUB waits for the whole window; a late block far behind the prefix front
@@ -124,6 +153,17 @@ impl<A: ShflValue> TileStatus<A> {
                     // they lie beyond tile 0, which is a prefix, so they are never combined.
                     status[j] = if !valid(j) {
                         STATUS_PREFIX
+                    } else if self.slots() {
+                        // Published once both halves carry this launch's same status word.
+                        let [lo, hi] = unsafe { gpu::load_relaxed_v2_u64(self.slot(pred(j))) };
+                        packed[j] = lo as u32;
+                        packed_hi[j] = hi as u32;
+                        let (a, b) = ((lo >> 32) as u32, (hi >> 32) as u32);
+                        if a == b && a >> 2 == self.epoch {
+                            a & 3
+                        } else {
+                            0
+                        }
                     } else if Self::PACKED {
                         // Relaxed is enough: the value travels in the word it is read with.
                         let w = unsafe {
@@ -161,6 +201,8 @@ impl<A: ShflValue> TileStatus<A> {
                         if !seen_prefix && status[j] != 0 {
                             let v = if !valid(j) {
                                 identity
+                            } else if self.slots() {
+                                A::from_words([packed[j], packed_hi[j], 0, 0])
                             } else if Self::PACKED {
                                 A::from_words([packed[j], 0, 0, 0])
                             } else if status[j] == STATUS_PREFIX {

@@ -110,6 +110,7 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
         prefixes,
         epoch,
         first_delay_ns: ACTIVE.first_delay_ns,
+        two_word_slots: false,
     };
     unsafe {
         scan_tile::<ROWS, _, _, _, _>(
@@ -239,6 +240,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
         prefixes,
         epoch,
         first_delay_ns: ACTIVE.first_delay_ns,
+        two_word_slots: false,
     };
     unsafe {
         scan_tile::<BY_KEY_ROWS, _, _, _, _>(

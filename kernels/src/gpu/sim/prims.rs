@@ -229,6 +229,15 @@ fn aligned<T>(addr: *const T, what: &str) {
     }
 }
 
+fn aligned16<T>(addr: *const T, what: &str) {
+    if !(addr as usize).is_multiple_of(16) {
+        fault(
+            FaultKind::Misaligned,
+            format!("misaligned address {addr:p} for {what} (16 bytes)"),
+        );
+    }
+}
+
 macro_rules! atomic_int {
     ($name:ident, $t:ty, $atomic:ty, $method:ident) => {
         /// # Safety
@@ -327,6 +336,28 @@ pub unsafe fn load_acquire_u64(addr: *const u64) -> u64 {
 pub unsafe fn load_relaxed_u64(addr: *const u64) -> u64 {
     aligned(addr, "load_relaxed_u64");
     unsafe { AtomicU64::from_ptr(addr as *mut u64) }.load(Ordering::Relaxed)
+}
+/// Two words, each read whole (what the GPU guarantees of a 16-byte load, and no more).
+/// # Safety
+/// `addr` must be valid and 16-byte aligned.
+pub unsafe fn load_relaxed_v2_u64(addr: *const u64) -> [u64; 2] {
+    aligned16(addr, "load_relaxed_v2_u64");
+    unsafe {
+        [
+            AtomicU64::from_ptr(addr as *mut u64).load(Ordering::Relaxed),
+            AtomicU64::from_ptr(addr.add(1) as *mut u64).load(Ordering::Relaxed),
+        ]
+    }
+}
+/// Two words, each written whole, the first first.
+/// # Safety
+/// `addr` must be valid and 16-byte aligned.
+pub unsafe fn store_relaxed_v2_u64(addr: *mut u64, v: [u64; 2]) {
+    aligned16(addr, "store_relaxed_v2_u64");
+    unsafe {
+        AtomicU64::from_ptr(addr).store(v[0], Ordering::Relaxed);
+        AtomicU64::from_ptr(addr.add(1)).store(v[1], Ordering::Relaxed);
+    }
 }
 /// # Safety
 /// `addr` must be valid and aligned.
