@@ -33,7 +33,9 @@ pub struct ScanPolicy {
     /// Blocks per SM the reduce by key's registers must allow (`.minnctapersm`, through
     /// [`crate::launch_bounds!`]): its tiles wait in the look-back with nothing in flight, so
     /// the SM needs other blocks loading meanwhile. Left to itself ptxas gave the u32 + f32
-    /// kernel 79 registers (three blocks of 256 threads); 60 fit without spilling.
+    /// kernel 79 registers (three blocks of 256 threads). H100, 2^27, runs 1..100 / 1..1e4
+    /// against CUB in the same process: 4 blocks (60 registers) 0.89x / 0.94x; 5 (48, no
+    /// spills) 0.91x / 0.99-1.10x; 6 (40 registers, 40 bytes spilled) 0.87x / 0.88x.
     pub reduce_by_key_min_blocks: u32,
     /// The reduce by key's first look-back wait ([`ScanPolicy::first_delay_ns`]): its tiles
     /// are smaller than the plain scan's, so they publish sooner.
@@ -67,7 +69,7 @@ pub const SM90: ScanPolicy = ScanPolicy {
     rows: 16,
     by_key_rows: 8,
     reduce_by_key_thread_bytes: 128,
-    reduce_by_key_min_blocks: 4,
+    reduce_by_key_min_blocks: 5,
     reduce_by_key_delay_ns: 1500,
     lookback_per_lane: 1,
     first_delay_ns: 3000,
