@@ -108,15 +108,30 @@ mod tests {
         of::<f64>(&mut names);
         // 48 reductions + the compensated sum, 36 scans, 36 scans by key,
         assert_eq!(names.len(), 121);
+        // f16 and bf16: sum (f32 accumulation), min, max, argmin, argmax.
+        fn half<T: crate::DeviceElement>(names: &mut Vec<&str>) {
+            names.push(T::sum_kernel().name);
+            names.extend(
+                Reduction::ALL
+                    .iter()
+                    .filter_map(|&op| T::kernel(op))
+                    .map(|k| k.name),
+            );
+            names.push(T::argmin_kernel().name);
+            names.push(T::argmax_kernel().name);
+        }
+        half::<half::f16>(&mut names);
+        half::<half::bf16>(&mut names);
+        assert_eq!(names.len(), 131);
         // 10 maps on load (sum of squares, scaled sum of squares, mean/variance, min-max) and
         // 2 dot products.
         names.extend(crate::transform::kernel_names());
-        assert_eq!(names.len(), 133);
+        assert_eq!(names.len(), 143);
         // 48 segmented reductions (every built-in operator x type, argmin/argmax included).
         names.extend(crate::segmented::kernel_names());
         // 36 reductions by key (u32/u64 keys x value types x sum/min/max).
         names.extend(crate::by_key::kernel_names());
-        assert_eq!(names.len(), 133 + 48 + 36);
+        assert_eq!(names.len(), 143 + 48 + 36);
         for n in &names {
             let ptx = super::BUILTIN
                 .ptx(n)

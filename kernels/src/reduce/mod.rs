@@ -19,6 +19,8 @@ pub mod transform;
 use crate::block::{block_reduce, block_reduce2};
 use crate::gpu;
 #[cfg(feature = "builtin")]
+use crate::half::{Bf16, F16, SumF32};
+#[cfg(feature = "builtin")]
 use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum, SumCompensated};
 use crate::ops::{Element, ReduceOp};
 use policy::BLOCK as REDUCE_BLOCK;
@@ -26,6 +28,15 @@ use policy::BLOCK as REDUCE_BLOCK;
 /// Combine the elements of one 16-byte vector whose first element has index `base`.
 #[inline(always)]
 pub(crate) fn fold_vec<T: Element, O: ReduceOp<T>>(w: [u32; 4], base: u64) -> O::Acc {
+    if T::PER_VEC == 8 {
+        // 2-byte types (f16, bf16): the same pairwise tree over eight elements.
+        let e = T::unpack8(w);
+        let l = |i: usize| O::lift(e[i], base + i as u64);
+        return O::combine(
+            O::combine(O::combine(l(0), l(1)), O::combine(l(2), l(3))),
+            O::combine(O::combine(l(4), l(5)), O::combine(l(6), l(7))),
+        );
+    }
     let e = T::unpack(w);
     if T::PER_VEC == 4 {
         O::combine(
@@ -342,6 +353,16 @@ reduce_kernels! {
     reduce_argmax_i64: i64, ArgMax; reduce_argmax_u64: u64, ArgMax;
     reduce_argmax_f32: f32, ArgMax; reduce_argmax_f64: f64, ArgMax;
     reduce_sum_compensated_f32: f32, SumCompensated;
+}
+
+// 16-bit floats (crate::half): the sum accumulates in f32; min/max/argmin/argmax in the type.
+#[cfg(feature = "builtin")]
+reduce_kernels! {
+    reduce_sum_f32_f16: F16, SumF32; reduce_sum_f32_bf16: Bf16, SumF32;
+    reduce_min_f16: F16, Min; reduce_min_bf16: Bf16, Min;
+    reduce_max_f16: F16, Max; reduce_max_bf16: Bf16, Max;
+    reduce_argmin_f16: F16, ArgMin; reduce_argmin_bf16: Bf16, ArgMin;
+    reduce_argmax_f16: F16, ArgMax; reduce_argmax_bf16: Bf16, ArgMax;
 }
 
 // Maps applied on load (transform.rs): sum of squares, the scaled sum of squares of the f64

@@ -68,6 +68,7 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     let tile_prefix = crate::static_shared!(SCAN_TILE_PREFIX: [u128; 1]);
     let tile = unsafe { next_tile(counter) };
     let aligned = (input as usize | output as usize) & 15 == 0;
+    const { assert!(T::PER_VEC <= 4, "no 2-byte scans yet") };
     let per_vec = T::PER_VEC;
     let identity = O::identity();
     let io = TileIo {
