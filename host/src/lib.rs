@@ -108,21 +108,52 @@ mod tests {
         of::<f64>(&mut names);
         // 48 reductions + the compensated sum, 36 scans, 36 scans by key,
         assert_eq!(names.len(), 121);
-        // f16 and bf16: sum (f32 accumulation), min, max, argmin, argmax.
-        fn half<T: crate::DeviceElement>(names: &mut Vec<&str>) {
-            names.push(T::sum_kernel().name);
-            names.extend(
-                Reduction::ALL
-                    .iter()
-                    .filter_map(|&op| T::kernel(op))
-                    .map(|k| k.name),
-            );
-            names.push(T::argmin_kernel().name);
-            names.push(T::argmax_kernel().name);
+        // f16 and bf16: sum (f32 accumulation), min, max, argmin, argmax. Named through the
+        // kernels crate's types, so this holds with or without the `f16` feature (the PTX has
+        // them either way).
+        fn half<T: kernels::half::HalfFloat>(names: &mut Vec<&str>)
+        where
+            kernels::half::SumF32: ReduceInstance<T>,
+            kernels::ops::Min: ReduceInstance<T>,
+            kernels::ops::Max: ReduceInstance<T>,
+            kernels::ops::ArgMin: ReduceInstance<T>,
+            kernels::ops::ArgMax: ReduceInstance<T>,
+        {
+            use kernels::half::SumF32;
+            use kernels::ops::{ArgMax, ArgMin, Max, Min};
+            names.extend([
+                <SumF32 as ReduceInstance<T>>::KERNEL.name,
+                <Min as ReduceInstance<T>>::KERNEL.name,
+                <Max as ReduceInstance<T>>::KERNEL.name,
+                <ArgMin as ReduceInstance<T>>::KERNEL.name,
+                <ArgMax as ReduceInstance<T>>::KERNEL.name,
+            ]);
         }
-        half::<half::f16>(&mut names);
-        half::<half::bf16>(&mut names);
+        half::<kernels::half::F16>(&mut names);
+        half::<kernels::half::Bf16>(&mut names);
         assert_eq!(names.len(), 131);
+        // With the feature, the host's f16/bf16 impls name the same kernels.
+        #[cfg(feature = "f16")]
+        {
+            fn host_half<T: crate::DeviceElement>() -> Vec<&'static str> {
+                let mut v = vec![
+                    T::sum_kernel().name,
+                    T::argmin_kernel().name,
+                    T::argmax_kernel().name,
+                ];
+                v.extend(
+                    Reduction::ALL
+                        .iter()
+                        .filter_map(|&op| T::kernel(op))
+                        .map(|k| k.name),
+                );
+                v
+            }
+            for v in [host_half::<half::f16>(), host_half::<half::bf16>()] {
+                assert_eq!(v.len(), 5);
+                assert!(v.iter().all(|n| names.contains(n)), "{v:?}");
+            }
+        }
         // 10 maps on load (sum of squares, scaled sum of squares, mean/variance, min-max) and
         // 2 dot products.
         names.extend(crate::transform::kernel_names());

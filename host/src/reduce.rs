@@ -10,6 +10,7 @@ use std::fmt::Debug;
 
 use cudarc::driver::{DeviceRepr, PushKernelArg, ValidAsZeroBits};
 use kernels::Kernel;
+#[cfg(feature = "f16")]
 use kernels::half::SumF32;
 use kernels::ops::{
     ArgAcc, ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum, SumCompensated,
@@ -106,9 +107,9 @@ impl<'v, T, A> Job<'_, 'v, T, A> {
     }
 }
 
-/// Element types of the device reductions: i32, u32, i64, u64, f32, f64, and the 16-bit floats
-/// `half::f16` and `half::bf16` (min, max, argmin, argmax in the type; the sum accumulates in
-/// f32 and returns the f32). The kernels come from the `kernels` crate's macro invocations (its
+/// Element types of the device reductions: i32, u32, i64, u64, f32, f64, and with the `f16`
+/// feature the 16-bit floats `half::f16` and `half::bf16` (min, max, argmin, argmax in the type;
+/// the sum accumulates in f32 and returns the f32). The kernels come from the `kernels` crate's macro invocations (its
 /// `ReduceInstance` impls); nothing here names one.
 pub trait DeviceElement:
     kernels::ops::Num + DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + Debug
@@ -174,6 +175,7 @@ element!(u64, int);
 element!(f32, float);
 element!(f64, float);
 
+#[cfg(feature = "f16")]
 macro_rules! half_element {
     ($t:ty, $name:literal) => {
         impl DeviceElement for $t {
@@ -199,7 +201,9 @@ macro_rules! half_element {
         }
     };
 }
+#[cfg(feature = "f16")]
 half_element!(half::f16, "f16");
+#[cfg(feature = "f16")]
 half_element!(half::bf16, "bf16");
 
 /// Accumulators are at most 16 bytes: they come back through a 2-word buffer.
@@ -587,18 +591,20 @@ impl Context {
         self.reduce_pending(&crate::BUILTIN, Job::One(&k, input.into()), |a| a)
     }
 
-    /// Sum (integers wrap). `f16` and `bf16` sum in f32 and return the f32 (`T::Sum`): every
-    /// element converts exactly, every addition is an f32 addition; NaN propagates,
-    /// `+inf + -inf` is NaN, and a sum beyond the 16-bit range (65504 for f16) is the finite f32,
-    /// not inf.
+    /// Sum (integers wrap). `f16` and `bf16` (the `f16` feature) sum in f32 and return the f32
+    /// (`T::Sum`): every element converts exactly, every addition is an f32 addition; NaN
+    /// propagates, `+inf + -inf` is NaN, and a sum beyond the 16-bit range (65504 for f16) is the
+    /// finite f32, not inf.
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
     /// let ctx = gpu_reduce::Context::sim()?;
     /// let x = ctx.htod(&[1.0f32, 2.0, 3.0])?;
     /// assert_eq!(ctx.sum(&x)?, 6.0);
+    /// # #[cfg(feature = "f16")] {
     /// let h = ctx.htod(&[half::f16::from_f32(60000.0); 2])?;
     /// assert_eq!(ctx.sum(&h)?, 120000.0f32); // f32, past f16's range
+    /// # }
     /// # Ok(()) }
     /// ```
     pub fn sum<'a, T: DeviceElement>(&self, input: impl Into<DeviceView<'a, T>>) -> Result<T::Sum> {

@@ -1,8 +1,9 @@
 //! 16-bit floats: IEEE binary16 ([`F16`]) and bfloat16 ([`Bf16`]).
 //!
-//! On the host these are the `half` crate's `f16` and `bf16` (so the simulator and the host API
-//! share one type); on the GPU they are this module's own `#[repr(transparent)]` `u16`s. Either
-//! way every operation here goes through the same integer conversions below, never through
+//! On the host with the `half` feature (the library's `f16` feature turns it on) these are the
+//! `half` crate's `f16` and `bf16`, so the simulator and the host API share one type; on the GPU,
+//! and on the host without the feature, they are this module's own `#[repr(transparent)]`
+//! `u16`s. Either way every operation here goes through the same integer conversions below, never through
 //! `half`'s arithmetic or a hardware conversion, so the GPU and the simulator compute identical
 //! bits. The conversions are exact where exactness is possible:
 //! - to f32: exact for every value (subnormals normalised, ±inf kept, NaN payloads kept with
@@ -21,10 +22,12 @@
 use crate::gpu::ShflValue;
 use crate::ops::{Element, Num, ReduceOp};
 
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(all(feature = "half", not(target_arch = "nvptx64")))]
 pub use ::half::{bf16 as Bf16, f16 as F16};
 
-#[cfg(target_arch = "nvptx64")]
+// The same condition negated, at each of its uses below: own types on the GPU, and on the host
+// without the `half` feature.
+#[cfg(not(all(feature = "half", not(target_arch = "nvptx64"))))]
 mod device {
     /// IEEE 754 binary16 (the host's `half::f16`).
     #[derive(Clone, Copy, Debug)]
@@ -55,7 +58,7 @@ mod device {
         }
     }
 }
-#[cfg(target_arch = "nvptx64")]
+#[cfg(not(all(feature = "half", not(target_arch = "nvptx64"))))]
 pub use device::{Bf16, F16};
 
 /// binary16 bits to the f32 with the same value (exact). Branch-free in effect (the choices
@@ -269,14 +272,14 @@ macro_rules! half_float {
 half_float!(F16, 0x7c00, f16_bits_to_f32, f32_to_f16_bits);
 half_float!(Bf16, 0x7f80, bf16_bits_to_f32, f32_to_bf16_bits);
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(not(all(feature = "half", not(target_arch = "nvptx64"))))]
 impl PartialEq for F16 {
     /// IEEE equality, as `half::f16`'s.
     fn eq(&self, o: &Self) -> bool {
         self.to_f32_() == o.to_f32_()
     }
 }
-#[cfg(target_arch = "nvptx64")]
+#[cfg(not(all(feature = "half", not(target_arch = "nvptx64"))))]
 impl PartialEq for Bf16 {
     /// IEEE equality, as `half::bf16`'s.
     fn eq(&self, o: &Self) -> bool {
@@ -307,7 +310,8 @@ impl<T: HalfFloat> ReduceOp<T> for SumF32 {
     }
 }
 
-#[cfg(test)]
+// The references are the `half` crate's conversions.
+#[cfg(all(test, feature = "half"))]
 mod tests {
     use super::*;
 
