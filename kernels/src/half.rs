@@ -12,7 +12,10 @@
 //!   (signed) zero or a subnormal; NaN stays NaN (quiet).
 //!
 //! They compile to a handful of integer instructions (`shl`, `and`, `clz`, `selp`): no
-//! `cvt.f32.f16`, so no reliance on the PTX conversion's NaN canonicalisation.
+//! `cvt.f32.f16`, so no reliance on the PTX conversion's NaN canonicalisation. The one
+//! exception is [`HalfFloat::widen`]/[`HalfFloat::narrow`], which the scans use: one `cvt` each
+//! for f16 on the GPU (the same value for every number; NaN stays NaN, payload not kept),
+//! because the integer f16 conversions made the scan's tile loops too large to unroll.
 //!
 //! Reductions: min/max/argmin/argmax work in the element type with the library's rules (NaN
 //! wins, `-0.0 < +0.0`); the sum accumulates in f32 ([`SumF32`]): each element converts
@@ -25,8 +28,8 @@ use crate::ops::{Element, Num, ReduceOp};
 #[cfg(all(feature = "half", not(target_arch = "nvptx64")))]
 pub use ::half::{bf16 as Bf16, f16 as F16};
 
-// The same condition negated, at each of its uses below: own types on the GPU, and on the host
-// without the `half` feature.
+// The same condition negated, at each of its uses below: own types on the GPU, and on
+// the host without the `half` feature.
 #[cfg(not(all(feature = "half", not(target_arch = "nvptx64"))))]
 mod device {
     /// IEEE 754 binary16 (the host's `half::f16`).
@@ -154,10 +157,18 @@ pub trait HalfFloat: Num {
     fn to_f32_(self) -> f32;
     /// Round to nearest even.
     fn from_f32_(x: f32) -> Self;
+    /// [`HalfFloat::to_f32_`] by the cheapest route: f16 takes one `cvt.f32.f16` on the GPU
+    /// (the integer conversion on the simulator), bf16 its shift. The same value for every
+    /// number; a NaN stays NaN but may change payload on the GPU. For the scans, whose loops
+    /// must stay small enough to unroll.
+    fn widen(self) -> f32;
+    /// [`HalfFloat::from_f32_`] by the cheapest route (f16: `cvt.rn.f16.f32` on the GPU), with
+    /// the same caveat: the same bits for every number, NaN for NaN.
+    fn narrow(x: f32) -> Self;
 }
 
 macro_rules! half_float {
-    ($t:ty, $inf:expr, $to:ident, $from:ident) => {
+    ($t:ty, $inf:expr, $to:ident, $from:ident, $widen:path, $narrow:path) => {
         impl HalfFloat for $t {
             const INF_BITS: u16 = $inf;
             #[inline(always)]
@@ -175,6 +186,14 @@ macro_rules! half_float {
             #[inline(always)]
             fn from_f32_(x: f32) -> Self {
                 <$t>::from_bits($from(x))
+            }
+            #[inline(always)]
+            fn widen(self) -> f32 {
+                $widen(self.to_bits())
+            }
+            #[inline(always)]
+            fn narrow(x: f32) -> Self {
+                <$t>::from_bits($narrow(x))
             }
         }
 
@@ -269,8 +288,23 @@ macro_rules! half_float {
         }
     };
 }
-half_float!(F16, 0x7c00, f16_bits_to_f32, f32_to_f16_bits);
-half_float!(Bf16, 0x7f80, bf16_bits_to_f32, f32_to_bf16_bits);
+half_float!(
+    F16,
+    0x7c00,
+    f16_bits_to_f32,
+    f32_to_f16_bits,
+    crate::gpu::cvt_f32_f16,
+    crate::gpu::cvt_rn_f16_f32
+);
+// bf16's integer conversions are already a shift and a rounding add.
+half_float!(
+    Bf16,
+    0x7f80,
+    bf16_bits_to_f32,
+    f32_to_bf16_bits,
+    bf16_bits_to_f32,
+    f32_to_bf16_bits
+);
 
 #[cfg(not(all(feature = "half", not(target_arch = "nvptx64"))))]
 impl PartialEq for F16 {

@@ -104,6 +104,13 @@ impl ScanPolicy {
         self.block as u64 * self.rows as u64 * 16 / elem_bytes
     }
 
+    /// Elements per tile of the 16-bit scans (`scan::half`): their threads load 8 bytes (four
+    /// elements) per row, so a thread holds as many values (in f32 for the sum) as the 32-bit
+    /// scan's and a tile is half its bytes.
+    pub const fn half_tile_elems(&self) -> u64 {
+        self.block as u64 * self.rows as u64 * 4
+    }
+
     /// Elements per tile of the reduce by key for values of `elem_bytes` bytes.
     pub const fn reduce_by_key_tile_elems(&self, elem_bytes: u64) -> u64 {
         self.block as u64 * self.reduce_by_key_rows as u64 * 16 / elem_bytes
@@ -123,6 +130,7 @@ mod tests {
     fn tiles_are_64_kib_and_by_key_tiles_half() {
         assert_eq!(ACTIVE.tile_elems(4) * 4, 64 * 1024);
         assert_eq!(ACTIVE.by_key_tile_elems(8) * 8, 32 * 1024);
+        assert_eq!(ACTIVE.half_tile_elems() * 2, 32 * 1024);
         assert_eq!(for_arch(80), for_arch(90));
     }
 }
