@@ -363,3 +363,36 @@ pub fn check_in_place_and_errors<T: Half + ScanElement>(ctx: &Context) {
     )
     .unwrap();
 }
+
+/// Every 16-bit kernel once or a few times on small and odd sizes, each result checked (the
+/// sanitizer's workload): the reductions (sum in f32, min, max, argmin, argmax) and every scan,
+/// aligned and at offsets that break the vectors.
+pub fn check_small_every_kernel<T: Half + ScanElement>(ctx: &Context) {
+    use gpu_reduce::Reduction;
+    for n in [1usize, 1000, tile() + 3] {
+        let x = eighths::<T>(n, n as u64);
+        let d = ctx.htod(&x).unwrap();
+        let exact: f64 = x.iter().map(|v| v.to_f32() as f64).sum();
+        assert_eq!(ctx.sum(&d).unwrap() as f64, exact, "{} sum n {n}", T::DTYPE);
+        let want_min = scan_ref(&x, ScanOperator::Min, ScanKind::Inclusive)[n - 1];
+        let want_max = scan_ref(&x, ScanOperator::Max, ScanKind::Inclusive)[n - 1];
+        assert_eq!(
+            ctx.reduce(&d, Reduction::Min).unwrap().to_bits(),
+            want_min.to_bits()
+        );
+        assert_eq!(
+            ctx.reduce(&d, Reduction::Max).unwrap().to_bits(),
+            want_max.to_bits()
+        );
+        let first = |w: T| x.iter().position(|v| v.to_bits() == w.to_bits()).unwrap() as u64;
+        assert_eq!(ctx.argmin(&d).unwrap().map(|p| p.0), Some(first(want_min)));
+        assert_eq!(ctx.argmax(&d).unwrap().map(|p| p.0), Some(first(want_max)));
+        for op in ScanOperator::ALL {
+            for kind in ScanKind::ALL {
+                for (i, o) in [(0, 0), (1, 3)] {
+                    run_and_compare(ctx, &x, op, kind, i, o).unwrap();
+                }
+            }
+        }
+    }
+}

@@ -38,6 +38,14 @@ fn in_place_and_errors() {
     check_in_place_and_errors::<bf16>(&ctx);
 }
 
+#[test]
+fn sanitizer_workload() {
+    // What sanitize_gpu runs of the 16-bit kernels, here on the simulator.
+    let ctx = sim();
+    check_small_every_kernel::<f16>(&ctx);
+    check_small_every_kernel::<bf16>(&ctx);
+}
+
 /// The reference itself: an f32 running sum rounded per output, not a 16-bit running sum.
 #[test]
 fn reference_rounds_the_f32_prefix() {
