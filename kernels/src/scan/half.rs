@@ -4,7 +4,8 @@
 //!
 //! - Sum ([`SumF32`]): each element converts exactly to f32 and the scan runs in f32; every
 //!   output is its f32 prefix rounded once to the element type (to nearest, ties to even;
-//!   beyond the type's range it is ±inf, as an IEEE conversion gives; NaN stays NaN). An
+//!   beyond the type's range it is ±inf, as an IEEE conversion gives; NaN stays NaN, its payload
+//!   not kept). An
 //!   inclusive sum's last output is therefore the rounded f32 sum, not a running 16-bit sum
 //!   that would stall once the prefix outgrows the type's precision.
 //! - Min and max run in the element type (`kernels::ops` rules: NaN wins, `-0.0 < +0.0`); the
@@ -13,8 +14,9 @@
 //! Layout: four elements per thread per row, loaded with one 8-byte `ld.global.v2.b32` and
 //! stored with one `st.global.v2.b32`, so a thread holds 16 rows x 4 values in registers, as
 //! the 32-bit scan does, and a tile is `ACTIVE.half_tile_elems()` elements (32 KiB). Tiles that
-//! are not whole or whose input or output is not 8-byte aligned (a view starting at an odd
-//! element) take scalar 2-byte loads and stores. Tile starts depend on `n` only.
+//! are not whole or whose input or output is not 8-byte aligned (a view starting at an element
+//! offset that is not a multiple of 4) take scalar 2-byte loads and stores. Tile starts depend
+//! on `n` only.
 
 use super::lookback::TileStatus;
 use super::next_tile;
