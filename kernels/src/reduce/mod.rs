@@ -48,6 +48,44 @@ pub(crate) fn fold_vec<T: Element, O: ReduceOp<T>>(w: [u32; 4], base: u64) -> O:
     }
 }
 
+/// One thread's step of the two-tile path of [`reduce_device`] for global thread `g`, with its
+/// two loads `l0` and `l1` (vectors `g` and `g + threads`). A function, not a closure: it is
+/// used twice, and a closure that big (f16/bf16 argmin/argmax fold eight elements per vector)
+/// was left out of line, a `.func` with a local-memory frame that every PTX module carried.
+///
+/// # Safety
+/// As [`reduce_device`]; the arguments are its values.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the enclosing kernel's values, passed straight through
+unsafe fn two_tile_step<T: Element, O: ReduceOp<T>>(
+    input: *const T,
+    n: u64,
+    head: u64,
+    vectors: u64,
+    tail_start: u64,
+    threads: u64,
+    g: u64,
+    l0: [u32; 4],
+    l1: [u32; 4],
+) -> O::Acc {
+    let per_vec = T::PER_VEC as u64;
+    let (mut acc0, mut acc1) = (O::identity(), O::identity());
+    if g + threads < vectors {
+        acc0 = O::combine(acc0, fold_vec::<T, O>(l0, head + g * per_vec));
+        acc1 = O::combine(acc1, fold_vec::<T, O>(l1, head + (g + threads) * per_vec));
+    } else if g < vectors {
+        acc0 = O::combine(acc0, fold_vec::<T, O>(l0, head + g * per_vec));
+    }
+    if g < head {
+        acc1 = O::combine(acc1, O::lift(unsafe { input.add(g as usize).read() }, g));
+    }
+    if g < n - tail_start {
+        let i = tail_start + g;
+        acc1 = O::combine(acc1, O::lift(unsafe { input.add(i as usize).read() }, i));
+    }
+    O::combine(acc0, acc1)
+}
+
 /// The one-launch reduction of `n` elements at `input` (naturally aligned; a misaligned start
 /// for 16-byte loads is handled by a scalar head) with operator `O`, cut into `tiles` tiles
 /// (any physical grid <= `tiles` gives the same bits). `partials` holds `tiles` accumulators
@@ -98,23 +136,6 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
         // go out before either is reduced, one memory latency instead of two. Each tile is a
         // single step per thread here (a tile is one step of the block), and the code below is
         // the general loop's exact arithmetic for that case, so the bits are the same.
-        let step_acc = |g: u64, l0: [u32; 4], l1: [u32; 4]| {
-            let (mut acc0, mut acc1) = (O::identity(), O::identity());
-            if g + threads < vectors {
-                acc0 = O::combine(acc0, fold_vec::<T, O>(l0, head + g * per_vec));
-                acc1 = O::combine(acc1, fold_vec::<T, O>(l1, head + (g + threads) * per_vec));
-            } else if g < vectors {
-                acc0 = O::combine(acc0, fold_vec::<T, O>(l0, head + g * per_vec));
-            }
-            if g < head {
-                acc1 = O::combine(acc1, O::lift(unsafe { input.add(g as usize).read() }, g));
-            }
-            if g < n - tail_start {
-                let i = tail_start + g;
-                acc1 = O::combine(acc1, O::lift(unsafe { input.add(i as usize).read() }, i));
-            }
-            O::combine(acc0, acc1)
-        };
         let maybe = |v: u64| if v < vectors { load(v) } else { [0u32; 4] };
         let (g0, g1) = (tid, REDUCE_BLOCK as u64 + tid);
         let (a0, a1, b0, b1) = (
@@ -123,15 +144,15 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
             maybe(g1),
             maybe(g1 + threads),
         );
+        let (p0, p1) = unsafe {
+            (
+                two_tile_step::<T, O>(input, n, head, vectors, tail_start, threads, g0, a0, a1),
+                two_tile_step::<T, O>(input, n, head, vectors, tail_start, threads, g1, b0, b1),
+            )
+        };
         // Both tiles' block reductions share their barriers (each as `block_reduce` alone);
         // scratch has 32 slots of 16 bytes, two per warp of the 8 needed.
-        let (t0, t1) = block_reduce2(
-            step_acc(g0, a0, a1),
-            step_acc(g1, b0, b1),
-            O::identity(),
-            O::combine,
-            scratch,
-        );
+        let (t0, t1) = block_reduce2(p0, p1, O::identity(), O::combine, scratch);
         if tid == 0 {
             // What the general path's last block computes from these two partials: its block
             // reduction combines identity ⊕ p0 and identity ⊕ p1 (lanes 0 and 1, lower lane on
