@@ -302,8 +302,8 @@ impl Context {
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
         let a = self.scan_workspace(&mut ws, grid as u64)?;
         let sim = k.sim;
-        // SAFETY: the arguments of `scan_device` (`scan_half_device`) in order; the same values for the simulator,
-        // as addresses of this context's (host) memory.
+        // SAFETY: the arguments of `scan_device` (and `scan_half_device`) in order; the same
+        // values for the simulator, as addresses of this context's (host) memory.
         unsafe {
             self.launch(
                 lib,
