@@ -108,15 +108,73 @@ mod tests {
         of::<f64>(&mut names);
         // 48 reductions + the compensated sum, 36 scans, 36 scans by key,
         assert_eq!(names.len(), 121);
+        // f16 and bf16: sum (f32 accumulation), min, max, argmin, argmax, and 6 scans each
+        // (sum in f32, min, max; inclusive and exclusive). Named through the kernels crate's
+        // types, so this holds with or without the `f16` feature (the PTX has them either way).
+        fn half<T: kernels::half::HalfFloat>(names: &mut Vec<&str>)
+        where
+            kernels::half::SumF32: ReduceInstance<T> + kernels::scan::ScanInstance<T>,
+            kernels::ops::Min: ReduceInstance<T> + kernels::scan::ScanInstance<T>,
+            kernels::ops::Max: ReduceInstance<T> + kernels::scan::ScanInstance<T>,
+            kernels::ops::ArgMin: ReduceInstance<T>,
+            kernels::ops::ArgMax: ReduceInstance<T>,
+        {
+            use kernels::half::SumF32;
+            use kernels::ops::{ArgMax, ArgMin, Max, Min};
+            use kernels::scan::ScanInstance;
+            names.extend([
+                <SumF32 as ReduceInstance<T>>::KERNEL.name,
+                <Min as ReduceInstance<T>>::KERNEL.name,
+                <Max as ReduceInstance<T>>::KERNEL.name,
+                <ArgMin as ReduceInstance<T>>::KERNEL.name,
+                <ArgMax as ReduceInstance<T>>::KERNEL.name,
+                <SumF32 as ScanInstance<T>>::INCLUSIVE.name,
+                <SumF32 as ScanInstance<T>>::EXCLUSIVE.name,
+                <Min as ScanInstance<T>>::INCLUSIVE.name,
+                <Min as ScanInstance<T>>::EXCLUSIVE.name,
+                <Max as ScanInstance<T>>::INCLUSIVE.name,
+                <Max as ScanInstance<T>>::EXCLUSIVE.name,
+            ]);
+        }
+        half::<kernels::half::F16>(&mut names);
+        half::<kernels::half::Bf16>(&mut names);
+        assert_eq!(names.len(), 143);
+        // With the feature, the host's f16/bf16 impls name the same kernels.
+        #[cfg(feature = "f16")]
+        {
+            fn host_half<T: crate::ScanElement>() -> Vec<&'static str> {
+                let mut v = vec![
+                    T::sum_kernel().name,
+                    T::argmin_kernel().name,
+                    T::argmax_kernel().name,
+                ];
+                v.extend(
+                    Reduction::ALL
+                        .iter()
+                        .filter_map(|&op| T::kernel(op))
+                        .map(|k| k.name),
+                );
+                for op in ScanOperator::ALL {
+                    for kind in ScanKind::ALL {
+                        v.push(T::scan_kernel(op, kind).name);
+                    }
+                }
+                v
+            }
+            for v in [host_half::<half::f16>(), host_half::<half::bf16>()] {
+                assert_eq!(v.len(), 11);
+                assert!(v.iter().all(|n| names.contains(n)), "{v:?}");
+            }
+        }
         // 10 maps on load (sum of squares, scaled sum of squares, mean/variance, min-max) and
         // 2 dot products.
         names.extend(crate::transform::kernel_names());
-        assert_eq!(names.len(), 133);
+        assert_eq!(names.len(), 155);
         // 48 segmented reductions (every built-in operator x type, argmin/argmax included).
         names.extend(crate::segmented::kernel_names());
         // 36 reductions by key (u32/u64 keys x value types x sum/min/max).
         names.extend(crate::by_key::kernel_names());
-        assert_eq!(names.len(), 133 + 48 + 36);
+        assert_eq!(names.len(), 155 + 48 + 36);
         for n in &names {
             let ptx = super::BUILTIN
                 .ptx(n)

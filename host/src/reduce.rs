@@ -10,6 +10,8 @@ use std::fmt::Debug;
 
 use cudarc::driver::{DeviceRepr, PushKernelArg, ValidAsZeroBits};
 use kernels::Kernel;
+#[cfg(feature = "f16")]
+use kernels::half::SumF32;
 use kernels::ops::{
     ArgAcc, ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum, SumCompensated,
 };
@@ -105,13 +107,19 @@ impl<'v, T, A> Job<'_, 'v, T, A> {
     }
 }
 
-/// Element types of the device reductions: i32, u32, i64, u64, f32, f64. The kernels come from
-/// the `kernels` crate's macro invocations (its `ReduceInstance` impls); nothing here names one.
+/// Element types of the device reductions: i32, u32, i64, u64, f32, f64, and with the `f16`
+/// feature the 16-bit floats `half::f16` and `half::bf16` (min, max, argmin, argmax in the type;
+/// the sum accumulates in f32 and returns the f32). The kernels come from the `kernels` crate's macro invocations (its
+/// `ReduceInstance` impls); nothing here names one.
 pub trait DeviceElement:
     kernels::ops::Num + DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + Debug
 {
     /// The type's name in messages (`"f32"`).
     const DTYPE: &'static str;
+    /// What [`Context::sum`] returns: the type itself, `f32` for `f16` and `bf16`.
+    type Sum: Copy + Send + Debug + 'static;
+    /// The sum kernel.
+    fn sum_kernel() -> ReduceKernel<Self, Self::Sum>;
     /// The kernel of `op` for this type; `None` where the operator is not defined (bitwise
     /// operators on floats).
     fn kernel(op: Reduction) -> Option<ReduceKernel<Self, Self>>;
@@ -136,6 +144,10 @@ macro_rules! element {
     ($t:ty, $and:expr, $or:expr, $xor:expr) => {
         impl DeviceElement for $t {
             const DTYPE: &'static str = stringify!($t);
+            type Sum = $t;
+            fn sum_kernel() -> ReduceKernel<Self, Self> {
+                <Sum as ReduceInstance<$t>>::KERNEL
+            }
             fn kernel(op: Reduction) -> Option<ReduceKernel<Self, Self>> {
                 match op {
                     Reduction::Sum => Some(<Sum as ReduceInstance<$t>>::KERNEL),
@@ -162,6 +174,37 @@ element!(i64, int);
 element!(u64, int);
 element!(f32, float);
 element!(f64, float);
+
+#[cfg(feature = "f16")]
+macro_rules! half_element {
+    ($t:ty, $name:literal) => {
+        impl DeviceElement for $t {
+            const DTYPE: &'static str = $name;
+            type Sum = f32;
+            fn sum_kernel() -> ReduceKernel<Self, f32> {
+                <SumF32 as ReduceInstance<$t>>::KERNEL
+            }
+            /// Min and max; the sum (in f32) is [`Context::sum`]; no product.
+            fn kernel(op: Reduction) -> Option<ReduceKernel<Self, Self>> {
+                match op {
+                    Reduction::Min => Some(<Min as ReduceInstance<$t>>::KERNEL),
+                    Reduction::Max => Some(<Max as ReduceInstance<$t>>::KERNEL),
+                    _ => None,
+                }
+            }
+            fn argmin_kernel() -> ReduceKernel<Self, ArgAcc<Self>> {
+                <ArgMin as ReduceInstance<$t>>::KERNEL
+            }
+            fn argmax_kernel() -> ReduceKernel<Self, ArgAcc<Self>> {
+                <ArgMax as ReduceInstance<$t>>::KERNEL
+            }
+        }
+    };
+}
+#[cfg(feature = "f16")]
+half_element!(half::f16, "f16");
+#[cfg(feature = "f16")]
+half_element!(half::bf16, "bf16");
 
 /// Accumulators are at most 16 bytes: they come back through a 2-word buffer.
 const ACC_WORDS: usize = 2;
@@ -460,11 +503,18 @@ impl Context {
 
     fn kernel_for<T: DeviceElement>(op: Reduction) -> Result<ReduceKernel<T, T>> {
         T::kernel(op).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "the {} reduction is defined for integers, not {}",
-                op.name(),
-                T::DTYPE
-            ))
+            Error::InvalidArgument(match op {
+                Reduction::Sum => format!(
+                    "the sum of {} accumulates in f32: call Context::sum, which returns the f32",
+                    T::DTYPE
+                ),
+                Reduction::Product => format!("there is no product of {}", T::DTYPE),
+                _ => format!(
+                    "the {} reduction is defined for integers, not {}",
+                    op.name(),
+                    T::DTYPE
+                ),
+            })
         })
     }
 
@@ -541,17 +591,24 @@ impl Context {
         self.reduce_pending(&crate::BUILTIN, Job::One(&k, input.into()), |a| a)
     }
 
-    /// Sum (integers wrap).
+    /// Sum (integers wrap). `f16` and `bf16` (the `f16` feature) sum in f32 and return the f32
+    /// (`T::Sum`): every element converts exactly, every addition is an f32 addition; NaN
+    /// propagates, `+inf + -inf` is NaN, and a sum beyond the 16-bit range (65504 for f16) is the
+    /// finite f32, not inf.
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
     /// let ctx = gpu_reduce::Context::sim()?;
     /// let x = ctx.htod(&[1.0f32, 2.0, 3.0])?;
     /// assert_eq!(ctx.sum(&x)?, 6.0);
+    /// # #[cfg(feature = "f16")] {
+    /// let h = ctx.htod(&[half::f16::from_f32(60000.0); 2])?;
+    /// assert_eq!(ctx.sum(&h)?, 120000.0f32); // f32, past f16's range
+    /// # }
     /// # Ok(()) }
     /// ```
-    pub fn sum<'a, T: DeviceElement>(&self, input: impl Into<DeviceView<'a, T>>) -> Result<T> {
-        self.reduce(input, Reduction::Sum)
+    pub fn sum<'a, T: DeviceElement>(&self, input: impl Into<DeviceView<'a, T>>) -> Result<T::Sum> {
+        self.reduce_to_host(&crate::BUILTIN, &T::sum_kernel(), input.into())
     }
 
     /// The smallest value and the index of its first occurrence (a NaN wins); `None` for empty

@@ -50,7 +50,8 @@ impl ScanOperator {
         }
     }
 
-    /// The operator's identity for `T`.
+    /// The operator's identity for `T`. (For `f16`/`bf16` the identity of the element type;
+    /// their sum scans in f32 from 0.0.)
     pub fn identity<T: DeviceElement>(self) -> T {
         use kernels::ops::{Max, Min, ReduceOp, Sum};
         match self {
@@ -60,7 +61,8 @@ impl ScanOperator {
         }
     }
 
-    /// `a ⊕ b` with the same semantics as the device kernels.
+    /// `a ⊕ b` with the same semantics as the device kernels. (For `f16`/`bf16` the sum here is
+    /// one rounded 16-bit addition; the scans accumulate in f32, see [`Context::scan`].)
     pub fn combine<T: DeviceElement>(self, a: T, b: T) -> T {
         use kernels::ops::{Max, Min, ReduceOp, Sum};
         match self {
@@ -89,9 +91,13 @@ use crate::runtime::{
 /// A scan kernel as the host calls it.
 pub type ScanKernel<T> = Kernel<SimScanFn<T>>;
 
-/// Element types of the device scans: i32, u32, i64, u64, f32, f64. The kernels come from the
-/// `kernels` crate's macro invocations (its `ScanInstance` impls); nothing here names one.
+/// Element types of the device scans: i32, u32, i64, u64, f32, f64, and with the `f16` feature
+/// `half::f16` and `half::bf16` (the sum scans in f32, each output its f32 prefix rounded to
+/// the type; min and max in the type). The kernels come from the `kernels` crate's macro
+/// invocations (its `ScanInstance` impls); nothing here names one.
 pub trait ScanElement: DeviceElement {
+    /// Elements per tile of this type's scan kernels (the grid is `ceil(n / SCAN_TILE_ELEMS)`).
+    const SCAN_TILE_ELEMS: u64 = ACTIVE.tile_elems(std::mem::size_of::<Self>() as u64);
     /// The built-in scan kernel of `op` and `kind`.
     fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<Self>;
 }
@@ -118,6 +124,25 @@ macro_rules! scan_element {
     )*};
 }
 scan_element!(i32, u32, i64, u64, f32, f64);
+
+/// The 16-bit floats: `kernels::scan::half`'s kernels (8-byte vectors, so their own tile size).
+#[cfg(feature = "f16")]
+macro_rules! half_scan_element {
+    ($($t:ty),*) => {$(
+        impl ScanElement for $t {
+            const SCAN_TILE_ELEMS: u64 = ACTIVE.half_tile_elems();
+            fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<Self> {
+                match op {
+                    ScanOperator::Sum => pick::<$t, kernels::half::SumF32>(kind),
+                    ScanOperator::Min => pick::<$t, Min>(kind),
+                    ScanOperator::Max => pick::<$t, Max>(kind),
+                }
+            }
+        }
+    )*};
+}
+#[cfg(feature = "f16")]
+half_scan_element!(half::f16, half::bf16);
 
 /// Key types of the scan by key for values `T` (u32 and u64 keys, compared bitwise).
 pub trait ByKeyKernel<K>: ScanElement {
@@ -273,13 +298,13 @@ impl Context {
         if n == 0 {
             return Ok(());
         }
-        let grid = Self::scan_grid(n, ACTIVE.tile_elems(std::mem::size_of::<T>() as u64))?;
+        let grid = Self::scan_grid(n, T::SCAN_TILE_ELEMS)?;
         let ws = self.workspace::<ScanWorkspace>();
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
         let a = self.scan_workspace(&mut ws, grid as u64)?;
         let sim = k.sim;
-        // SAFETY: the arguments of `scan_device` in order; the same values for the simulator,
-        // as addresses of this context's (host) memory.
+        // SAFETY: the arguments of `scan_device` (and `scan_half_device`) in order; the same
+        // values for the simulator, as addresses of this context's (host) memory.
         unsafe {
             self.launch(
                 lib,
@@ -319,6 +344,12 @@ impl Context {
     /// captured into a CUDA graph. `input` and `output` are any device memory of this context
     /// (the library's buffers, cudarc slices and views, raw pointers: see [`DeviceView`]).
     ///
+    /// `half::f16` and `half::bf16` (the `f16` feature): the sum scans in f32 (each element
+    /// converts exactly) and each output is its f32 prefix rounded once to the element type,
+    /// to nearest, ties to even; a prefix beyond the type's range gives ±inf, as an IEEE
+    /// conversion does (f16: from 65520 on), and NaN stays NaN (its payload is not kept).
+    /// Min and max run in the type, with the reductions' rules.
+    ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
     /// use gpu_reduce::{Context, ScanKind, ScanOperator};
@@ -327,6 +358,14 @@ impl Context {
     /// let mut out = ctx.alloc_zeros::<i32>(4)?;
     /// ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Exclusive)?;
     /// assert_eq!(ctx.dtoh(&out)?, [0, 1, 3, 6]);
+    /// # #[cfg(feature = "f16")] {
+    /// use half::f16;
+    /// // 2048 + 1 is not an f16, but the f32 prefix carries on: 2048 + 1 + 1 is.
+    /// let h = ctx.htod(&[f16::from_f32(2048.0), f16::ONE, f16::ONE])?;
+    /// let mut hout = ctx.alloc_zeros::<f16>(3)?;
+    /// ctx.scan(&h, &mut hout, ScanOperator::Sum, ScanKind::Inclusive)?;
+    /// assert_eq!(ctx.dtoh(&hout)?, [2048.0, 2048.0, 2050.0].map(f16::from_f32));
+    /// # }
     /// # Ok(()) }
     /// ```
     pub fn scan<'a, 'b, T: ScanElement>(

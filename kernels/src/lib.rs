@@ -28,6 +28,7 @@ extern crate std;
 pub mod gpu;
 
 pub mod block;
+pub mod half;
 pub mod ops;
 pub mod reduce;
 pub mod scan;

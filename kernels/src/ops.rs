@@ -17,12 +17,21 @@
 
 use crate::gpu::ShflValue;
 
-/// A type the reductions load: 4- or 8-byte, loaded 16 bytes at a time where aligned.
+/// A type the reductions load: 2-, 4- or 8-byte, loaded 16 bytes at a time where aligned.
 pub trait Element: ShflValue + Copy + PartialEq + 'static {
-    /// Elements in one 16-byte vector load.
+    /// Elements in one 16-byte vector load: 8, 4 or 2.
     const PER_VEC: usize;
-    /// Unpack one 16-byte load (`ld.global.nc.v4.b32`) into elements, in memory order.
+    /// Unpack one 16-byte load (`ld.global.nc.v4.b32`) into elements, in memory order (4- and
+    /// 8-byte types; a 2-byte type gives its first four).
     fn unpack(w: [u32; 4]) -> [Self; 4];
+    /// The 8 elements of one 16-byte load of a 2-byte type (`PER_VEC == 8`), in memory order.
+    /// Only called where `PER_VEC == 8` (a compile-time branch, so the 4- and 8-byte paths are
+    /// untouched); the default serves the other types and is never used.
+    #[inline(always)]
+    fn unpack8(w: [u32; 4]) -> [Self; 8] {
+        let e = Self::unpack(w);
+        [e[0], e[1], e[2], e[3], e[0], e[1], e[2], e[3]]
+    }
     /// Pack the first `PER_VEC` elements into the words of one 16-byte store.
     fn pack(e: [Self; 4]) -> [u32; 4];
 }

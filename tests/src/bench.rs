@@ -113,3 +113,54 @@ pub fn scratch_dir(name: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     d
 }
+
+/// The sweep's f16/bf16 rows on `ctx` (no CUB): our sum and scan and the limits, all checked,
+/// and the report's note on what the 16-bit rows compare.
+pub fn check_bench_sweep_half(ctx: &Context, dir: &std::path::Path, sizes: &[u64]) {
+    let config = SweepConfig {
+        ops: vec![Op::Reduce, Op::Scan],
+        dtypes: vec![Dtype::F16, Dtype::Bf16],
+        sizes: sizes.to_vec(),
+        iters: 2,
+        warmup: 1,
+        ladder: false,
+        seed: 9,
+    };
+    let sweep = bench::run_sweep(ctx, None, &config, "test", |_| {}, || {}).unwrap();
+    for &n in sizes {
+        for dt in ["f16", "bf16"] {
+            let here = |op: &str, f: bench::Family| {
+                sweep
+                    .measurements
+                    .iter()
+                    .filter(|m| m.n == n && m.dtype == dt && m.op == op && m.family == f)
+                    .count()
+            };
+            assert_eq!(here("reduce", bench::Family::Ours), 1, "{dt} n={n}");
+            assert_eq!(here("scan", bench::Family::Ours), 1, "{dt} n={n}");
+            // The read-only stream reads whole 32-bit words: even n only.
+            let limits = 1 + usize::from(n % 2 == 0);
+            assert_eq!(here("memory", bench::Family::Limit), limits, "{dt} n={n}");
+        }
+    }
+    for m in &sweep.measurements {
+        assert!(
+            m.checked,
+            "{} {} n={} did not check",
+            m.method, m.dtype, m.n
+        );
+    }
+    let md = bench::report::markdown(&sweep);
+    assert!(
+        md.contains("| reduce | f16 |") && md.contains("| scan | bf16 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("f16/bf16: our sum and scan accumulate in f32"),
+        "{md}"
+    );
+    assert!(!md.contains("| WRONG |"), "{md}");
+    std::fs::create_dir_all(dir).unwrap();
+    assert!(!bench::plot::write_plots(&sweep, dir).unwrap().is_empty());
+    assert!(dir.join("scan-bf16-time.svg").exists());
+}

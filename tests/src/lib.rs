@@ -5,6 +5,8 @@
 pub mod bad_input;
 pub mod bench;
 pub mod by_key;
+pub mod half;
+pub mod half_scan;
 pub mod interop;
 pub mod lookback;
 pub mod reductions;

@@ -264,7 +264,7 @@ pub fn check_every_op_and_type(ctx: &Context, sizes: &[usize]) {
                 );
                 if !T::IS_FLOAT {
                     assert_eq!(
-                        ctx.sum(v).unwrap(),
+                        ctx.reduce(v, Reduction::Sum).unwrap(),
                         T::wrapping_sum(&d[off..end]),
                         "{} sum view {off}..{end}",
                         T::DTYPE

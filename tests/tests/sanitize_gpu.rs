@@ -1,5 +1,5 @@
 //! The sanitizer workload: every kernel family (production reduce for every operator and type,
-//! every scan, the scan by key, seed 003's BIT and BCAO scans, the reduction ladder, the
+//! every scan, the scan by key, the f16/bf16 reductions and scans, seed 003's BIT and BCAO scans, the reduction ladder, the
 //! read-only streaming kernel) once or a few times on small and odd sizes, each result checked.
 //! The bundle's `run.sh` (step `sanitize`) runs it under `compute-sanitizer` with memcheck,
 //! racecheck, synccheck and initcheck; small sizes keep the instrumented run short.
@@ -23,6 +23,8 @@ fn sanitizer_workload_every_kernel() {
     check_every_op_and_type(&ctx, &SIZES);
     check_scan_every_op_and_type(&ctx, &SIZES);
     check_scan_by_key(&ctx, &SIZES);
+    integration_tests::half_scan::check_small_every_kernel::<half::f16>(&ctx);
+    integration_tests::half_scan::check_small_every_kernel::<half::bf16>(&ctx);
     check_ladder_all_types(&ctx, &SIZES, 3);
     for n in [1usize, 4097] {
         let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();

@@ -517,6 +517,58 @@ pub unsafe fn store_v4_b32(addr: *mut u32, w: [u32; 4]) {
     }
 }
 
+/// One coherent 64-bit load: `ld.global.v2.b32`. The 16-bit scans' vector (four elements); not
+/// `.nc`, as an in-place scan reads what it later overwrites.
+/// # Safety
+/// `addr` must point to 8 readable bytes of global memory, 8-byte aligned.
+#[inline(always)]
+pub unsafe fn load_v2_b32(addr: *const u32) -> [u32; 2] {
+    let (a, b): (u32, u32);
+    unsafe {
+        asm!("ld.global.v2.b32 {{{a}, {b}}}, [{p}];",
+             a = out(reg32) a, b = out(reg32) b,
+             p = in(reg64) to_global(addr), options(readonly, nostack));
+    }
+    [a, b]
+}
+
+/// One 64-bit store: `st.global.v2.b32`.
+/// # Safety
+/// `addr` must point to 8 writable bytes of global memory, 8-byte aligned.
+#[inline(always)]
+pub unsafe fn store_v2_b32(addr: *mut u32, w: [u32; 2]) {
+    unsafe {
+        asm!("st.global.v2.b32 [{p}], {{{a}, {b}}};",
+             p = in(reg64) to_global(addr), a = in(reg32) w[0], b = in(reg32) w[1],
+             options(nostack));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions.
+
+/// binary16 bits to the f32 of the same value: `cvt.f32.f16 %f, %h;` (exact, subnormals
+/// included; a NaN comes out a NaN, its payload the hardware's choice).
+#[inline(always)]
+pub fn cvt_f32_f16(h: u16) -> f32 {
+    let f: f32;
+    unsafe {
+        asm!("cvt.f32.f16 {f}, {h};", f = out(reg32) f, h = in(reg16) h, options(pure, nomem, nostack))
+    }
+    f
+}
+
+/// f32 to binary16 bits, to nearest, ties to even: `cvt.rn.f16.f32 %h, %f;` (no `.ftz`:
+/// subnormal results kept; overflow gives ±inf; a NaN comes out a NaN).
+#[inline(always)]
+pub fn cvt_rn_f16_f32(x: f32) -> u16 {
+    let h: u16;
+    unsafe {
+        asm!("cvt.rn.f16.f32 {h}, {f};", h = out(reg16) h, f = in(reg32) x, options(pure, nomem, nostack))
+    }
+    h
+}
+
 /// Suspend the thread for about `ns` nanoseconds: `nanosleep.u32` (sm_70+). Back-off for spin
 /// loops, so waiting warps leave issue slots to the warps they wait for.
 #[inline(always)]

@@ -63,6 +63,7 @@ impl MapOp2<f64> for Dot {
 /// Combine the pairs of one 16-byte vector of each input, first index `base`.
 #[inline(always)]
 fn fold_pair<T: Element, O: MapOp2<T>>(a: [u32; 4], b: [u32; 4], base: u64) -> O::Acc {
+    const { assert!(T::PER_VEC <= 4, "no 2-byte dot products yet") };
     let (x, y) = (T::unpack(a), T::unpack(b));
     if T::PER_VEC == 4 {
         O::combine(

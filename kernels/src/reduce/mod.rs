@@ -19,6 +19,8 @@ pub mod transform;
 use crate::block::{block_reduce, block_reduce2};
 use crate::gpu;
 #[cfg(feature = "builtin")]
+use crate::half::{Bf16, F16, SumF32};
+#[cfg(feature = "builtin")]
 use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum, SumCompensated};
 use crate::ops::{Element, ReduceOp};
 use policy::BLOCK as REDUCE_BLOCK;
@@ -26,6 +28,15 @@ use policy::BLOCK as REDUCE_BLOCK;
 /// Combine the elements of one 16-byte vector whose first element has index `base`.
 #[inline(always)]
 pub(crate) fn fold_vec<T: Element, O: ReduceOp<T>>(w: [u32; 4], base: u64) -> O::Acc {
+    if T::PER_VEC == 8 {
+        // 2-byte types (f16, bf16): the same pairwise tree over eight elements.
+        let e = T::unpack8(w);
+        let l = |i: usize| O::lift(e[i], base + i as u64);
+        return O::combine(
+            O::combine(O::combine(l(0), l(1)), O::combine(l(2), l(3))),
+            O::combine(O::combine(l(4), l(5)), O::combine(l(6), l(7))),
+        );
+    }
     let e = T::unpack(w);
     if T::PER_VEC == 4 {
         O::combine(
@@ -35,6 +46,44 @@ pub(crate) fn fold_vec<T: Element, O: ReduceOp<T>>(w: [u32; 4], base: u64) -> O:
     } else {
         O::combine(O::lift(e[0], base), O::lift(e[1], base + 1))
     }
+}
+
+/// One thread's step of the two-tile path of [`reduce_device`] for global thread `g`, with its
+/// two loads `l0` and `l1` (vectors `g` and `g + threads`). A function, not a closure: it is
+/// used twice, and a closure that big (f16/bf16 argmin/argmax fold eight elements per vector)
+/// was left out of line, a `.func` with a local-memory frame that every PTX module carried.
+///
+/// # Safety
+/// As [`reduce_device`]; the arguments are its values.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the enclosing kernel's values, passed straight through
+unsafe fn two_tile_step<T: Element, O: ReduceOp<T>>(
+    input: *const T,
+    n: u64,
+    head: u64,
+    vectors: u64,
+    tail_start: u64,
+    threads: u64,
+    g: u64,
+    l0: [u32; 4],
+    l1: [u32; 4],
+) -> O::Acc {
+    let per_vec = T::PER_VEC as u64;
+    let (mut acc0, mut acc1) = (O::identity(), O::identity());
+    if g + threads < vectors {
+        acc0 = O::combine(acc0, fold_vec::<T, O>(l0, head + g * per_vec));
+        acc1 = O::combine(acc1, fold_vec::<T, O>(l1, head + (g + threads) * per_vec));
+    } else if g < vectors {
+        acc0 = O::combine(acc0, fold_vec::<T, O>(l0, head + g * per_vec));
+    }
+    if g < head {
+        acc1 = O::combine(acc1, O::lift(unsafe { input.add(g as usize).read() }, g));
+    }
+    if g < n - tail_start {
+        let i = tail_start + g;
+        acc1 = O::combine(acc1, O::lift(unsafe { input.add(i as usize).read() }, i));
+    }
+    O::combine(acc0, acc1)
 }
 
 /// The one-launch reduction of `n` elements at `input` (naturally aligned; a misaligned start
@@ -87,23 +136,6 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
         // go out before either is reduced, one memory latency instead of two. Each tile is a
         // single step per thread here (a tile is one step of the block), and the code below is
         // the general loop's exact arithmetic for that case, so the bits are the same.
-        let step_acc = |g: u64, l0: [u32; 4], l1: [u32; 4]| {
-            let (mut acc0, mut acc1) = (O::identity(), O::identity());
-            if g + threads < vectors {
-                acc0 = O::combine(acc0, fold_vec::<T, O>(l0, head + g * per_vec));
-                acc1 = O::combine(acc1, fold_vec::<T, O>(l1, head + (g + threads) * per_vec));
-            } else if g < vectors {
-                acc0 = O::combine(acc0, fold_vec::<T, O>(l0, head + g * per_vec));
-            }
-            if g < head {
-                acc1 = O::combine(acc1, O::lift(unsafe { input.add(g as usize).read() }, g));
-            }
-            if g < n - tail_start {
-                let i = tail_start + g;
-                acc1 = O::combine(acc1, O::lift(unsafe { input.add(i as usize).read() }, i));
-            }
-            O::combine(acc0, acc1)
-        };
         let maybe = |v: u64| if v < vectors { load(v) } else { [0u32; 4] };
         let (g0, g1) = (tid, REDUCE_BLOCK as u64 + tid);
         let (a0, a1, b0, b1) = (
@@ -112,15 +144,15 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
             maybe(g1),
             maybe(g1 + threads),
         );
+        let (p0, p1) = unsafe {
+            (
+                two_tile_step::<T, O>(input, n, head, vectors, tail_start, threads, g0, a0, a1),
+                two_tile_step::<T, O>(input, n, head, vectors, tail_start, threads, g1, b0, b1),
+            )
+        };
         // Both tiles' block reductions share their barriers (each as `block_reduce` alone);
         // scratch has 32 slots of 16 bytes, two per warp of the 8 needed.
-        let (t0, t1) = block_reduce2(
-            step_acc(g0, a0, a1),
-            step_acc(g1, b0, b1),
-            O::identity(),
-            O::combine,
-            scratch,
-        );
+        let (t0, t1) = block_reduce2(p0, p1, O::identity(), O::combine, scratch);
         if tid == 0 {
             // What the general path's last block computes from these two partials: its block
             // reduction combines identity ⊕ p0 and identity ⊕ p1 (lanes 0 and 1, lower lane on
@@ -342,6 +374,16 @@ reduce_kernels! {
     reduce_argmax_i64: i64, ArgMax; reduce_argmax_u64: u64, ArgMax;
     reduce_argmax_f32: f32, ArgMax; reduce_argmax_f64: f64, ArgMax;
     reduce_sum_compensated_f32: f32, SumCompensated;
+}
+
+// 16-bit floats (crate::half): the sum accumulates in f32; min/max/argmin/argmax in the type.
+#[cfg(feature = "builtin")]
+reduce_kernels! {
+    reduce_sum_f32_f16: F16, SumF32; reduce_sum_f32_bf16: Bf16, SumF32;
+    reduce_min_f16: F16, Min; reduce_min_bf16: Bf16, Min;
+    reduce_max_f16: F16, Max; reduce_max_bf16: Bf16, Max;
+    reduce_argmin_f16: F16, ArgMin; reduce_argmin_bf16: Bf16, ArgMin;
+    reduce_argmax_f16: F16, ArgMax; reduce_argmax_bf16: Bf16, ArgMax;
 }
 
 // Maps applied on load (transform.rs): sum of squares, the scaled sum of squares of the f64

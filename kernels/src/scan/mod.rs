@@ -12,6 +12,7 @@
 //! (at an aggregate or an inclusive prefix) depends on timing, and so does the association
 //! order. Integer results are exact (sums wrap).
 
+pub mod half;
 pub mod lookback;
 pub mod policy;
 pub mod tile;
@@ -68,6 +69,7 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     let tile_prefix = crate::static_shared!(SCAN_TILE_PREFIX: [u128; 1]);
     let tile = unsafe { next_tile(counter) };
     let aligned = (input as usize | output as usize) & 15 == 0;
+    const { assert!(T::PER_VEC <= 4, "2-byte types scan through scan::half") };
     let per_vec = T::PER_VEC;
     let identity = O::identity();
     let io = TileIo {
@@ -277,9 +279,10 @@ pub type SimScanByKeyFn<K, T> = unsafe fn(
 );
 
 /// An operator whose scan kernels over `T` exist ([`scan_kernels!`](crate::scan_kernels)
-/// implements it): the host finds the kernels through it, by type, with no name lists.
+/// implements it, and [`half`]'s for the 16-bit floats, whose sum scans in f32): the host
+/// finds the kernels through it, by type, with no name lists.
 #[cfg(not(target_arch = "nvptx64"))]
-pub trait ScanInstance<T: Element>: ReduceOp<T, Acc = T> {
+pub trait ScanInstance<T: Element>: ReduceOp<T> {
     /// The inclusive scan.
     const INCLUSIVE: crate::Kernel<SimScanFn<T>>;
     /// The exclusive scan.

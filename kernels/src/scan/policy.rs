@@ -115,6 +115,13 @@ impl ScanPolicy {
         self.block as u64 * self.rows as u64 * 16 / elem_bytes
     }
 
+    /// Elements per tile of the 16-bit scans (`scan::half`): their threads load 8 bytes (four
+    /// elements) per row, so a thread holds as many values (in f32 for the sum) as the 32-bit
+    /// scan's and a tile is half its bytes.
+    pub const fn half_tile_elems(&self) -> u64 {
+        self.block as u64 * self.rows as u64 * 4
+    }
+
     /// Elements per thread of the reduce by key with keys of `key_bytes` and values of
     /// `value_bytes` bytes: [`ScanPolicy::reduce_by_key_thread_bytes`] worth, rounded down to
     /// a multiple of 8 (whole 16-byte loads), 8 to 32 (the head mask is 32 bits).
@@ -152,6 +159,7 @@ mod tests {
         assert_eq!(ACTIVE.reduce_by_key_items(4, 4), 16);
         assert_eq!(ACTIVE.reduce_by_key_items(4, 8), 8);
         assert_eq!(ACTIVE.reduce_by_key_items(8, 8), 8);
+        assert_eq!(ACTIVE.half_tile_elems() * 2, 32 * 1024);
         assert_eq!(for_arch(80), for_arch(90));
     }
 }

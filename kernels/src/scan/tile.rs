@@ -1,9 +1,10 @@
 //! One tile of the single-pass scan: load, scan within the block, look back, store.
 //!
 //! Layout: a tile is `block` threads × `ROWS` rows × one 16-byte vector per thread
-//! (4 elements of 4 bytes, or 2 of 8). Each warp owns a contiguous stretch of the tile; in row
-//! `k`, lane `l` holds the vector at `(k * 32 + l)` of that stretch, so every load and store
-//! instruction of a warp touches 512 contiguous bytes (fully coalesced 128-bit accesses), and a
+//! (4 elements of 4 bytes, or 2 of 8; the 16-bit scans use 8-byte vectors of 4 elements). Each
+//! warp owns a contiguous stretch of the tile; in row `k`, lane `l` holds the vector at
+//! `(k * 32 + l)` of that stretch, so every load and store instruction of a warp touches 512
+//! contiguous bytes (256 with 8-byte vectors; fully coalesced either way), and a
 //! thread's elements within a row are contiguous, so a row is scanned with a thread-local scan
 //! and one warp scan of the thread totals (five shuffles per 512 bytes of a warp).
 
@@ -16,12 +17,12 @@ const WARPS: usize = ACTIVE.block as usize / 32;
 
 /// What one tile scan needs from its caller.
 pub struct TileIo<A, L, S> {
-    /// Elements per thread per row (`16 / element size`).
+    /// Elements per thread per row (`16 / element size`; 4 for the 16-bit scans), at most 4.
     pub per_vec: usize,
     /// Total number of elements.
     pub n: u64,
     /// `load(first, fast)`: the accumulators of elements `first..first + per_vec`; `fast`
-    /// when the whole tile is in range and 16-byte aligned (vector loads allowed); otherwise
+    /// when the whole tile is in range and aligned for the caller's vector loads; otherwise
     /// out-of-range elements must come back as the identity.
     pub load: L,
     /// `store(first, fast, exclusive, inclusive)`: the scan results of those elements.

@@ -26,7 +26,7 @@ fn malformed_arguments_exit_2() {
         &["bench", "--sizes", "2^12..2^10"],
         &["bench", "--sizes", "0"],
         &["bench", "--ops", "sort"],
-        &["bench", "--dtypes", "f16"],
+        &["bench", "--dtypes", "f8"],
     ] {
         let (code, text) = host(args);
         assert_eq!(code, 2, "{args:?}: {text}");

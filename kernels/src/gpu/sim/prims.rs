@@ -425,6 +425,37 @@ pub unsafe fn store_v4_b32(addr: *mut u32, w: [u32; 4]) {
     }
     unsafe { (addr as *mut [u32; 4]).write_volatile(w) }
 }
+/// # Safety
+/// As on the GPU: 8 readable bytes, 8-byte aligned (a misaligned address faults).
+pub unsafe fn load_v2_b32(addr: *const u32) -> [u32; 2] {
+    if !(addr as usize).is_multiple_of(8) {
+        fault(
+            FaultKind::Misaligned,
+            format!("misaligned 64-bit load at {addr:p}"),
+        );
+    }
+    unsafe { (addr as *const [u32; 2]).read_volatile() }
+}
+/// # Safety
+/// As on the GPU: 8 writable bytes, 8-byte aligned (a misaligned address faults).
+pub unsafe fn store_v2_b32(addr: *mut u32, w: [u32; 2]) {
+    if !(addr as usize).is_multiple_of(8) {
+        fault(
+            FaultKind::Misaligned,
+            format!("misaligned 64-bit store at {addr:p}"),
+        );
+    }
+    unsafe { (addr as *mut [u32; 2]).write_volatile(w) }
+}
+// Conversions: the exact integer ones of `crate::half` (IEEE's results; NaN stays NaN).
+
+pub fn cvt_f32_f16(h: u16) -> f32 {
+    crate::half::f16_bits_to_f32(h)
+}
+pub fn cvt_rn_f16_f32(x: f32) -> u16 {
+    crate::half::f32_to_f16_bits(x)
+}
+
 /// The simulator's back-off: let the OS run the threads being waited for.
 pub fn nanosleep(_ns: u32) {
     std::thread::yield_now();

@@ -124,6 +124,28 @@ fn panics_and_traps_in_kernel_code_are_faults() {
     })
     .unwrap_err();
     assert_eq!(e.kind, FaultKind::Misaligned);
+    // The 8-byte accesses of the 16-bit scans: aligned to 8, not 4.
+    let mut v = vec![0u32; 66];
+    let base = v.as_mut_ptr() as usize;
+    let p = base.next_multiple_of(8); // one 8-byte slot per thread from here
+    launch("v2", &cfg(1, 32, 0), || unsafe {
+        let q = (p + 8 * gpu::thread_idx_x() as usize) as *mut u32;
+        let w = gpu::load_v2_b32(q);
+        gpu::store_v2_b32(q, [w[0] | 1, w[1] + gpu::thread_idx_x()]);
+    })
+    .unwrap();
+    let off = (p - base) / 4;
+    assert!((0..32).all(|t| v[off + 2 * t] == 1 && v[off + 2 * t + 1] == t as u32));
+    let e = launch("misaligned v2", &cfg(1, 32, 0), || {
+        let _ = unsafe { gpu::load_v2_b32((p + 4) as *const u32) };
+    })
+    .unwrap_err();
+    assert_eq!(e.kind, FaultKind::Misaligned);
+    let e = launch("misaligned v2 store", &cfg(1, 32, 0), || unsafe {
+        gpu::store_v2_b32((p + 4) as *mut u32, [0, 0]);
+    })
+    .unwrap_err();
+    assert_eq!(e.kind, FaultKind::Misaligned);
 }
 
 #[test]

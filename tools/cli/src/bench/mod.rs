@@ -7,6 +7,7 @@
 //! figures.
 
 pub mod by_key;
+pub mod halves;
 pub mod plot;
 pub mod report;
 pub mod segmented;
@@ -49,6 +50,10 @@ pub enum Dtype {
     F32,
     F64,
     I32,
+    /// IEEE binary16: the sum and the inclusive sum scan only ([`halves`]).
+    F16,
+    /// bfloat16: the sum and the inclusive sum scan only ([`halves`]).
+    Bf16,
 }
 
 impl Dtype {
@@ -57,6 +62,8 @@ impl Dtype {
             Dtype::F32 => "f32",
             Dtype::F64 => "f64",
             Dtype::I32 => "i32",
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
         }
     }
 }
@@ -477,6 +484,12 @@ pub fn run_sweep_cubs(
                 Dtype::F32 => sweep_one::<f32>(ctx, cubs, config, n, seed, &mut progress),
                 Dtype::F64 => sweep_one::<f64>(ctx, cubs, config, n, seed, &mut progress),
                 Dtype::I32 => sweep_one::<i32>(ctx, cubs, config, n, seed, &mut progress),
+                Dtype::F16 => {
+                    halves::sweep_half::<half::f16>(ctx, cubs, config, n, seed, &mut progress)
+                }
+                Dtype::Bf16 => {
+                    halves::sweep_half::<half::bf16>(ctx, cubs, config, n, seed, &mut progress)
+                }
             };
             match r {
                 Ok(m) => sweep.measurements.extend(m),
@@ -763,6 +776,12 @@ fn sweep_one<T: SweepElement>(
                 Dtype::F32 => crate::ladder::LadderDtype::F32,
                 Dtype::F64 => crate::ladder::LadderDtype::F64,
                 Dtype::I32 => crate::ladder::LadderDtype::I32,
+                // 16-bit types are swept by `halves`, never here.
+                Dtype::F16 | Dtype::Bf16 => {
+                    return Err(Error::InvalidArgument(
+                        "the reduction ladder has no 16-bit types".into(),
+                    ));
+                }
             };
             for row in crate::ladder::run_ladder_seeded(ctx, nu, dt, it, wu, seed)? {
                 ladder_rows.push(Measurement {

@@ -192,6 +192,19 @@ pub fn markdown(sweep: &Sweep) -> String {
              toolkit's CUB median / theirs (> 1: the checkout's CUB is faster)."
         ));
     }
+    if sweep
+        .measurements
+        .iter()
+        .any(|m| m.dtype == "f16" || m.dtype == "bf16")
+    {
+        s.push_str(
+            "\n\nf16/bf16: our sum and scan accumulate in f32 (the scan rounds each output to the \
+             type). Our reduce row's \"vs CUB\" compares with CUB's DeviceReduce::Reduce \
+             accumulating in f32 (the same result); CUB's DeviceReduce::Sum and \
+             DeviceScan::InclusiveSum accumulate in the 16-bit type (less accurate; their checks \
+             are the 16-bit worst-case bounds).",
+        );
+    }
     s.push_str(
         "\n\nGB/s = bytes the method must move (reduce: read; scan and copy: read + write) / \
          median time. The memory limit of a reduction is the read-only streaming kernel, of a \
