@@ -23,6 +23,7 @@ fn sanitizer_workload_every_kernel() {
     check_every_op_and_type(&ctx, &SIZES);
     check_scan_every_op_and_type(&ctx, &SIZES);
     check_scan_by_key(&ctx, &SIZES);
+    integration_tests::by_key::check_reduce_by_key(&ctx, &[1, 4097, 20_000]);
     integration_tests::half_scan::check_small_every_kernel::<half::f16>(&ctx);
     integration_tests::half_scan::check_small_every_kernel::<half::bf16>(&ctx);
     check_ladder_all_types(&ctx, &SIZES, 3);
