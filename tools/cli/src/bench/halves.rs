@@ -13,8 +13,8 @@
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
-use super::{Cubs, Dtype, Family, Measurement, Op, StreamExt, SweepConfig};
-use super::{case_measurement, rotation, xor_words};
+use super::{Cubs, Dtype, Family, Measurement, Op, SweepConfig};
+use super::{case_measurement, memory_limits, rotation};
 use crate::cub::{self, Cub, CubInclusiveSum, CubSum, CubSumToF32};
 use gpu_reduce::{BackendKind, Context, DeviceBuffer, Error, Result};
 use gpu_reduce::{ScanElement, ScanKind, ScanOperator};
@@ -135,30 +135,16 @@ pub fn sweep_half<T: HalfSweep>(
     let (it, wu) = (cfg.iters, cfg.warmup);
     let b = bytes as u64;
 
-    progress(&format!("{dt} n={n}: device copy"));
-    ctx.copy_into(&inputs[0], &mut out, 0)?;
-    let ok = ctx.dtoh(&out)? == hosts[0];
-    let t = ctx.time_ms(wu, it, || ctx.copy_into(&inputs[next()], &mut out, 0))?;
-    record(
-        "memory",
-        "device copy (read + write)",
-        Family::Limit,
-        2 * b,
-        &t,
-        ok,
-    );
-    if bytes.is_multiple_of(4) {
-        progress(&format!("{dt} n={n}: read-only stream"));
-        let (g, bl) = ctx.stream_shape();
-        let mut partials = ctx.alloc_zeros::<u32>((g * bl / 32) as usize)?;
-        ctx.stream_read_xor(&inputs[0], &mut partials)?;
-        let got = ctx.dtoh(&partials)?.iter().fold(0u32, |a, &x| a ^ x);
-        let ok = got == xor_words(&hosts[0]);
-        let t = ctx.time_ms(wu, it, || {
-            ctx.stream_read_xor(&inputs[next()], &mut partials)
-        })?;
-        record("memory", "read-only stream", Family::Limit, b, &t, ok);
-    }
+    memory_limits(
+        ctx,
+        (dt, n),
+        (&inputs, &hosts),
+        &mut out,
+        cfg,
+        &mut next,
+        &mut record,
+        progress,
+    )?;
 
     // The f32 bound of a reduction tree over 2-byte elements (what the f32 sums are held to).
     let depth = crate::cpu::reduce_depth(n, 2) as f64;

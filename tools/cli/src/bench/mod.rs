@@ -569,6 +569,49 @@ fn spread(times: &[f64]) -> (f64, f64, f64, f64, f64) {
     (median, v[0], q(0.1), q(0.9), v[v.len() - 1])
 }
 
+/// The memory limits at one size and type, each checked, then timed over the rotation of
+/// `inputs` (`hosts` their host copies): a device copy (read + write) and, where the input is
+/// whole 4-byte words, the read-only stream.
+#[allow(clippy::too_many_arguments)] // the sweep's state, passed through
+pub(crate) fn memory_limits<T: cudarc::driver::DeviceRepr + Copy + PartialEq>(
+    ctx: &Context,
+    (dt, n): (&str, u64),
+    (inputs, hosts): (&[DeviceBuffer<T>], &[Vec<T>]),
+    out: &mut DeviceBuffer<T>,
+    cfg: &SweepConfig,
+    next: &mut impl FnMut() -> usize,
+    record: &mut impl FnMut(&str, &str, Family, u64, &[f64], bool),
+    progress: &mut impl FnMut(&str),
+) -> Result<()> {
+    let (it, wu) = (cfg.iters, cfg.warmup);
+    let b = std::mem::size_of_val(hosts[0].as_slice()) as u64;
+    progress(&format!("{dt} n={n}: device copy"));
+    ctx.copy_into(&inputs[0], &mut *out, 0)?;
+    let ok = ctx.dtoh(&*out)? == hosts[0];
+    let t = ctx.time_ms(wu, it, || ctx.copy_into(&inputs[next()], &mut *out, 0))?;
+    record(
+        "memory",
+        "device copy (read + write)",
+        Family::Limit,
+        2 * b,
+        &t,
+        ok,
+    );
+    if b.is_multiple_of(4) {
+        progress(&format!("{dt} n={n}: read-only stream"));
+        let (g, bl) = ctx.stream_shape();
+        let mut partials = ctx.alloc_zeros::<u32>((g * bl / 32) as usize)?;
+        ctx.stream_read_xor(&inputs[0], &mut partials)?;
+        let got = ctx.dtoh(&partials)?.iter().fold(0u32, |a, &x| a ^ x);
+        let ok = got == xor_words(&hosts[0]);
+        let t = ctx.time_ms(wu, it, || {
+            ctx.stream_read_xor(&inputs[next()], &mut partials)
+        })?;
+        record("memory", "read-only stream", Family::Limit, b, &t, ok);
+    }
+    Ok(())
+}
+
 fn sweep_one<T: SweepElement>(
     ctx: &Context,
     cubs: Cubs<'_>,
@@ -600,65 +643,25 @@ fn sweep_one<T: SweepElement>(
     };
     let mut rows = Vec::new();
     let mut ladder_rows = Vec::new();
-    let mut record =
-        |op: &str, method: &str, family: Family, moved: u64, times: &[f64], checked: bool| {
-            let (median, min, p10, p90, max) = spread(times);
-            rows.push(Measurement {
-                op: op.into(),
-                dtype: T::SWEEP_DTYPE.name().into(),
-                n,
-                method: method.into(),
-                family,
-                bytes: moved,
-                median_ms: median,
-                min_ms: Some(min),
-                p10_ms: Some(p10),
-                p90_ms: Some(p90),
-                max_ms: Some(max),
-                runs: times.len(),
-                gb_per_s: (!sim).then(|| crate::stats::gb_per_s(moved, median)),
-                checked,
-            });
-        };
+    let dt = T::SWEEP_DTYPE.name();
+    let mut record = |op: &str, method: &str, family: Family, moved: u64, t: &[f64], ok: bool| {
+        rows.push(case_measurement(
+            op, dt, method, family, n, moved, t, ok, sim,
+        ));
+    };
     let (it, wu) = (cfg.iters, cfg.warmup);
     let b = bytes as u64;
 
-    // The memory limits, for this size and type.
-    progress(&format!("{} n={n}: device copy", T::SWEEP_DTYPE.name()));
-    ctx.copy_into(&inputs[0], &mut out, 0)?;
-    let ok = ctx.dtoh(&out)? == hosts[0];
-    let t = ctx.time_ms(wu, it, || ctx.copy_into(&inputs[next()], &mut out, 0))?;
-    record(
-        "memory",
-        "device copy (read + write)",
-        Family::Limit,
-        2 * b,
-        &t,
-        ok,
-    );
-
-    progress(&format!(
-        "{} n={n}: read-only stream",
-        T::SWEEP_DTYPE.name()
-    ));
-    let (g, bl) = ctx.stream_shape();
-    let mut partials = ctx.alloc_zeros::<u32>((g * bl / 32) as usize)?;
-    if bytes.is_multiple_of(4) {
-        ctx.stream_read_xor(&inputs[0], &mut partials)?;
-        let got = ctx.dtoh(&partials)?.iter().fold(0u32, |a, &x| a ^ x);
-        let want = xor_words(&hosts[0]);
-        let t = ctx.time_ms(wu, it, || {
-            ctx.stream_read_xor(&inputs[next()], &mut partials)
-        })?;
-        record(
-            "memory",
-            "read-only stream",
-            Family::Limit,
-            b,
-            &t,
-            got == want,
-        );
-    }
+    memory_limits(
+        ctx,
+        (dt, n),
+        (&inputs, &hosts),
+        &mut out,
+        cfg,
+        &mut next,
+        &mut record,
+        progress,
+    )?;
 
     if cfg.ops.contains(&Op::Reduce) {
         progress(&format!("{} n={n}: reduce", T::SWEEP_DTYPE.name()));
