@@ -12,6 +12,7 @@
 
 pub mod by_key;
 pub mod dot;
+pub mod moments;
 pub mod policy;
 pub mod segmented;
 pub mod transform;
@@ -387,13 +388,12 @@ reduce_kernels! {
 }
 
 // Maps applied on load (transform.rs): sum of squares, the scaled sum of squares of the f64
-// norm, mean and variance, min and max together.
+// norm, min and max together (mean and variance have their own kernel, moments.rs).
 #[cfg(feature = "builtin")]
 reduce_kernels! {
     reduce_sum_squares_f32: f32, transform::SumSquares;
     reduce_sum_squares_f64: f64, transform::SumSquares;
     reduce_scaled_ssq_f64: f64, transform::ScaledSsq;
-    reduce_mean_var_f32: f32, transform::MeanVar;
     reduce_min_max_i32: i32, transform::MinMax; reduce_min_max_u32: u32, transform::MinMax;
     reduce_min_max_i64: i64, transform::MinMax; reduce_min_max_u64: u64, transform::MinMax;
     reduce_min_max_f32: f32, transform::MinMax; reduce_min_max_f64: f64, transform::MinMax;

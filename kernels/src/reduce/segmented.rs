@@ -8,7 +8,7 @@
 //!   (drawn in batches from a global counter): warp `w` of the block owns segment `8g + w`.
 //! - `L <= WARP_MAX` (short): the owning warp reduces it alone, lane-strided with
 //!   [`WARP_LOADS`] loads in flight per lane, and a shuffle butterfly combines the lanes.
-//! - Longer segments are cut into *chunks* of up to [`CHUNK_VECS`] 16-byte vectors (after a
+//! - Longer segments are cut into *chunks* of about [`CHUNK_VECS`] 16-byte vectors (after a
 //!   scalar head up to the first 16-byte boundary; a scalar tail after the last whole vector).
 //!   A chunk is reduced by a whole block ([`VEC_LOADS`] vector loads in flight per thread,
 //!   then a block reduction). A one-chunk segment is reduced by its group's block. A segment
@@ -63,8 +63,8 @@ pub const BAD_OUT_OF_RANGE: u64 = 1;
 /// count, one atomic so that entries' first chunks grow with their index), chunks claimed,
 /// blocks exited, groups drawn, groups classified.
 pub const CTL_WORDS: u64 = 8;
-/// u64 words per work-list entry: segment, start, length, first chunk slot, chunks done.
-pub const ENTRY_WORDS: u64 = 8;
+/// u64 words per work-list entry: segment, chunks done (the chunk slots carry the rest).
+pub const ENTRY_WORDS: u64 = 2;
 const ALLOC: usize = 0;
 const CLAIMED: usize = 1;
 const EXITED: usize = 2;
@@ -73,10 +73,7 @@ const CLASSIFIED: usize = 4;
 const CHUNK_BITS: u64 = 40;
 const CHUNK_MASK: u64 = (1 << CHUNK_BITS) - 1;
 const E_SEG: usize = 0;
-const E_START: usize = 1;
-const E_LEN: usize = 2;
-const E_BASE: usize = 3;
-const E_DONE: usize = 4;
+const E_DONE: usize = 1;
 /// An owner word of a chunk slot whose segment is reduced by its own block (no room listed).
 const SKIP: u64 = u64::MAX;
 /// u64 words per chunk slot's owner record: entry + 1 (or [`SKIP`]; 0 while unwritten), the
@@ -90,6 +87,8 @@ struct Cut {
     head: u64,
     vectors: u64,
     chunks: u64,
+    /// Vectors per chunk (the last may have fewer): at most 1.5 [`CHUNK_VECS`].
+    chunk_vecs: u64,
 }
 
 #[inline(always)]
@@ -103,10 +102,16 @@ fn cut<T: Element>(x: *const T, len: u64) -> Cut {
         (per_vec - misalign).min(len)
     };
     let vectors = (len - head) / per_vec;
+    // The nearest whole number of chunks, of equal sizes (whole block rounds): no small last
+    // chunk paying a whole chunk's bookkeeping (1e5 f32 were 3 full chunks and one of 424
+    // vectors; now 3 of 8448 and fewer).
+    let chunks = ((vectors + CHUNK_VECS / 2) / CHUNK_VECS).max(1);
+    let chunk_vecs = vectors.div_ceil(chunks).next_multiple_of(BLOCK as u64);
     Cut {
         head,
         vectors,
-        chunks: vectors.div_ceil(CHUNK_VECS).max(1),
+        chunks,
+        chunk_vecs,
     }
 }
 
@@ -246,8 +251,8 @@ unsafe fn chunk_partial<T: Element, O: ReduceOp<T>>(
     }
     let body = unsafe { x.add(k.head as usize) } as *const u32;
     let load = |v: u64| unsafe { gpu::load_nc_v4_b32(body.add(4 * v as usize)) };
-    let hi = ((c + 1) * CHUNK_VECS).min(k.vectors);
-    let mut v = c * CHUNK_VECS + tid;
+    let hi = ((c + 1) * k.chunk_vecs).min(k.vectors);
+    let mut v = c * k.chunk_vecs + tid;
     while v + (VEC_LOADS - 1) * b < hi {
         let mut w = [[0u32; 4]; VEC_LOADS as usize];
         for (u, slot) in w.iter_mut().enumerate() {
@@ -507,9 +512,6 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
                         if listed {
                             unsafe {
                                 entry(i, E_SEG).write(s);
-                                entry(i, E_START).write(start);
-                                entry(i, E_LEN).write(len);
-                                entry(i, E_BASE).write(base);
                                 entry(i, E_DONE).write(0);
                             }
                         }

@@ -1,0 +1,214 @@
+//! Mean and variance of f32 data in one launch, at the read limit. The generic reduction with
+//! [`MeanVar`] merges every thread's next four elements into its running (count, mean, m2)
+//! with Chan's formula, one division per merge, and that latency held the loads back (83% of
+//! the read limit at 2^26 on an H100). Here each thread keeps *shifted sums* instead,
+//! `s1 = Σ(x - k)` and `s2 = Σ(x - k)²` in f64 with `k` its first element — no division per
+//! element — and turns them into a [`MeanVarAcc`] once per tile (`mean = k + s1/c`,
+//! `m2 = s2 - s1²/c`); threads, tiles and the partials then merge with [`MeanVar`]'s Chan
+//! formula in the fixed tree of every reduction (the same bits for any grid, GPU and the
+//! simulator).
+//!
+//! Error of a thread's part: f64 sums of at most a few thousand terms, so `m2`'s absolute error
+//! is about `c·2^-52·((mean - k)² + var)`, far below the f32 rounding unless `k` lies ~10^4
+//! standard deviations from the mean; the Chan merges above it keep the `log2(n)` bound of
+//! [`MeanVarAcc`].
+
+use super::policy::BLOCK as REDUCE_BLOCK;
+use super::finish_tiles;
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
+use super::{ReduceInstance, SimReduceFn};
+use crate::block::block_reduce;
+use crate::gpu;
+use crate::ops::ReduceOp;
+use crate::reduce::transform::{MeanVar, MeanVarAcc};
+
+/// One thread's shifted sums.
+#[derive(Clone, Copy)]
+struct Shifted {
+    count: u32,
+    k: f64,
+    s1: f64,
+    s2: f64,
+}
+
+impl Shifted {
+    #[inline(always)]
+    fn new() -> Self {
+        Self {
+            count: 0,
+            k: 0.0,
+            s1: 0.0,
+            s2: 0.0,
+        }
+    }
+
+    /// Four elements: their deviations summed pairwise, then into the running sums (the
+    /// first element seen becomes the shift).
+    #[inline(always)]
+    fn add4(&mut self, w: [u32; 4]) {
+        let e = w.map(|b| f32::from_bits(b) as f64);
+        if self.count == 0 {
+            self.k = e[0];
+        }
+        let d = e.map(|x| x - self.k);
+        self.s1 += (d[0] + d[1]) + (d[2] + d[3]);
+        self.s2 += (d[0] * d[0] + d[1] * d[1]) + (d[2] * d[2] + d[3] * d[3]);
+        self.count += 4;
+    }
+
+    #[inline(always)]
+    fn add1(&mut self, x: f32) {
+        let x = x as f64;
+        if self.count == 0 {
+            self.k = x;
+        }
+        let d = x - self.k;
+        self.s1 += d;
+        self.s2 += d * d;
+        self.count += 1;
+    }
+
+    /// These sums followed by `o`'s, re-shifted to this shift.
+    #[inline(always)]
+    fn then(self, o: Self) -> Self {
+        if o.count == 0 {
+            return self;
+        }
+        if self.count == 0 {
+            return o;
+        }
+        // Re-shift o's sums to k: Σ(x-k) = s1' + c'·δ, Σ(x-k)² = s2' + 2δ·s1' + c'·δ².
+        let delta = o.k - self.k;
+        let c = o.count as f64;
+        Self {
+            count: self.count + o.count,
+            k: self.k,
+            s1: self.s1 + (o.s1 + c * delta),
+            s2: self.s2 + (o.s2 + delta * (2.0 * o.s1 + c * delta)),
+        }
+    }
+
+    /// Count, mean and m2 (one division; a rounding that makes m2 negative gives 0).
+    #[inline(always)]
+    fn finish(self) -> MeanVarAcc {
+        if self.count == 0 {
+            return <MeanVar as ReduceOp<f32>>::identity();
+        }
+        let q = self.s1 / self.count as f64;
+        let m2 = self.s2 - self.s1 * q;
+        MeanVarAcc {
+            count: self.count,
+            mean: (self.k + q) as f32,
+            m2: if m2 < 0.0 { 0.0 } else { m2 as f32 },
+        }
+    }
+}
+
+/// [`MeanVar`] over `n` f32 at `input`, in `tiles` tiles; the interface (workspace, outputs,
+/// any grid <= `tiles`) of [`reduce_device`](super::reduce_device).
+///
+/// # Safety
+/// As `reduce_device`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
+pub unsafe fn mean_var_device(
+    input: *const f32,
+    n: u64,
+    tiles: u32,
+    partials: *mut MeanVarAcc,
+    retire_count: *mut u32,
+    out: *mut MeanVarAcc,
+    done: *mut u32,
+    seq: u32,
+) {
+    let scratch = crate::static_shared!(MOMENTS_SCRATCH: [u128; 32]);
+    let scratch = unsafe { scratch.cast::<MeanVarAcc>() };
+    let combine = <MeanVar as ReduceOp<f32>>::combine;
+    let identity = <MeanVar as ReduceOp<f32>>::identity();
+    let tid = gpu::thread_idx_x() as u64;
+    let grid = gpu::grid_dim_x() as u64;
+    let tiles = tiles as u64;
+    let threads = tiles * REDUCE_BLOCK as u64;
+
+    // As reduce_device: scalar head to the first 16-byte boundary, 128-bit body, scalar tail.
+    let misalign = (input as u64 & 15) / 4;
+    let head = if misalign == 0 {
+        0
+    } else {
+        (4 - misalign).min(n)
+    };
+    let vectors = (n - head) / 4;
+    let body = unsafe { input.add(head as usize) } as *const u32;
+    let tail_start = head + vectors * 4;
+    let load = |v: u64| unsafe { gpu::load_nc_v4_b32(body.add(4 * v as usize)) };
+
+    let mut tile = gpu::block_idx_x() as u64;
+    let mut tile_acc = identity;
+    while tile < tiles {
+        let gtid = tile * REDUCE_BLOCK as u64 + tid;
+        // Two loads in flight per step, each into its own sums (shorter add chains).
+        let (mut s0, mut s1) = (Shifted::new(), Shifted::new());
+        let mut v = gtid;
+        while v + threads < vectors {
+            let (a, b) = (load(v), load(v + threads));
+            s0.add4(a);
+            s1.add4(b);
+            v += 2 * threads;
+        }
+        if v < vectors {
+            s0.add4(load(v));
+        }
+        if gtid < head {
+            s1.add1(unsafe { input.add(gtid as usize).read() });
+        }
+        if gtid < n - tail_start {
+            s1.add1(unsafe { input.add((tail_start + gtid) as usize).read() });
+        }
+        let acc = s0.then(s1).finish();
+        tile_acc = block_reduce(acc, identity, combine, scratch);
+        if tid == 0 && tiles > 1 {
+            unsafe { partials.add(tile as usize).write(tile_acc) };
+        }
+        tile += grid;
+    }
+    unsafe {
+        finish_tiles(
+            tiles,
+            tile_acc,
+            partials,
+            retire_count,
+            out,
+            done,
+            seq,
+            identity,
+            combine,
+            scratch,
+        )
+    };
+}
+
+#[cfg(feature = "builtin")]
+crate::kernel! {
+    /// Mean and variance of f32 ([`mean_var_device`]).
+    pub unsafe fn reduce_mean_var_f32(
+        input: *const f32,
+        n: u64,
+        tiles: u32,
+        partials: *mut MeanVarAcc,
+        retire_count: *mut u32,
+        out: *mut MeanVarAcc,
+        done: *mut u32,
+        seq: u32,
+    ) {
+        unsafe { mean_var_device(input, n, tiles, partials, retire_count, out, done, seq) }
+    }
+}
+
+/// The host finds the mean-and-variance kernel as any reduction's, by operator and type.
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
+impl ReduceInstance<f32> for MeanVar {
+    const KERNEL: crate::Kernel<SimReduceFn<f32, MeanVarAcc>> = crate::Kernel {
+        name: "reduce_mean_var_f32",
+        sim: reduce_mean_var_f32,
+    };
+}
