@@ -180,9 +180,15 @@ struct ScanBuffers {
     /// 16 bytes per tile: a status word, a status word and a 4-byte value packed in a u64, or
     /// a 16-byte slot of two such words (`TileStatus::two_word_slots`).
     flags: DeviceBuffer<u32>,
-    /// Aggregates then prefixes: 16 bytes per tile each.
+    /// Aggregates then prefixes (the look-back), or range slots (fixed-order prefixes):
+    /// [`VALUE_BYTES`] per tile.
     values: DeviceBuffer<u64>,
 }
+
+/// Bytes per tile of a scan's value area: the fixed-order prefixes' range slots of up to
+/// 16-byte accumulators (`range_bytes_per_tile`), which also hold the look-back's aggregates
+/// and prefixes.
+const VALUE_BYTES: usize = kernels::scan::fixed_order::fixed_order_bytes_per_tile(4) as usize;
 
 /// The addresses one scan launch needs.
 pub(crate) struct ScanArgs {
@@ -201,18 +207,20 @@ impl Context {
         let too_many = || Error::InvalidArgument(format!("a scan of {tiles} tiles is too large"));
         let t = usize::try_from(tiles).map_err(|_| too_many())?;
         let graph_bytes = t
-            .checked_mul(48)
+            .checked_mul(16 + VALUE_BYTES)
             .and_then(|b| b.checked_add(16))
             .ok_or_else(too_many)?;
         if let Some(base) = self.graph_scratch(graph_bytes)? {
-            // counter (16 bytes), flags (16 per tile), aggregates and prefixes (16 per tile each)
-            self.memset_raw(base, 16 + 16 * t)?;
+            // counter (16 bytes), flags (16 per tile), values (VALUE_BYTES per tile). All is
+            // cleared in the graph: the epoch is fixed there, and a replay must meet neither
+            // the last replay's status words nor its range slots.
+            self.memset_raw(base, graph_bytes)?;
             let values = base + 16 + 16 * tiles;
             return Ok(ScanArgs {
                 counter: base,
                 flags: base + 16,
                 aggregates: values,
-                prefixes: values + 16 * tiles,
+                prefixes: values + VALUE_BYTES as u64 / 2 * tiles,
                 epoch: 1,
             });
         }
@@ -234,7 +242,7 @@ impl Context {
                 slot.insert(ScanBuffers {
                     counter: self.alloc_zeros::<u32>(1)?,
                     flags: self.alloc_zeros::<u32>(4 * len)?,
-                    values: self.alloc_zeros::<u64>(4 * len)?,
+                    values: self.alloc_zeros::<u64>(VALUE_BYTES / 8 * len)?,
                 })
             }
         };
@@ -245,7 +253,7 @@ impl Context {
             counter: self.scratch_addr(&b.counter),
             flags: self.scratch_addr(&b.flags),
             aggregates: values,
-            prefixes: values + 16 * ws.tiles,
+            prefixes: values + VALUE_BYTES as u64 / 2 * ws.tiles,
             epoch: ws.epoch,
         })
     }

@@ -41,6 +41,25 @@ pub fn warp_reduce_rev<T: ShflValue, F: Fn(T, T) -> T>(mut value: T, op: F) -> T
     value
 }
 
+/// Reduce over the 32 lanes in lane order: every lane gets `v[0] ⊕ v[1] ⊕ … ⊕ v[31]` as a
+/// balanced tree (`(v0 ⊕ v1) ⊕ (v2 ⊕ v3)`, …), the same bits on every lane and every run, and
+/// right for non-commutative operators: the butterfly runs with lane masks 1, 2, 4, 8, 16
+/// (`shfl.sync.bfly`), each step joining two adjacent runs of lanes, lower lanes on the left.
+#[inline(always)]
+pub fn warp_reduce_in_order<T: ShflValue, F: Fn(T, T) -> T>(mut value: T, op: F) -> T {
+    let mut offset = 1;
+    while offset < 32 {
+        let other = shfl_xor_sync(FULL_MASK, value, offset, 32);
+        value = if crate::gpu::lane_id() & offset == 0 {
+            op(value, other)
+        } else {
+            op(other, value)
+        };
+        offset <<= 1;
+    }
+    value
+}
+
 /// Inclusive scan over the 32 lanes in lane order: lane `i` gets `v[0] ⊕ … ⊕ v[i]`.
 /// Kogge-Stone with `shfl.sync.up.b32` (deltas 1, 2, 4, 8, 16): five shuffles per 32-bit word.
 #[inline(always)]

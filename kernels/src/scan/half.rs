@@ -153,6 +153,8 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
         epoch,
         first_delay_ns: ACTIVE.first_delay_ns,
         two_word_slots: false,
+        // Same bits on every run (scan::fixed_order).
+        fixed_order: true,
     };
     unsafe {
         scan_tile::<ROWS, _, _, _, _>(

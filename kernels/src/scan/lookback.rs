@@ -27,8 +27,8 @@ pub const STATUS_AGGREGATE: u32 = 1;
 pub const STATUS_PREFIX: u32 = 2;
 // Look-back timing and width: `super::policy` says what each is and why.
 const PER_LANE: usize = ACTIVE.lookback_per_lane as usize;
-const FIRST_DELAY_FROM: u64 = ACTIVE.delay_from_tile;
-const FIRST_DELAY_MIN_TILES: u32 = ACTIVE.delay_min_tiles;
+pub(super) const FIRST_DELAY_FROM: u64 = ACTIVE.delay_from_tile;
+pub(super) const FIRST_DELAY_MIN_TILES: u32 = ACTIVE.delay_min_tiles;
 const POLL_DELAY: u32 = ACTIVE.poll_delay_ns;
 /// Predecessors a warp reads per look-back round.
 pub const LOOKBACK_WINDOW: u64 = 32 * PER_LANE as u64;
@@ -51,6 +51,10 @@ pub struct TileStatus<A> {
     /// (see the module comment): one load per predecessor instead of two dependent ones. The
     /// kernel's choice, so that the kernels measured with the two-array layout keep it.
     pub two_word_slots: bool,
+    /// Combine the cross-tile prefix in a fixed order instead of looking back
+    /// ([`fenwick`](super::fenwick)): the same bits on every run; `aggregates` then holds the
+    /// range slots ([`range_bytes_per_tile`](super::fenwick::range_bytes_per_tile)).
+    pub fixed_order: bool,
 }
 
 impl<A: ShflValue> TileStatus<A> {

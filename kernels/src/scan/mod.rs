@@ -12,6 +12,7 @@
 //! (at an aggregate or an inclusive prefix) depends on timing, and so does the association
 //! order. Integer results are exact (sums wrap).
 
+pub mod fixed_order;
 pub mod half;
 pub mod lookback;
 pub mod policy;
@@ -113,6 +114,8 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
         epoch,
         first_delay_ns: ACTIVE.first_delay_ns,
         two_word_slots: false,
+        // Same bits on every run (scan::fixed_order).
+        fixed_order: true,
     };
     unsafe {
         scan_tile::<ROWS, _, _, _, _>(
@@ -243,6 +246,8 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
         epoch,
         first_delay_ns: ACTIVE.first_delay_ns,
         two_word_slots: false,
+        // Same bits on every run (scan::fixed_order).
+        fixed_order: true,
     };
     unsafe {
         scan_tile::<BY_KEY_ROWS, _, _, _, _>(

@@ -105,7 +105,9 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, L, S>(
 
     // Warp 0 publishes the aggregate, looks back, publishes the inclusive prefix.
     if warp == 0 {
-        let prefix = if tile == 0 {
+        let prefix = if status.fixed_order {
+            unsafe { status.fixed_order_prefix(tile, aggregate, io.identity, op) }
+        } else if tile == 0 {
             if lane == 0 {
                 unsafe { status.publish_prefix(0, aggregate) };
             }

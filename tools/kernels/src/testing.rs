@@ -90,6 +90,7 @@ pub unsafe fn test_lookback(
         epoch,
         first_delay_ns: kernels::scan::policy::ACTIVE.first_delay_ns,
         two_word_slots: false,
+        fixed_order: false,
     };
     let identity = kernels::scan::Headed { head: 0, value: 0u32 };
     let p = unsafe {
