@@ -1,16 +1,16 @@
-//! Device-wide prefix scan in ONE pass over the data: the decoupled look-back scan
-//! ([`lookback`]), one tile per block, tiles handed out by an atomic counter in the order blocks
-//! start (so a tile only ever waits on tiles whose blocks are already running: no deadlock
-//! whatever the scheduling order), every tile read once and written once.
+//! Device-wide prefix scan in ONE pass over the data: one tile per block, tiles handed out by an
+//! atomic counter in the order blocks start (so a tile only ever waits on tiles whose blocks are
+//! already running: no deadlock whatever the scheduling order), every tile read once and written
+//! once; the cross-tile prefixes are combined in a fixed order ([`fixed_order`]), so float
+//! results are the same bits on every run, grid and GPU, and on the simulator.
 //!
 //! Also the scan by key: segments are runs of equal consecutive keys; the scan restarts at
 //! every segment head. It is the same single-pass scan over (head flag, value) pairs with the
 //! segmented operator `(f1, a) ⊕ (f2, b) = (f1 | f2, if f2 { b } else { a ⊕ b })`, which is
 //! associative whenever ⊕ is.
 //!
-//! Float results are not bitwise deterministic across runs: where a tile's look-back stops
-//! (at an aggregate or an inclusive prefix) depends on timing, and so does the association
-//! order. Integer results are exact (sums wrap).
+//! The decoupled look-back ([`lookback`]) is the reduce by key's (its short tiles outrun the
+//! fixed order's checkpoints); there, float results may differ in the last bits between runs.
 
 pub mod fixed_order;
 pub mod half;

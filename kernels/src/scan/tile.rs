@@ -103,7 +103,8 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, L, S>(
         aggregate = op(aggregate, a);
     }
 
-    // Warp 0 publishes the aggregate, looks back, publishes the inclusive prefix.
+    // Warp 0 finds the tile's exclusive prefix: in a fixed order (the scans), or by the
+    // decoupled look-back (publishing the aggregate, then the inclusive prefix).
     if warp == 0 {
         let prefix = if status.fixed_order {
             unsafe { status.fixed_order_prefix(tile, aggregate, io.identity, op) }

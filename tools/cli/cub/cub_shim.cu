@@ -159,6 +159,9 @@ CUB_SHIM_OP(max_f32, float, cub::DeviceReduce::Max(temp, tb, in, out, nn, s))
 CUB_SHIM_OP(inclusive_sum_i32, int, cub::DeviceScan::InclusiveSum(temp, tb, in, out, nn, s))
 CUB_SHIM_OP(inclusive_sum_f32, float, cub::DeviceScan::InclusiveSum(temp, tb, in, out, nn, s))
 CUB_SHIM_OP(exclusive_sum_i32, int, cub::DeviceScan::ExclusiveSum(temp, tb, in, out, nn, s))
+// Optional to the loader (OPTIONAL_OPS in tools/cli/src/cub.rs): a shim built before this op
+// existed still loads, without CUB's f64 scan.
+CUB_SHIM_OP(inclusive_sum_f64, double, cub::DeviceScan::InclusiveSum(temp, tb, in, out, nn, s))
 
 // Half-precision sums, CUB's defaults: DeviceReduce::Sum accumulates in the element type
 // (__half + __half -> __half) and writes one __half / __nv_bfloat16.

@@ -311,6 +311,11 @@ impl CubInclusiveSum for f32 {
     const INCLUSIVE_SUM: &'static [u8] = b"cub_inclusive_sum_f32\0";
     const INCLUSIVE_SUM_TEMP: &'static [u8] = b"cub_temp_bytes_inclusive_sum_f32\0";
 }
+/// One of [`OPTIONAL_OPS`]: see [`Cub::has_inclusive_sum`].
+impl CubInclusiveSum for f64 {
+    const INCLUSIVE_SUM: &'static [u8] = b"cub_inclusive_sum_f64\0";
+    const INCLUSIVE_SUM_TEMP: &'static [u8] = b"cub_temp_bytes_inclusive_sum_f64\0";
+}
 impl CubExclusiveSum for i32 {
     const EXCLUSIVE_SUM: &'static [u8] = b"cub_exclusive_sum_i32\0";
     const EXCLUSIVE_SUM_TEMP: &'static [u8] = b"cub_temp_bytes_exclusive_sum_i32\0";
@@ -340,7 +345,8 @@ impl CubInclusiveSum for Bf16 {
     const INCLUSIVE_SUM_TEMP: &'static [u8] = b"cub_temp_bytes_inclusive_sum_bf16\0";
 }
 
-/// Every op of the shim as (run symbol, temp-size symbol); all are resolved by [`Cub::load`].
+/// Every op of the shim as (run symbol, temp-size symbol), [`OPTIONAL_OPS`] aside; all are
+/// resolved by [`Cub::load`], which fails without one.
 pub const OPS: &[(&[u8], &[u8])] = &[
     (<f32 as CubSum>::SUM, <f32 as CubSum>::SUM_TEMP),
     (<f64 as CubSum>::SUM, <f64 as CubSum>::SUM_TEMP),
@@ -378,6 +384,14 @@ pub const OPS: &[(&[u8], &[u8])] = &[
         <Bf16 as CubInclusiveSum>::INCLUSIVE_SUM_TEMP,
     ),
 ];
+
+/// Ops of [`OPS`]' shape that shims built before them lack, as (run symbol, temp-size symbol):
+/// [`Cub::load`] resolves each that is there and leaves the others out (calls to them then fail
+/// with [`CubError::MissingSymbol`]; [`Cub::has_inclusive_sum`] says beforehand).
+pub const OPTIONAL_OPS: &[(&[u8], &[u8])] = &[(
+    <f64 as CubInclusiveSum>::INCLUSIVE_SUM,
+    <f64 as CubInclusiveSum>::INCLUSIVE_SUM_TEMP,
+)];
 
 /// `int cub_segmented_sum_f32(void* temp, size_t temp_bytes, const float* in, float* out,
 /// int64_t num_segments, const unsigned long long* begin_offsets, const unsigned long long*
@@ -527,7 +541,8 @@ unsafe fn resolve<T: Copy>(lib: &libloading::Library, name: &[u8]) -> Result<T, 
 }
 
 impl Cub {
-    /// Load the shim from `path` and resolve all of its functions.
+    /// Load the shim from `path` and resolve all of its functions ([`OPTIONAL_OPS`] those it
+    /// has).
     pub fn load(path: &Path) -> Result<Cub, CubError> {
         // SAFETY: loading runs the library's initializers; the shim's are the CUDA runtime's
         // and CUB's static constructors, which do not touch the device.
@@ -547,6 +562,18 @@ impl Cub {
                     run: resolve::<RunFn>(&lib, run_name)?,
                     temp: resolve::<TempFn>(&lib, temp_name)?,
                 });
+            }
+            for &(run_name, temp_name) in OPTIONAL_OPS {
+                if let (Ok(run), Ok(temp)) = (
+                    resolve::<RunFn>(&lib, run_name),
+                    resolve::<TempFn>(&lib, temp_name),
+                ) {
+                    ops.push(Op {
+                        run_name,
+                        run,
+                        temp,
+                    });
+                }
             }
             let fixed_native = resolve::<IntFn>(&lib, SEGMENTED_SUM_FIXED_NATIVE_SYMBOL)?;
             let other = OtherOps {
@@ -610,8 +637,14 @@ impl Cub {
             .find(|o| o.run_name == run_name)
             .ok_or_else(|| CubError::MissingSymbol {
                 name: symbol_name(run_name),
-                message: "not one of the shim's ops".into(),
+                message: "not in this shim (built before the op was added?)".into(),
             })
+    }
+
+    /// Whether the shim has [`Cub::inclusive_sum`] for `T`: always, except for an op of
+    /// [`OPTIONAL_OPS`] (f64) in a shim built before it.
+    pub fn has_inclusive_sum<T: CubInclusiveSum>(&self) -> bool {
+        self.op(T::INCLUSIVE_SUM).is_ok()
     }
 
     fn check(&self, function: &[u8], code: c_int) -> Result<(), CubError> {
@@ -1163,6 +1196,7 @@ mod tests {
     fn all_symbols() -> Vec<&'static [u8]> {
         let mut v: Vec<&'static [u8]> = OPS
             .iter()
+            .chain(OPTIONAL_OPS)
             .chain(OTHER_OPS)
             .flat_map(|&(r, t)| [r, t])
             .collect();
@@ -1197,7 +1231,7 @@ mod tests {
     #[test]
     fn symbol_names_are_nul_terminated_and_distinct() {
         let syms = all_symbols();
-        assert_eq!(syms.len(), 2 * (14 + 3) + 4);
+        assert_eq!(syms.len(), 2 * (14 + 1 + 3) + 4);
         for s in &syms {
             assert_eq!(s.last(), Some(&0u8), "{s:?} lacks its NUL");
             assert_eq!(
@@ -1222,7 +1256,7 @@ mod tests {
     fn temp_symbols_follow_the_shim_macro() {
         // CUB_SHIM_OP(NAME, ...) exports cub_NAME and cub_temp_bytes_NAME; the other ops are
         // named the same way.
-        for &(run, temp) in OPS.iter().chain(OTHER_OPS) {
+        for &(run, temp) in OPS.iter().chain(OPTIONAL_OPS).chain(OTHER_OPS) {
             let run = symbol_name(run);
             let op = run.strip_prefix("cub_").unwrap();
             assert_eq!(symbol_name(temp), format!("cub_temp_bytes_{op}"));
@@ -1253,12 +1287,12 @@ mod tests {
                 "{name} is not defined in cub_shim.cu"
             );
         }
-        // The macro ops are exactly OPS.
+        // The macro ops are exactly OPS and OPTIONAL_OPS.
         let macro_ops = SHIM_SOURCE
             .lines()
             .filter(|l| l.starts_with("CUB_SHIM_OP(") || l.starts_with("CUB_SHIM_OP_IO("))
             .count();
-        assert_eq!(macro_ops, OPS.len());
+        assert_eq!(macro_ops, OPS.len() + OPTIONAL_OPS.len());
     }
 
     #[test]
@@ -1291,6 +1325,74 @@ mod tests {
         if std::env::var_os(LIBRARY_ENV).is_none() {
             let p = default_library_path();
             assert!(p.ends_with("cub/libcub_shim.so"), "{}", p.display());
+        }
+    }
+
+    /// A stand-in shim compiled with `cc` (`None` without one): every symbol the loader needs,
+    /// [`OPTIONAL_OPS`]' only when `optional`; each query `int q(unsigned long long n, size_t*
+    /// bytes)` says `n` bytes (only those of [`OPS`]' shape may be called), the rest return
+    /// constants.
+    #[cfg(unix)]
+    fn stand_in_shim(tag: &str, optional: bool) -> Option<PathBuf> {
+        let dir = std::env::temp_dir().join(format!("cub-stand-in-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut c = String::from(
+            "#include <stddef.h>\n\
+             const char* cub_error_string(int c) { (void)c; return \"stand-in\"; }\n\
+             int cub_version(void) { return 300001; }\n",
+        );
+        let mut ops: Vec<_> = OPS.iter().chain(OTHER_OPS).collect();
+        if optional {
+            ops.extend(OPTIONAL_OPS);
+        }
+        for &&(run, temp) in &ops {
+            c.push_str(&format!(
+                "int {}(unsigned long long n, size_t* b) {{ *b = n; return 0; }}\n",
+                symbol_name(temp)
+            ));
+            c.push_str(&format!("int {}(void) {{ return 0; }}\n", symbol_name(run)));
+        }
+        for sym in [WIDE_SYMBOL, SEGMENTED_SUM_FIXED_NATIVE_SYMBOL] {
+            c.push_str(&format!("int {}(void) {{ return 1; }}\n", symbol_name(sym)));
+        }
+        let (src, lib) = (dir.join("stand_in.c"), dir.join("libstand_in.so"));
+        std::fs::write(&src, c).unwrap();
+        let built = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .args([&lib, &src])
+            .status();
+        match built {
+            Ok(s) if s.success() => Some(lib),
+            Ok(s) => panic!("cc failed ({s}) on {}", src.display()),
+            Err(_) => None, // no cc here
+        }
+    }
+
+    /// A shim built before the ops of [`OPTIONAL_OPS`] existed still loads, without them; one
+    /// with them has them.
+    #[cfg(unix)]
+    #[test]
+    fn a_shim_without_the_optional_ops_loads_without_them() {
+        let (Some(old), Some(new)) = (stand_in_shim("old", false), stand_in_shim("new", true))
+        else {
+            return;
+        };
+        let cub = Cub::load(&old).unwrap();
+        assert_eq!(cub.version(), 300001);
+        assert!(cub.has_inclusive_sum::<f32>() && cub.has_inclusive_sum::<i32>());
+        assert!(!cub.has_inclusive_sum::<f64>());
+        assert_eq!(cub.temp_bytes_inclusive_sum::<f32>(12).unwrap(), 12);
+        match cub.temp_bytes_inclusive_sum::<f64>(12) {
+            Err(CubError::MissingSymbol { name, .. }) => {
+                assert_eq!(name, "cub_inclusive_sum_f64")
+            }
+            other => panic!("expected MissingSymbol, got {other:?}"),
+        }
+        let cub = Cub::load(&new).unwrap();
+        assert!(cub.has_inclusive_sum::<f64>());
+        assert_eq!(cub.temp_bytes_inclusive_sum::<f64>(12).unwrap(), 12);
+        for lib in [old, new] {
+            let _ = std::fs::remove_dir_all(lib.parent().unwrap());
         }
     }
 

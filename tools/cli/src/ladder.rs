@@ -208,21 +208,10 @@ impl LadderElem for f32 {
     }
 }
 
-/// Neumaier's compensated f64 sum and the sum of magnitudes. Its error is at most
-/// `2 eps |s| + O(n eps^2) sum|x|` (Higham, 2002, §4.3), far below any f64 kernel's.
+/// Neumaier's compensated f64 sum and the sum of magnitudes ([`crate::cpu::sum_compensated`]):
+/// its error is far below any f64 kernel's.
 pub fn sum_f64_compensated(data: &[f64]) -> (f64, f64) {
-    let (mut s, mut c, mut a) = (0.0f64, 0.0f64, 0.0f64);
-    for &x in data {
-        let t = s + x;
-        c += if s.abs() >= x.abs() {
-            (s - t) + x
-        } else {
-            (x - t) + s
-        };
-        s = t;
-        a += x.abs();
-    }
-    (s + c, a)
+    crate::cpu::sum_compensated(data.iter().copied())
 }
 
 impl LadderElem for f64 {

@@ -597,6 +597,8 @@ fn bench(
         &command,
         |m| bar.set_message(m.to_string()),
         || bar.inc(1),
+        // Above the bar, and with --quiet (its hidden bar) too.
+        |line| bar.suspend(|| println!("{line}")),
     )?;
     bar.finish_and_clear();
     if cub_cccl.is_some() {

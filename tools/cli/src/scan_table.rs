@@ -133,12 +133,14 @@ impl TableElement for f64 {
         float_check(got, input, |x| x, f64::EPSILON / 2.0)
     }
     fn cub_inclusive_sum<'a>(
-        _: &'a Cub,
-        _: &Context,
-        _: &DeviceBuffer<Self>,
-        _: &mut DeviceBuffer<Self>,
+        cub: &'a Cub,
+        ctx: &Context,
+        input: &DeviceBuffer<Self>,
+        out: &mut DeviceBuffer<Self>,
     ) -> Option<Result<CubRunner<'a>>> {
-        None // the shim has no f64 scan
+        // A shim built before its f64 scan existed has none.
+        cub.has_inclusive_sum::<f64>()
+            .then(|| cub_runner(cub, ctx, input, out))
     }
 }
 

@@ -177,6 +177,60 @@ pub struct Sweep {
     pub measurements: Vec<Measurement>,
     /// Sizes left out, and why (does not fit in device memory, ...).
     pub skipped: Vec<String>,
+    /// The f32 scans' last elements against the exact sum, one per size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scan_accuracy: Vec<ScanAccuracy>,
+}
+
+/// The last element of each method's f32 inclusive sum, the sum of all `n` inputs, against the
+/// exact sum: the rounding error accumulated along a whole scan. Its `Display` is the line the
+/// log and results.md show.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScanAccuracy {
+    pub dtype: String,
+    pub n: u64,
+    /// The exact sum of the input ([`crate::cpu::sum_compensated`]).
+    pub exact: f64,
+    /// The sum of the inputs' magnitudes, the scale of the rounding bounds.
+    pub sum_abs: f64,
+    /// (method, its last element): "ours", then "CUB 3.0.1" and the like.
+    pub last: Vec<(String, f64)>,
+}
+
+impl ScanAccuracy {
+    /// The reference for `input`, no method's result yet.
+    fn new<T: SweepElement>(input: &[T]) -> ScanAccuracy {
+        let (exact, sum_abs) = crate::cpu::sum_compensated(input.iter().map(|&x| x.as_f64()));
+        ScanAccuracy {
+            dtype: T::SWEEP_DTYPE.name().into(),
+            n: input.len() as u64,
+            exact,
+            sum_abs,
+            last: Vec::new(),
+        }
+    }
+
+    /// `method`'s inclusive sum of the input is `out`: record its last element.
+    fn record<T: SweepElement>(&mut self, method: &str, out: &[T]) {
+        let last = out.last().map_or(f64::NAN, |&x| x.as_f64());
+        self.last.push((method.into(), last));
+    }
+}
+
+impl std::fmt::Display for ScanAccuracy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "accuracy {} n={}: last element of the inclusive sum: exact {}",
+            self.dtype, self.n, self.exact
+        )?;
+        for (method, got) in &self.last {
+            let err = (got - self.exact).abs();
+            let rel = err / self.sum_abs.max(f64::MIN_POSITIVE);
+            write!(f, ", {method} {got} (error {err:.3e}, {rel:.2e} of sum|x|)")?;
+        }
+        Ok(())
+    }
 }
 
 impl Sweep {
@@ -235,6 +289,8 @@ pub fn parse_sizes(s: &str) -> std::result::Result<Vec<u64>, String> {
 /// Element types of the sweep: random data, a checked sum, a checked scan, CUB.
 pub trait SweepElement: TableElement + crate::cub::CubSum {
     const SWEEP_DTYPE: Dtype;
+    /// The value as an f64 (exact for f32, f64 and i32).
+    fn as_f64(self) -> f64;
     /// Does `got` match the sum of `data` (exact for integers, within the reduction's error
     /// bound for floats)?
     fn sum_ok(got: Self, data: &[Self]) -> bool;
@@ -281,6 +337,9 @@ fn dot_ok(got: f64, hx: &[f64], hy: &[f64], unit: f64) -> bool {
 
 impl SweepElement for f32 {
     const SWEEP_DTYPE: Dtype = Dtype::F32;
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
     fn sum_ok(got: Self, data: &[Self]) -> bool {
         let (exact, abs) = crate::cpu::sum_f64(data);
         (got as f64 - exact).abs() <= crate::cpu::f32_sum_bound(data.len() as u64, abs)
@@ -317,6 +376,9 @@ impl SweepElement for f32 {
 }
 impl SweepElement for f64 {
     const SWEEP_DTYPE: Dtype = Dtype::F64;
+    fn as_f64(self) -> f64 {
+        self
+    }
     fn sum_ok(got: Self, data: &[Self]) -> bool {
         let exact: f64 = data.iter().sum();
         let abs: f64 = data.iter().map(|x| x.abs()).sum();
@@ -338,6 +400,9 @@ impl SweepElement for f64 {
 }
 impl SweepElement for i32 {
     const SWEEP_DTYPE: Dtype = Dtype::I32;
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
     fn sum_ok(got: Self, data: &[Self]) -> bool {
         got == data.iter().fold(0i32, |a, &x| a.wrapping_add(x))
     }
@@ -432,10 +497,12 @@ pub fn run_sweep(
         toolkit: cub,
         cccl: None,
     };
-    run_sweep_cubs(ctx, cubs, config, command, progress, step_done)
+    run_sweep_cubs(ctx, cubs, config, command, progress, step_done, |_| {})
 }
 
-/// [`run_sweep`] timing each of `cubs`' shims (their rows named [`CUB`] and [`CUB_CCCL`]).
+/// [`run_sweep`] timing each of `cubs`' shims (their rows named [`CUB`] and [`CUB_CCCL`]);
+/// `note` gets the lines for the log (the f32 scans' [`ScanAccuracy`], which the sweep keeps
+/// too) at the end of each size and type.
 pub fn run_sweep_cubs(
     ctx: &Context,
     cubs: Cubs<'_>,
@@ -443,6 +510,7 @@ pub fn run_sweep_cubs(
     command: &str,
     mut progress: impl FnMut(&str),
     mut step_done: impl FnMut(),
+    mut note: impl FnMut(&str),
 ) -> Result<Sweep> {
     let d = ctx.info();
     let machine = Machine {
@@ -476,14 +544,17 @@ pub fn run_sweep_cubs(
         config: config.clone(),
         measurements: Vec::new(),
         skipped: Vec::new(),
+        scan_accuracy: Vec::new(),
     };
     for &n in &config.sizes {
         for (i, &dt) in config.dtypes.iter().enumerate() {
             let seed = config.seed ^ (n << 8) ^ i as u64;
+            let acc = &mut sweep.scan_accuracy;
+            let noted = acc.len();
             let r = match dt {
-                Dtype::F32 => sweep_one::<f32>(ctx, cubs, config, n, seed, &mut progress),
-                Dtype::F64 => sweep_one::<f64>(ctx, cubs, config, n, seed, &mut progress),
-                Dtype::I32 => sweep_one::<i32>(ctx, cubs, config, n, seed, &mut progress),
+                Dtype::F32 => sweep_one::<f32>(ctx, cubs, config, n, seed, &mut progress, acc),
+                Dtype::F64 => sweep_one::<f64>(ctx, cubs, config, n, seed, &mut progress, acc),
+                Dtype::I32 => sweep_one::<i32>(ctx, cubs, config, n, seed, &mut progress, acc),
                 Dtype::F16 => {
                     halves::sweep_half::<half::f16>(ctx, cubs, config, n, seed, &mut progress)
                 }
@@ -491,6 +562,9 @@ pub fn run_sweep_cubs(
                     halves::sweep_half::<half::bf16>(ctx, cubs, config, n, seed, &mut progress)
                 }
             };
+            for a in &sweep.scan_accuracy[noted..] {
+                note(&a.to_string());
+            }
             match r {
                 Ok(m) => sweep.measurements.extend(m),
                 Err(Error::OutOfMemory { bytes }) => sweep.skipped.push(format!(
@@ -612,6 +686,8 @@ pub(crate) fn memory_limits<T: cudarc::driver::DeviceRepr + Copy + PartialEq>(
     Ok(())
 }
 
+/// One size and type of the sweep: its rows, and for an f32 scan its [`ScanAccuracy`] pushed to
+/// `accuracy`.
 fn sweep_one<T: SweepElement>(
     ctx: &Context,
     cubs: Cubs<'_>,
@@ -619,6 +695,7 @@ fn sweep_one<T: SweepElement>(
     n: u64,
     seed: u64,
     progress: &mut impl FnMut(&str),
+    accuracy: &mut Vec<ScanAccuracy>,
 ) -> Result<Vec<Measurement>> {
     let size = std::mem::size_of::<T>();
     let nu = usize::try_from(n).map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
@@ -810,9 +887,11 @@ fn sweep_one<T: SweepElement>(
     if cfg.ops.contains(&Op::Scan) {
         progress(&format!("{} n={n}: scan", T::SWEEP_DTYPE.name()));
         let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
+        // f32: each method's last element against the exact sum, from the checked output.
+        let mut acc = (T::SWEEP_DTYPE == Dtype::F32).then(|| ScanAccuracy::new(&hosts[0]));
         ctx.memset_zeros(&mut out)?;
         ctx.scan(&inputs[0], &mut out, op, incl)?;
-        let ok = T::check(&ctx.dtoh(&out)?, &hosts[0]);
+        let ok = check_scan(ctx, &out, &hosts[0], &mut acc, "ours")?;
         let t = ctx.time_ms(wu, it, || ctx.scan(&inputs[next()], &mut out, op, incl))?;
         record(
             "scan",
@@ -834,7 +913,9 @@ fn sweep_one<T: SweepElement>(
             if runners.len() == r {
                 ctx.memset_zeros(&mut out)?;
                 runners[0].run()?;
-                let ok = T::check(&ctx.dtoh(&out)?, &hosts[0]);
+                let version = crate::cub::version_string(c.version());
+                let method = format!("{label} {version}");
+                let ok = check_scan(ctx, &out, &hosts[0], &mut acc, &method)?;
                 let t = ctx.time_ms(wu, it, || runners[next()].run())?;
                 record(
                     "scan",
@@ -846,6 +927,7 @@ fn sweep_one<T: SweepElement>(
                 );
             }
         }
+        accuracy.extend(acc);
     }
     if cfg.ops.contains(&Op::Dot) && r >= 2 {
         // Inputs i and i+1 of the rotation: two arrays, each read once.
@@ -885,6 +967,22 @@ fn sweep_one<T: SweepElement>(
     }
     rows.extend(ladder_rows);
     Ok(rows)
+}
+
+/// Whether `out` holds the inclusive sum of `input`; with `acc` (f32), its last element is
+/// recorded there as `method`'s. One copy of `out` to the host, dropped on return.
+fn check_scan<T: SweepElement>(
+    ctx: &Context,
+    out: &DeviceBuffer<T>,
+    input: &[T],
+    acc: &mut Option<ScanAccuracy>,
+    method: &str,
+) -> Result<bool> {
+    let got = ctx.dtoh(out)?;
+    if let Some(a) = acc {
+        a.record(method, &got);
+    }
+    Ok(T::check(&got, input))
 }
 
 /// XOR of the 32-bit words of `data` (as the streaming kernel folds them).

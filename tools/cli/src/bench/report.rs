@@ -186,6 +186,16 @@ pub fn markdown(sweep: &Sweep) -> String {
     for k in &sweep.skipped {
         s.push_str(&format!("\nskipped: {k}"));
     }
+    if !sweep.scan_accuracy.is_empty() {
+        s.push_str(
+            "\n\nAccuracy of the f32 inclusive sums: the last element (the sum of all n inputs) \
+             against the exact sum (f64, compensated), its error also as a share of sum|x| (the \
+             scale of the rounding bounds).\n",
+        );
+        for a in &sweep.scan_accuracy {
+            s.push_str(&format!("\n- {a}"));
+        }
+    }
     if cccl {
         s.push_str(&format!(
             "\n\n{CUB_CCCL} rows: CUB built from the CCCL checkout; their \"vs CUB\" is the \
@@ -275,6 +285,7 @@ mod tests {
             },
             measurements: rows,
             skipped: vec![],
+            scan_accuracy: vec![],
         }
     }
 
@@ -397,12 +408,36 @@ mod tests {
     }
 
     #[test]
+    fn the_scan_accuracy_is_a_section_of_its_own() {
+        let mut s = sweep(Some(300001), None, vec![]);
+        assert!(!markdown(&s).contains("accuracy"));
+        s.scan_accuracy.push(crate::bench::ScanAccuracy {
+            dtype: "f32".into(),
+            n: 1000,
+            exact: 1.5,
+            sum_abs: 500.0,
+            last: vec![("ours".into(), 1.5), ("CUB 3.0.1".into(), 1.25)],
+        });
+        let md = markdown(&s);
+        assert!(
+            md.contains(
+                "\n- accuracy f32 n=1000: last element of the inclusive sum: exact 1.5, \
+                 ours 1.5 (error 0.000e0, 0.00e0 of sum|x|), \
+                 CUB 3.0.1 1.25 (error 2.500e-1, 5.00e-4 of sum|x|)\n"
+            ),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn old_results_without_the_cccl_fields_still_read() {
         let s = sweep(Some(300001), None, vec![]);
         let mut v = serde_json::to_value(&s).unwrap();
         assert!(v["machine"].get("cub_cccl_version").is_none());
         v["machine"].as_object_mut().unwrap().remove("cccl");
+        assert!(v.get("scan_accuracy").is_none());
         let back: Sweep = serde_json::from_value(v).unwrap();
         assert_eq!(back.machine.cub_cccl_version, None);
+        assert!(back.scan_accuracy.is_empty());
     }
 }
