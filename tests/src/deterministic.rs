@@ -131,7 +131,8 @@ fn data_file() -> std::path::PathBuf {
 
 /// The recorded fingerprints: `name n hash last` per line (hex), `#` comments.
 pub fn recorded() -> Vec<(String, usize, Bits)> {
-    let text = std::fs::read_to_string(data_file()).expect("tests/data/scan_bits.txt");
+    // Compiled in: GPU test binaries run in bundles, away from the source tree.
+    let text = include_str!("../data/scan_bits.txt");
     text.lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| {

@@ -194,6 +194,8 @@ macro_rules! half_scan_kernels {
                 unsafe { $crate::scan::half::scan_half_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch) }
             }
         }
+        $crate::launch_bounds!($incl, $crate::scan::policy::ACTIVE.block, 2);
+        $crate::launch_bounds!($excl, $crate::scan::policy::ACTIVE.block, 2);
         #[cfg(not(target_arch = "nvptx64"))]
         impl $crate::scan::ScanInstance<$t> for $op {
             const INCLUSIVE: $crate::Kernel<$crate::scan::SimScanFn<$t>> =
