@@ -186,7 +186,7 @@ struct ScanBuffers {
 }
 
 /// Bytes per tile of a scan's value area: the fixed-order prefixes' range slots of up to
-/// 16-byte accumulators (`range_bytes_per_tile`), which also hold the look-back's aggregates
+/// 16-byte accumulators (`fixed_order_bytes_per_tile`), which also hold the look-back's aggregates
 /// and prefixes.
 const VALUE_BYTES: usize = kernels::scan::fixed_order::fixed_order_bytes_per_tile(4) as usize;
 

@@ -52,8 +52,9 @@ pub struct TileStatus<A> {
     /// kernel's choice, so that the kernels measured with the two-array layout keep it.
     pub two_word_slots: bool,
     /// Combine the cross-tile prefix in a fixed order instead of looking back
-    /// ([`fenwick`](super::fenwick)): the same bits on every run; `aggregates` then holds the
-    /// range slots ([`range_bytes_per_tile`](super::fenwick::range_bytes_per_tile)).
+    /// ([`fixed_order`](super::fixed_order)): the same bits on every run; `aggregates` then
+    /// holds its slots
+    /// ([`fixed_order_bytes_per_tile`](super::fixed_order::fixed_order_bytes_per_tile)).
     pub fixed_order: bool,
 }
 
