@@ -9,8 +9,8 @@
 //   int cub_NAME(void* temp, size_t temp_bytes, const T* in, T* out,
 //                unsigned long long n, void* stream);
 // (`in` and `out` of different types for the sum_*_to_f32 ops: const __half* / const
-// __nv_bfloat16* in, float* out.) The segmented sums and the reduce by key, further down, take
-// more arguments; each says its two signatures above it.
+// __nv_bfloat16* in, float* out.) The segmented sums and the reduce and scan by key, further
+// down, take more arguments; each says its two signatures above it.
 // All return the cudaError_t as int (0 = success). `stream` is a cudaStream_t; a driver-API
 // CUstream is the same object. The call runs in the CUDA context current on the calling
 // thread (the runtime API adopts a context made current through the driver API).
@@ -371,6 +371,57 @@ extern "C" int cub_reduce_by_key_sum_u32_f32(
   return shim_dispatch(n, [&](auto nn) {
     return cub::DeviceReduce::ReduceByKey(
       temp, tb, keys_in, unique_out, values_in, aggregates_out, num_runs_out, ::cuda::std::plus<>{}, nn, s);
+  });
+}
+
+// Inclusive f32 sum of each run of equal consecutive keys, DeviceScan::InclusiveSumByKey with
+// ::cuda::std::equal_to<> (CUB 2.x's default, and CUB 3.x's: cub::Equality is gone there):
+// values_out[i] is the sum of values_in over i's run up to and including i. values_out needs
+// room for n elements.
+//   int cub_temp_bytes_scan_by_key_sum_u32_f32(unsigned long long n, size_t* bytes);
+//   int cub_scan_by_key_sum_u32_f32(void* temp, size_t temp_bytes, const unsigned int* keys_in,
+//                                   const float* values_in, float* values_out,
+//                                   unsigned long long n, void* stream);
+extern "C" int cub_temp_bytes_scan_by_key_sum_u32_f32(unsigned long long n, size_t* bytes)
+{
+  if (bytes == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  void* temp                  = nullptr;
+  size_t tb                   = 0;
+  const unsigned int* keys_in = nullptr;
+  const float* values_in      = nullptr;
+  float* values_out           = nullptr;
+  int rc = shim_dispatch(n, [&](auto nn) {
+    return cub::DeviceScan::InclusiveSumByKey(
+      temp, tb, keys_in, values_in, values_out, nn, ::cuda::std::equal_to<>{}, cudaStream_t{});
+  });
+  if (rc == 0)
+  {
+    *bytes = tb;
+  }
+  return rc;
+}
+
+extern "C" int cub_scan_by_key_sum_u32_f32(
+  void* temp,
+  size_t temp_bytes,
+  const unsigned int* keys_in,
+  const float* values_in,
+  float* values_out,
+  unsigned long long n,
+  void* stream)
+{
+  if (temp == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  size_t tb      = temp_bytes;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  return shim_dispatch(n, [&](auto nn) {
+    return cub::DeviceScan::InclusiveSumByKey(
+      temp, tb, keys_in, values_in, values_out, nn, ::cuda::std::equal_to<>{}, s);
   });
 }
 

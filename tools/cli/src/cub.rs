@@ -413,6 +413,12 @@ pub const REDUCE_BY_KEY_SYMBOL: &[u8] = b"cub_reduce_by_key_sum_u32_f32\0";
 /// `int cub_temp_bytes_reduce_by_key_sum_u32_f32(unsigned long long n, size_t* bytes)`
 pub const REDUCE_BY_KEY_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_reduce_by_key_sum_u32_f32\0";
 
+/// `int cub_scan_by_key_sum_u32_f32(void* temp, size_t temp_bytes, const unsigned int* keys_in,
+/// const float* values_in, float* values_out, unsigned long long n, void* stream)`
+pub const SCAN_BY_KEY_SYMBOL: &[u8] = b"cub_scan_by_key_sum_u32_f32\0";
+/// `int cub_temp_bytes_scan_by_key_sum_u32_f32(unsigned long long n, size_t* bytes)`
+pub const SCAN_BY_KEY_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_scan_by_key_sum_u32_f32\0";
+
 /// The shim's ops with arguments of their own (not [`OPS`]' shape), as (run symbol, temp-size
 /// symbol); all are resolved by [`Cub::load`] too.
 pub const OTHER_OPS: &[(&[u8], &[u8])] = &[
@@ -420,6 +426,11 @@ pub const OTHER_OPS: &[(&[u8], &[u8])] = &[
     (SEGMENTED_SUM_FIXED_SYMBOL, SEGMENTED_SUM_FIXED_TEMP_SYMBOL),
     (REDUCE_BY_KEY_SYMBOL, REDUCE_BY_KEY_TEMP_SYMBOL),
 ];
+
+/// Ops of [`OTHER_OPS`]' kind (arguments of their own) that shims built before them lack:
+/// [`Cub::load`] resolves each that is there, as for [`OPTIONAL_OPS`]
+/// ([`Cub::has_scan_by_key_sum_u32_f32`] says whether it was).
+pub const OPTIONAL_OTHER_OPS: &[(&[u8], &[u8])] = &[(SCAN_BY_KEY_SYMBOL, SCAN_BY_KEY_TEMP_SYMBOL)];
 
 /// `int cub_version(void)`
 pub const VERSION_SYMBOL: &[u8] = b"cub_version\0";
@@ -478,6 +489,18 @@ type ReduceByKeyFn = unsafe extern "C" fn(
     u64,
     *mut c_void,
 ) -> c_int;
+/// `int cub_scan_by_key_sum_u32_f32(void* temp, size_t temp_bytes, const unsigned int* keys_in,
+/// const float* values_in, float* values_out, unsigned long long n, void* stream)` (its query
+/// is a [`TempFn`])
+type ScanByKeyFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const c_void,
+    *const c_void,
+    *mut c_void,
+    u64,
+    *mut c_void,
+) -> c_int;
 
 struct Op {
     run_name: &'static [u8],
@@ -485,7 +508,7 @@ struct Op {
     temp: TempFn,
 }
 
-/// The functions of [`OTHER_OPS`], each with its own signature.
+/// The functions of [`OTHER_OPS`] and [`OPTIONAL_OTHER_OPS`], each with its own signature.
 struct OtherOps {
     segmented: SegmentedFn,
     segmented_temp: SegmentedTempFn,
@@ -494,6 +517,8 @@ struct OtherOps {
     fixed_native: bool,
     reduce_by_key: ReduceByKeyFn,
     reduce_by_key_temp: TempFn,
+    /// `None` in a shim built before it.
+    scan_by_key: Option<(ScanByKeyFn, TempFn)>,
 }
 
 /// The loaded shim. Function pointers are resolved once, at load, and stay valid as long as
@@ -541,8 +566,8 @@ unsafe fn resolve<T: Copy>(lib: &libloading::Library, name: &[u8]) -> Result<T, 
 }
 
 impl Cub {
-    /// Load the shim from `path` and resolve all of its functions ([`OPTIONAL_OPS`] those it
-    /// has).
+    /// Load the shim from `path` and resolve all of its functions ([`OPTIONAL_OPS`] and
+    /// [`OPTIONAL_OTHER_OPS`] those it has).
     pub fn load(path: &Path) -> Result<Cub, CubError> {
         // SAFETY: loading runs the library's initializers; the shim's are the CUDA runtime's
         // and CUB's static constructors, which do not touch the device.
@@ -584,6 +609,9 @@ impl Cub {
                 fixed_native: fixed_native() != 0,
                 reduce_by_key: resolve::<ReduceByKeyFn>(&lib, REDUCE_BY_KEY_SYMBOL)?,
                 reduce_by_key_temp: resolve::<TempFn>(&lib, REDUCE_BY_KEY_TEMP_SYMBOL)?,
+                scan_by_key: resolve::<ScanByKeyFn>(&lib, SCAN_BY_KEY_SYMBOL)
+                    .ok()
+                    .zip(resolve::<TempFn>(&lib, SCAN_BY_KEY_TEMP_SYMBOL).ok()),
             };
             Ok(Cub {
                 ops,
@@ -986,6 +1014,68 @@ impl Cub {
         };
         self.check(REDUCE_BY_KEY_SYMBOL, code)
     }
+
+    /// Whether the shim has [`Cub::scan_by_key_sum_u32_f32`] (one of [`OPTIONAL_OTHER_OPS`]:
+    /// not in a shim built before it).
+    pub fn has_scan_by_key_sum_u32_f32(&self) -> bool {
+        self.other.scan_by_key.is_some()
+    }
+
+    fn scan_by_key_fns(&self) -> Result<(ScanByKeyFn, TempFn), CubError> {
+        self.other
+            .scan_by_key
+            .ok_or_else(|| CubError::MissingSymbol {
+                name: symbol_name(SCAN_BY_KEY_SYMBOL),
+                message: "not in this shim (built before the op was added?)".into(),
+            })
+    }
+
+    /// Scratch bytes [`Cub::scan_by_key_sum_u32_f32`] needs for `n` elements.
+    pub fn temp_bytes_scan_by_key_sum_u32_f32(&self, n: u64) -> Result<usize, CubError> {
+        let (_, temp) = self.scan_by_key_fns()?;
+        let mut bytes = 0usize;
+        // SAFETY: the query only writes `bytes`; no device memory is touched.
+        let code = unsafe { temp(n, &mut bytes) };
+        self.check(SCAN_BY_KEY_TEMP_SYMBOL, code)?;
+        Ok(bytes)
+    }
+
+    /// The inclusive f32 sum of each run of equal consecutive u32 keys, with
+    /// `cub::DeviceScan::InclusiveSumByKey` (`cuda::std::equal_to<>`), enqueued on `stream`:
+    /// `values_out[i]` is the sum of `values` over `i`'s run up to and including `i`.
+    ///
+    /// # Safety
+    /// `temp` (at least `temp_bytes` >= [`Cub::temp_bytes_scan_by_key_sum_u32_f32`] bytes),
+    /// `keys` (`n` u32), `values` (`n` f32) and `values_out` (room for `n` f32) are device
+    /// allocations of the context current on this thread, the output overlapping neither input,
+    /// `stream` is a stream of that context (or null), and none of them is freed or reused
+    /// before the stream has finished the work.
+    #[allow(clippy::too_many_arguments)] // the C function's arguments
+    pub unsafe fn scan_by_key_sum_u32_f32(
+        &self,
+        temp: u64,
+        temp_bytes: usize,
+        keys: u64,
+        values: u64,
+        values_out: u64,
+        n: u64,
+        stream: *mut c_void,
+    ) -> Result<(), CubError> {
+        let (run, _) = self.scan_by_key_fns()?;
+        // SAFETY: forwarded from the caller.
+        let code = unsafe {
+            run(
+                temp as usize as *mut c_void,
+                temp_bytes,
+                keys as usize as *const c_void,
+                values as usize as *const c_void,
+                values_out as usize as *mut c_void,
+                n,
+                stream,
+            )
+        };
+        self.check(SCAN_BY_KEY_SYMBOL, code)
+    }
 }
 
 #[cfg(test)]
@@ -1198,6 +1288,7 @@ mod tests {
             .iter()
             .chain(OPTIONAL_OPS)
             .chain(OTHER_OPS)
+            .chain(OPTIONAL_OTHER_OPS)
             .flat_map(|&(r, t)| [r, t])
             .collect();
         v.extend([
@@ -1231,7 +1322,7 @@ mod tests {
     #[test]
     fn symbol_names_are_nul_terminated_and_distinct() {
         let syms = all_symbols();
-        assert_eq!(syms.len(), 2 * (14 + 1 + 3) + 4);
+        assert_eq!(syms.len(), 2 * (14 + 1 + 3 + 1) + 4);
         for s in &syms {
             assert_eq!(s.last(), Some(&0u8), "{s:?} lacks its NUL");
             assert_eq!(
@@ -1256,7 +1347,8 @@ mod tests {
     fn temp_symbols_follow_the_shim_macro() {
         // CUB_SHIM_OP(NAME, ...) exports cub_NAME and cub_temp_bytes_NAME; the other ops are
         // named the same way.
-        for &(run, temp) in OPS.iter().chain(OPTIONAL_OPS).chain(OTHER_OPS) {
+        let ops = OPS.iter().chain(OPTIONAL_OPS).chain(OTHER_OPS);
+        for &(run, temp) in ops.chain(OPTIONAL_OTHER_OPS) {
             let run = symbol_name(run);
             let op = run.strip_prefix("cub_").unwrap();
             assert_eq!(symbol_name(temp), format!("cub_temp_bytes_{op}"));
@@ -1329,7 +1421,7 @@ mod tests {
     }
 
     /// A stand-in shim compiled with `cc` (`None` without one): every symbol the loader needs,
-    /// [`OPTIONAL_OPS`]' only when `optional`; each query `int q(unsigned long long n, size_t*
+    /// [`OPTIONAL_OPS`]' and [`OPTIONAL_OTHER_OPS`]' only when `optional`; each query `int q(unsigned long long n, size_t*
     /// bytes)` says `n` bytes (only those of [`OPS`]' shape may be called), the rest return
     /// constants.
     #[cfg(unix)]
@@ -1343,7 +1435,7 @@ mod tests {
         );
         let mut ops: Vec<_> = OPS.iter().chain(OTHER_OPS).collect();
         if optional {
-            ops.extend(OPTIONAL_OPS);
+            ops.extend(OPTIONAL_OPS.iter().chain(OPTIONAL_OTHER_OPS));
         }
         for &&(run, temp) in &ops {
             c.push_str(&format!(
@@ -1368,8 +1460,8 @@ mod tests {
         }
     }
 
-    /// A shim built before the ops of [`OPTIONAL_OPS`] existed still loads, without them; one
-    /// with them has them.
+    /// A shim built before the ops of [`OPTIONAL_OPS`] and [`OPTIONAL_OTHER_OPS`] existed still
+    /// loads, without them; one with them has them.
     #[cfg(unix)]
     #[test]
     fn a_shim_without_the_optional_ops_loads_without_them() {
@@ -1388,9 +1480,18 @@ mod tests {
             }
             other => panic!("expected MissingSymbol, got {other:?}"),
         }
+        assert!(!cub.has_scan_by_key_sum_u32_f32());
+        match cub.temp_bytes_scan_by_key_sum_u32_f32(12) {
+            Err(CubError::MissingSymbol { name, .. }) => {
+                assert_eq!(name, "cub_scan_by_key_sum_u32_f32")
+            }
+            other => panic!("expected MissingSymbol, got {other:?}"),
+        }
         let cub = Cub::load(&new).unwrap();
         assert!(cub.has_inclusive_sum::<f64>());
         assert_eq!(cub.temp_bytes_inclusive_sum::<f64>(12).unwrap(), 12);
+        assert!(cub.has_scan_by_key_sum_u32_f32());
+        assert_eq!(cub.temp_bytes_scan_by_key_sum_u32_f32(12).unwrap(), 12);
         for lib in [old, new] {
             let _ = std::fs::remove_dir_all(lib.parent().unwrap());
         }

@@ -2,8 +2,12 @@
 //! 1..1e4 over 2^27 elements, ours against CUB's `DeviceReduce::ReduceByKey` (each loaded
 //! shim) and the read limit (the streaming kernel reading as many bytes as the keys and values)
 //! in the same run. On the simulator the cases shrink to 2^14 elements (and there is no CUB).
+//!
+//! The scan by key (issue 16) runs the same cases: our inclusive sum by key against CUB's
+//! `DeviceScan::InclusiveSumByKey` (each shim that has it) and the device copy moving as many
+//! bytes.
 
-use gpu_reduce::{BackendKind, Context, DeviceBuffer, Error, Result, ScanOperator};
+use gpu_reduce::{BackendKind, Context, DeviceBuffer, Error, Result, ScanKind, ScanOperator};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 use super::{Cubs, Family, Measurement, StreamExt, case_measurement, xor_words};
@@ -25,16 +29,22 @@ fn case(n: usize, max_run: usize, seed: u64) -> (Vec<u32>, Vec<f32>) {
     (keys, vals)
 }
 
+/// The end of the run of equal keys that begins at `i`.
+fn run_end(keys: &[u32], i: usize) -> usize {
+    let mut j = i + 1;
+    while j < keys.len() && keys[j] == keys[i] {
+        j += 1;
+    }
+    j
+}
+
 /// Whether `(uk, agg)` (with `runs` runs) are the runs of `keys`/`vals`: keys exactly, sums
 /// within the f32 bound of an f64 sum of each run.
 fn check(keys: &[u32], vals: &[f32], runs: usize, uk: &[u32], agg: &[f32]) -> bool {
     let mut r = 0;
     let mut i = 0;
     while i < keys.len() {
-        let mut j = i + 1;
-        while j < keys.len() && keys[j] == keys[i] {
-            j += 1;
-        }
+        let j = run_end(keys, i);
         let (exact, abs) = crate::cpu::sum_f64(&vals[i..j]);
         if r >= runs
             || uk[r] != keys[i]
@@ -184,4 +194,138 @@ pub fn by_key_cases(
         ));
     }
     Ok(rows)
+}
+
+/// Whether `got` is the inclusive sum by key of `keys`/`vals`: each run's part the inclusive
+/// sum of the run's values, within the f32 scan's bound of an f64 scan (as the scan rows' check).
+fn check_scan(keys: &[u32], vals: &[f32], got: &[f32]) -> bool {
+    use crate::scan_table::TableElement;
+    let mut i = 0;
+    while i < keys.len() {
+        let j = run_end(keys, i);
+        if got.len() < j || !<f32 as TableElement>::check(&got[i..j], &vals[i..j]) {
+            return false;
+        }
+        i = j;
+    }
+    got.len() == keys.len()
+}
+
+/// The scan-by-key cases (the reduce-by-key ones): ours checked against the CPU, then timed
+/// (`warmup` + `iters` runs), with CUB (each shim that has the op; an older one's row is left
+/// out) and the device copy beside it.
+pub fn scan_by_key_cases(
+    ctx: &Context,
+    cubs: Cubs<'_>,
+    iters: usize,
+    warmup: usize,
+    seed: u64,
+    progress: &mut impl FnMut(&str),
+) -> Result<Vec<Measurement>> {
+    let sim = ctx.backend_kind() == BackendKind::Sim;
+    let n = if sim { 1 << 14 } else { 1 << 27 };
+    let nn = n as u64;
+    // Bytes: keys and values read, one value written per element.
+    let bytes = nn * 12;
+    let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
+    let mut rows = Vec::new();
+    for max_run in [100usize, 10_000] {
+        let name = format!("runs 1..{max_run}");
+        progress(&format!("scan by key: {name}"));
+        let (keys, vals) = case(n, max_run, seed ^ max_run as u64);
+        let (dk, dv) = (ctx.htod(&keys)?, ctx.htod(&vals)?);
+        let mut out = ctx.alloc_zeros::<f32>(n)?;
+        ctx.scan_by_key(&dk, &dv, &mut out, op, incl)?;
+        let ok = check_scan(&keys, &vals, &ctx.dtoh(&out)?);
+        let t = ctx.time_ms(warmup, iters, || {
+            ctx.scan_by_key(&dk, &dv, &mut out, op, incl)
+        })?;
+        rows.push(case_measurement(
+            "scan_by_key",
+            DTYPE,
+            &name,
+            Family::Ours,
+            nn,
+            bytes,
+            &t,
+            ok,
+            sim,
+        ));
+        drop(out);
+        // A shim built before the op has no row.
+        for (label, c) in cubs.iter().filter(|(_, c)| c.has_scan_by_key_sum_u32_f32()) {
+            progress(&format!("scan by key: {name}, {label}"));
+            let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
+                return Err(Error::InvalidArgument("CUB needs the CUDA backend".into()));
+            };
+            cuda_ctx
+                .bind_to_thread()
+                .map_err(|e| Error::InvalidArgument(format!("binding the context: {e}")))?;
+            let cub_err = |e: crate::cub::CubError| Error::InvalidArgument(format!("CUB: {e}"));
+            let temp_bytes = c.temp_bytes_scan_by_key_sum_u32_f32(nn).map_err(cub_err)?;
+            let temp = ctx.alloc_zeros::<u8>(temp_bytes.max(1))?;
+            let cout = ctx.alloc_zeros::<f32>(n)?;
+            let (ta, ka) = (ctx.device_addr(&temp)?, ctx.device_addr(&dk)?);
+            let (va, oa) = (ctx.device_addr(&dv)?, ctx.device_addr(&cout)?);
+            let stream = cuda_stream.cu_stream() as *mut std::ffi::c_void;
+            let run = || -> Result<()> {
+                // SAFETY: device buffers of this context, alive for the whole case, sized as
+                // the call needs (n keys and values in, n values out).
+                unsafe { c.scan_by_key_sum_u32_f32(ta, temp_bytes, ka, va, oa, nn, stream) }
+                    .map_err(cub_err)
+            };
+            run()?;
+            let ok = check_scan(&keys, &vals, &ctx.dtoh(&cout)?);
+            let t = ctx.time_ms(warmup, iters, run)?;
+            rows.push(case_measurement(
+                "scan_by_key",
+                DTYPE,
+                &format!("{label} DeviceScan::InclusiveSumByKey: {name}"),
+                Family::Cub,
+                nn,
+                bytes,
+                &t,
+                ok,
+                sim,
+            ));
+        }
+        // The memory limit: a device copy moving as many bytes (6 per element read, 6 written).
+        let src: Vec<f32> = vals.iter().chain(&vals[..n / 2]).copied().collect();
+        let x = ctx.htod(&src)?;
+        let mut y = ctx.alloc_zeros::<f32>(src.len())?;
+        ctx.copy_into(&x, &mut y, 0)?;
+        let ok = ctx.dtoh(&y)? == src;
+        let t = ctx.time_ms(warmup, iters, || ctx.copy_into(&x, &mut y, 0))?;
+        rows.push(case_measurement(
+            "memory",
+            DTYPE,
+            "device copy (read + write)",
+            Family::Limit,
+            nn,
+            bytes,
+            &t,
+            ok,
+            sim,
+        ));
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scan_check_takes_the_cpu_scan_and_rejects_a_missed_reset() {
+        let (keys, vals) = case(5000, 100, 7);
+        let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
+        let good = crate::cpu::cpu_scan_by_key(&keys, &vals, op, incl);
+        assert!(check_scan(&keys, &vals, &good));
+        // The second run not restarted: its values carry the first run's sum.
+        let mut bad = good.clone();
+        let j = run_end(&keys, 0);
+        bad[j] += good[j - 1] + 1.0;
+        assert!(!check_scan(&keys, &vals, &bad));
+        assert!(!check_scan(&keys, &vals, &good[..4999]));
+    }
 }

@@ -41,6 +41,9 @@ pub enum Op {
     /// Reduce by key, u32 keys and f32 values summed (issue 15's run lengths, independent of
     /// `--sizes`), against CUB's DeviceReduce::ReduceByKey and the read limit.
     ReduceByKey,
+    /// Inclusive sum scan by key, u32 keys and f32 values (issue 16's by-key ratio, independent
+    /// of `--sizes`), against CUB's DeviceScan::InclusiveSumByKey and the memory limit.
+    ScanByKey,
 }
 
 /// Element types of the sweep.
@@ -598,10 +601,21 @@ pub fn run_sweep_cubs(
         )?;
         sweep.measurements.extend(rows);
     }
+    if config.ops.contains(&Op::ScanByKey) {
+        let rows = by_key::scan_by_key_cases(
+            ctx,
+            cubs,
+            config.iters,
+            config.warmup,
+            config.seed,
+            &mut progress,
+        )?;
+        sweep.measurements.extend(rows);
+    }
     Ok(sweep)
 }
 
-/// One timed case of the fixed-case ops (segmented, reduce by key): the spread of `times`,
+/// One timed case of the fixed-case ops (segmented, reduce and scan by key): the spread of `times`,
 /// and GB/s of `bytes` except on the simulator.
 #[allow(clippy::too_many_arguments)] // one measurement's fields
 pub(crate) fn case_measurement(

@@ -48,7 +48,8 @@ pub fn limit_for<'a>(sweep: &'a Sweep, m: &Measurement) -> Option<&'a Measuremen
 }
 
 /// The CUB row of `m`'s op, type and size whose method begins with `label` (`CUB` or
-/// `CUB(cccl)`, then a space); for a segmented or reduce-by-key row, of the same case too.
+/// `CUB(cccl)`, then a space); for a segmented, reduce-by-key or scan-by-key row, of the same
+/// case too.
 fn cub_peer<'a>(sweep: &'a Sweep, m: &Measurement, label: &str) -> Option<&'a Measurement> {
     use super::segmented::case_of;
     sweep.measurements.iter().find(|o| {
@@ -59,7 +60,7 @@ fn cub_peer<'a>(sweep: &'a Sweep, m: &Measurement, label: &str) -> Option<&'a Me
             && o.method
                 .strip_prefix(label)
                 .is_some_and(|r| r.starts_with(' '))
-            && ((m.op != "segmented" && m.op != "reduce_by_key")
+            && (!["segmented", "reduce_by_key", "scan_by_key"].contains(&m.op.as_str())
                 || case_of(&o.method) == case_of(&m.method))
     })
 }
