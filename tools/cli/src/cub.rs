@@ -230,6 +230,27 @@ pub enum CubError {
     },
 }
 
+impl From<CubError> for gpu_reduce::Error {
+    fn from(e: CubError) -> Self {
+        gpu_reduce::Error::InvalidArgument(format!("CUB: {e}"))
+    }
+}
+
+/// The stream of `ctx` as the shim takes it, with `ctx`'s CUDA context bound to this thread
+/// (the shim's runtime-API calls run in the thread's current context); an error on the
+/// simulator.
+pub fn stream_of(ctx: &gpu_reduce::Context) -> gpu_reduce::Result<*mut c_void> {
+    let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
+        return Err(gpu_reduce::Error::InvalidArgument(
+            "CUB needs the CUDA backend".into(),
+        ));
+    };
+    cuda_ctx
+        .bind_to_thread()
+        .map_err(|e| gpu_reduce::Error::InvalidArgument(format!("binding the context: {e}")))?;
+    Ok(cuda_stream.cu_stream() as *mut c_void)
+}
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for f32 {}

@@ -10,8 +10,8 @@ use crate::cpu::cpu_scan;
 use crate::cub::{Cub, CubInclusiveSum};
 use crate::scan_ladder::{ScanLadderElement, ScanLadderExt};
 use crate::stats;
+use gpu_reduce::Result;
 use gpu_reduce::{BackendKind, Context, DeviceBuffer};
-use gpu_reduce::{Error, Result};
 use gpu_reduce::{ScanElement, ScanKind, ScanOperator};
 
 /// The seed's lengths.
@@ -53,24 +53,21 @@ fn cub_runner<'a, T: CubInclusiveSum + DeviceRepr>(
     input: &DeviceBuffer<T>,
     out: &mut DeviceBuffer<T>,
 ) -> Result<CubRunner<'a>> {
-    let Some((_, cuda_stream)) = ctx.cuda() else {
-        return Err(Error::InvalidArgument("CUB needs the CUDA backend".into()));
-    };
+    let stream = crate::cub::stream_of(ctx)? as usize;
     let n = input.len() as u64;
-    let cub_err = |e: crate::cub::CubError| Error::InvalidArgument(format!("CUB: {e}"));
-    let temp_bytes = cub.temp_bytes_inclusive_sum::<T>(n).map_err(cub_err)?;
+    let temp_bytes = cub.temp_bytes_inclusive_sum::<T>(n)?;
     let temp = ctx.alloc_zeros::<u8>(temp_bytes.max(1))?;
     let (t, i, o) = (
         ctx.device_addr(&temp)?,
         ctx.device_addr(input)?,
         ctx.device_addr(&*out)?,
     );
-    let stream = cuda_stream.cu_stream() as usize;
     let run = Box::new(move || {
         // SAFETY: device buffers of this context, alive as long as the runner (the caller keeps
         // input and output; the runner owns the scratch).
-        unsafe { cub.inclusive_sum::<T>(t, temp_bytes, i, o, n, stream as *mut std::ffi::c_void) }
-            .map_err(|e| Error::InvalidArgument(format!("CUB: {e}")))
+        Ok(unsafe {
+            cub.inclusive_sum::<T>(t, temp_bytes, i, o, n, stream as *mut std::ffi::c_void)
+        }?)
     });
     Ok(CubRunner { run, _temp: temp })
 }

@@ -7,7 +7,7 @@
 //! `DeviceScan::InclusiveSumByKey` (each shim that has it) and the device copy moving as many
 //! bytes.
 
-use gpu_reduce::{BackendKind, Context, DeviceBuffer, Error, Result, ScanKind, ScanOperator};
+use gpu_reduce::{BackendKind, Context, DeviceBuffer, Result, ScanKind, ScanOperator};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 use super::{Cubs, Family, Measurement, StreamExt, case_measurement, xor_words};
@@ -126,16 +126,8 @@ pub fn by_key_cases(
         }
         for (label, c) in cubs.iter() {
             progress(&format!("reduce by key: {name}, {label}"));
-            let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
-                return Err(Error::InvalidArgument("CUB needs the CUDA backend".into()));
-            };
-            cuda_ctx
-                .bind_to_thread()
-                .map_err(|e| Error::InvalidArgument(format!("binding the context: {e}")))?;
-            let cub_err = |e: crate::cub::CubError| Error::InvalidArgument(format!("CUB: {e}"));
-            let temp_bytes = c
-                .temp_bytes_reduce_by_key_sum_u32_f32(nn)
-                .map_err(cub_err)?;
+            let stream = crate::cub::stream_of(ctx)?;
+            let temp_bytes = c.temp_bytes_reduce_by_key_sum_u32_f32(nn)?;
             let temp = ctx.alloc_zeros::<u8>(temp_bytes.max(1))?;
             let cuk = ctx.alloc_zeros::<u32>(n)?;
             let cagg = ctx.alloc_zeros::<f32>(n)?;
@@ -147,14 +139,12 @@ pub fn by_key_cases(
                 ctx.device_addr(&cagg)?,
                 ctx.device_addr(&ccount)?,
             );
-            let stream = cuda_stream.cu_stream() as *mut std::ffi::c_void;
             let run = || -> Result<()> {
                 // SAFETY: device buffers of this context, alive for the whole case, sized as
                 // the call needs (n keys and values in, room for n runs out, one u64 count).
-                unsafe {
+                Ok(unsafe {
                     c.reduce_by_key_sum_u32_f32(ta, temp_bytes, ka, ua, va, aa, ca, nn, stream)
-                }
-                .map_err(cub_err)
+                }?)
             };
             run()?;
             let cruns = ctx.dtoh(&ccount)?[0] as usize;
@@ -255,24 +245,16 @@ pub fn scan_by_key_cases(
         // A shim built before the op has no row.
         for (label, c) in cubs.iter().filter(|(_, c)| c.has_scan_by_key_sum_u32_f32()) {
             progress(&format!("scan by key: {name}, {label}"));
-            let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
-                return Err(Error::InvalidArgument("CUB needs the CUDA backend".into()));
-            };
-            cuda_ctx
-                .bind_to_thread()
-                .map_err(|e| Error::InvalidArgument(format!("binding the context: {e}")))?;
-            let cub_err = |e: crate::cub::CubError| Error::InvalidArgument(format!("CUB: {e}"));
-            let temp_bytes = c.temp_bytes_scan_by_key_sum_u32_f32(nn).map_err(cub_err)?;
+            let stream = crate::cub::stream_of(ctx)?;
+            let temp_bytes = c.temp_bytes_scan_by_key_sum_u32_f32(nn)?;
             let temp = ctx.alloc_zeros::<u8>(temp_bytes.max(1))?;
             let cout = ctx.alloc_zeros::<f32>(n)?;
             let (ta, ka) = (ctx.device_addr(&temp)?, ctx.device_addr(&dk)?);
             let (va, oa) = (ctx.device_addr(&dv)?, ctx.device_addr(&cout)?);
-            let stream = cuda_stream.cu_stream() as *mut std::ffi::c_void;
             let run = || -> Result<()> {
                 // SAFETY: device buffers of this context, alive for the whole case, sized as
                 // the call needs (n keys and values in, n values out).
-                unsafe { c.scan_by_key_sum_u32_f32(ta, temp_bytes, ka, va, oa, nn, stream) }
-                    .map_err(cub_err)
+                Ok(unsafe { c.scan_by_key_sum_u32_f32(ta, temp_bytes, ka, va, oa, nn, stream) }?)
             };
             run()?;
             let ok = check_scan(&keys, &vals, &ctx.dtoh(&cout)?);

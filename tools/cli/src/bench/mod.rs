@@ -1049,23 +1049,15 @@ fn cub_sum_runner<'a, T: SweepElement>(
     inputs: &'a [DeviceBuffer<T>],
     res: &DeviceBuffer<T>,
 ) -> Result<impl Fn(usize) -> Result<()> + 'a> {
-    let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
-        return Err(Error::InvalidArgument("CUB needs the CUDA backend".into()));
-    };
-    cuda_ctx
-        .bind_to_thread()
-        .map_err(|e| Error::InvalidArgument(format!("binding the context: {e}")))?;
+    let stream = crate::cub::stream_of(ctx)? as usize;
     let n = inputs[0].len() as u64;
-    let temp_bytes = cub
-        .temp_bytes_sum::<T>(n)
-        .map_err(|e| Error::InvalidArgument(format!("CUB: {e}")))?;
+    let temp_bytes = cub.temp_bytes_sum::<T>(n)?;
     let temp = ctx.alloc_zeros::<u8>(temp_bytes.max(1))?;
     let (temp_addr, out_addr) = (ctx.device_addr(&temp)?, ctx.device_addr(res)?);
-    let stream = cuda_stream.cu_stream() as usize;
     Ok(move |i: usize| -> Result<()> {
         let _keep = &temp;
         // SAFETY: device buffers of this context, alive for the whole benchmark.
-        unsafe {
+        Ok(unsafe {
             cub.sum::<T>(
                 temp_addr,
                 temp_bytes,
@@ -1074,8 +1066,7 @@ fn cub_sum_runner<'a, T: SweepElement>(
                 n,
                 stream as *mut std::ffi::c_void,
             )
-        }
-        .map_err(|e| Error::InvalidArgument(format!("CUB: {e}")))
+        }?)
     })
 }
 

@@ -5,7 +5,7 @@
 //! and the read limit (the read-only streaming kernel over the same values) in the same run. On
 //! the simulator the cases shrink a thousandfold (and there is no CUB).
 
-use gpu_reduce::{BackendKind, Context, DeviceBuffer, Error, Reduction, Result};
+use gpu_reduce::{BackendKind, Context, DeviceBuffer, Reduction, Result};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 use super::{Cubs, Family, Measurement, StreamExt, case_measurement, xor_words};
@@ -191,13 +191,7 @@ fn cub_segmented_runner<'a>(
     shape: &Shape,
     out: &DeviceBuffer<f32>,
 ) -> Result<impl Fn() -> Result<()> + 'a> {
-    let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
-        return Err(Error::InvalidArgument("CUB needs the CUDA backend".into()));
-    };
-    cuda_ctx
-        .bind_to_thread()
-        .map_err(|e| Error::InvalidArgument(format!("binding the context: {e}")))?;
-    let cub_err = |e: crate::cub::CubError| Error::InvalidArgument(format!("CUB: {e}"));
+    let stream = crate::cub::stream_of(ctx)? as usize;
     let (x_addr, out_addr) = (ctx.device_addr(x)?, ctx.device_addr(out)?);
     let num_segments = out.len() as i64;
     // (rows, row length), or None for the CSR offsets.
@@ -208,18 +202,16 @@ fn cub_segmented_runner<'a>(
     let temp_bytes = match fixed {
         None => cub.temp_bytes_segmented_sum_f32(num_segments),
         Some((r, c)) => cub.temp_bytes_segmented_sum_fixed_f32(r, c),
-    }
-    .map_err(cub_err)?;
+    }?;
     let temp = ctx.alloc_zeros::<u8>(temp_bytes.max(1))?;
     let (temp_addr, begin) = (ctx.device_addr(&temp)?, ctx.device_addr(offsets)?);
     let end = begin + std::mem::size_of::<u64>() as u64;
-    let stream = cuda_stream.cu_stream() as usize;
     Ok(move || -> Result<()> {
         let _keep = &temp;
         let s = stream as *mut std::ffi::c_void;
         // SAFETY: device buffers of this context, alive for the whole case; `offsets` holds
         // num_segments + 1 u64, `x` every element they name (or rows * row length).
-        unsafe {
+        Ok(unsafe {
             match fixed {
                 None => cub.segmented_sum_f32(
                     temp_addr,
@@ -235,8 +227,7 @@ fn cub_segmented_runner<'a>(
                     cub.segmented_sum_fixed_f32(temp_addr, temp_bytes, x_addr, out_addr, r, c, s)
                 }
             }
-        }
-        .map_err(cub_err)
+        }?)
     })
 }
 
