@@ -15,10 +15,23 @@ pub fn block_reduce<T: ShflValue, F: Fn(T, T) -> T + Copy>(
     op: F,
     scratch: SharedArray<T>,
 ) -> T {
+    block_reduce_warp_totals(warp_reduce(value, op), identity, op, scratch)
+}
+
+/// The second half of [`block_reduce`], for callers that reduce within each warp their own way
+/// (the variance adds shifted sums there and merges with Chan's formula only across warps):
+/// lane 0's `warp_total` of every warp, combined in warp order by warp 0 through `scratch`
+/// (at least 32 `T`). The result is valid in thread 0; ends with a barrier.
+#[inline(always)]
+pub fn block_reduce_warp_totals<T: ShflValue, F: Fn(T, T) -> T + Copy>(
+    warp_total: T,
+    identity: T,
+    op: F,
+    scratch: SharedArray<T>,
+) -> T {
     let lane = gpu::lane_id();
     let warp = gpu::warp_id();
     let warps = gpu::block_dim_x() / WARP_SIZE;
-    let warp_total = warp_reduce(value, op);
     if lane == 0 {
         // SAFETY: warp < 32 <= scratch.len(); one writer per slot.
         unsafe { scratch.write(warp as usize, warp_total) };

@@ -17,10 +17,12 @@ use super::finish_tiles;
 use super::policy::BLOCK as REDUCE_BLOCK;
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 use super::{ReduceInstance, SimReduceFn};
-use crate::block::block_reduce;
+use crate::block::block_reduce_warp_totals;
 use crate::gpu;
+use crate::gpu::{FULL_MASK, ShflValue};
 use crate::ops::ReduceOp;
 use crate::reduce::transform::{MeanVar, MeanVarAcc};
+use crate::warp::warp_reduce;
 
 /// One thread's shifted sums.
 #[derive(Clone, Copy)]
@@ -84,6 +86,64 @@ impl Shifted {
     }
 }
 
+/// Two f64 sums moved together by a warp shuffle (four 32-bit words).
+#[derive(Clone, Copy)]
+struct Sums {
+    s1: f64,
+    s2: f64,
+}
+
+impl ShflValue for Sums {
+    const WORDS: usize = 4;
+    #[inline(always)]
+    fn to_words(self) -> [u32; 4] {
+        let (a, b) = (self.s1.to_bits(), self.s2.to_bits());
+        [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32]
+    }
+    #[inline(always)]
+    fn from_words(w: [u32; 4]) -> Self {
+        Self {
+            s1: f64::from_bits(w[0] as u64 | (w[1] as u64) << 32),
+            s2: f64::from_bits(w[2] as u64 | (w[3] as u64) << 32),
+        }
+    }
+}
+
+/// A warp's 32 shifted sums as one [`MeanVarAcc`], valid in every lane. The lanes move their
+/// sums to one shift, the first lane with elements' `k` (`s1 + c·d`, `s2 + d·(2·s1 + c·d)`
+/// with `d = k_lane - k`: exact algebra, no division), add them in the butterfly's fixed order,
+/// and divide once. Chan's merge (a division and three shuffled words per step) is left for
+/// the 8 warps of a block: per tile this is the part of the work that no load hides.
+///
+/// Error: `k` is one of the warp's own elements, so `(mean - k)² <= m2` of the warp's
+/// elements, and the f64 sums' rounding stays below `c·2^-52·m2`-ish — far under f32's.
+#[inline(always)]
+fn warp_finish(st: Shifted) -> MeanVarAcc {
+    let with = gpu::ballot_sync(FULL_MASK, st.count > 0);
+    if with == 0 {
+        return <MeanVar as ReduceOp<f32>>::identity();
+    }
+    let k = gpu::shfl_sync(FULL_MASK, st.k, with.trailing_zeros(), 32);
+    let c = st.count as f64;
+    let d = if st.count > 0 { st.k - k } else { 0.0 };
+    let own = Sums {
+        s1: st.s1 + c * d,
+        s2: st.s2 + d * (2.0 * st.s1 + c * d),
+    };
+    let sums = warp_reduce(own, |a: Sums, b: Sums| Sums {
+        s1: a.s1 + b.s1,
+        s2: a.s2 + b.s2,
+    });
+    let count = warp_reduce(st.count, |a: u32, b: u32| a + b);
+    Shifted {
+        count,
+        k,
+        s1: sums.s1,
+        s2: sums.s2,
+    }
+    .finish()
+}
+
 /// [`MeanVar`] over `n` f32 at `input`, in `tiles` tiles; the interface (workspace, outputs,
 /// any grid <= `tiles`) of [`reduce_device`](super::reduce_device).
 ///
@@ -145,8 +205,7 @@ pub unsafe fn mean_var_device(
         if gtid < n - tail_start {
             st.add1(unsafe { input.add((tail_start + gtid) as usize).read() });
         }
-        let acc = st.finish();
-        tile_acc = block_reduce(acc, identity, combine, scratch);
+        tile_acc = block_reduce_warp_totals(warp_finish(st), identity, combine, scratch);
         if tid == 0 && tiles > 1 {
             unsafe { partials.add(tile as usize).write(tile_acc) };
         }

@@ -200,16 +200,64 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
         head: 0,
         value: O::identity(),
     };
-    // Scalar loads: keys and values may differ in size and alignment; the per-thread run of
-    // `per_vec` elements keeps the production scan's layout and its look-back.
+    // A thread's run of `per_vec` elements keeps the production scan's layout and its
+    // look-back. Whole aligned tiles (`fast`) load the values with one 16-byte load, the keys
+    // with one too when `per_vec` keys fill 16 bytes (u32 keys with 4-byte values, u64 with
+    // 8-byte ones; other pairs read keys one by one), plus the key before the run (the
+    // neighbour lane's, an L1 hit), and store with one 16-byte store. Element-wise reads of
+    // everything (the first version: three scalar loads per element) ran at 0.47x CUB's
+    // InclusiveSumByKey (H100, 2^27 u32 keys + f32).
+    let aligned = (keys as usize | values as usize | output as usize) & 15 == 0;
+    let key_vec = core::mem::size_of::<K>() * per_vec == 16;
     let head_at = |i: u64| -> u32 {
         (i == 0 || unsafe { keys.add(i as usize).read() != keys.add(i as usize - 1).read() }) as u32
+    };
+    // Head flags of elements first..first + per_vec of a whole tile.
+    let heads_fast = |first: u64| -> [u32; 4] {
+        let k: [K; 4] = if key_vec {
+            K::unpack(unsafe { gpu::load_v4_b32(keys.add(first as usize) as *const u32) })
+        } else {
+            // Constant indices only (an indexed local array would go to local memory).
+            let one = |j: usize| unsafe {
+                keys.add((first + j.min(per_vec - 1) as u64) as usize)
+                    .read()
+            };
+            [one(0), one(1), one(2), one(3)]
+        };
+        let prev = if first == 0 {
+            k[0]
+        } else {
+            unsafe { keys.add(first as usize - 1).read() }
+        };
+        [
+            (first == 0 || k[0] != prev) as u32,
+            (k[1] != k[0]) as u32,
+            (k[2] != k[1]) as u32,
+            (k[3] != k[2]) as u32,
+        ]
     };
     let io = TileIo {
         per_vec,
         n,
         identity,
-        load: |first: u64, _fast: bool| -> [Headed<T>; 4] {
+        load: |first: u64, fast: bool| -> [Headed<T>; 4] {
+            if fast {
+                let v = T::unpack(unsafe {
+                    gpu::load_v4_b32(values.add(first as usize) as *const u32)
+                });
+                let h = heads_fast(first);
+                let one = |j: usize| {
+                    if j < per_vec {
+                        Headed {
+                            head: h[j],
+                            value: v[j],
+                        }
+                    } else {
+                        identity
+                    }
+                };
+                return [one(0), one(1), one(2), one(3)];
+            }
             let one = |j: usize| {
                 let i = first + j as u64;
                 if j < per_vec && i < n {
@@ -223,7 +271,23 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
             };
             [one(0), one(1), one(2), one(3)]
         },
-        store: |first: u64, _fast: bool, excl: [Headed<T>; 4], incl: [Headed<T>; 4]| {
+        store: |first: u64, fast: bool, excl: [Headed<T>; 4], incl: [Headed<T>; 4]| {
+            if fast {
+                let r = if exclusive == 0 {
+                    incl.map(|h| h.value)
+                } else {
+                    let h = heads_fast(first);
+                    [0, 1, 2, 3].map(|j| {
+                        if h[j] != 0 {
+                            O::identity()
+                        } else {
+                            excl[j].value
+                        }
+                    })
+                };
+                unsafe { gpu::store_v4_b32(output.add(first as usize) as *mut u32, T::pack(r)) };
+                return;
+            }
             for j in 0..4 {
                 let i = first + j as u64;
                 if j < per_vec && i < n {
@@ -252,7 +316,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
     unsafe {
         scan_tile::<BY_KEY_ROWS, _, _, _, _>(
             tile,
-            false,
+            aligned,
             io,
             status,
             segmented::<T, O>,
