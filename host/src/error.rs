@@ -60,6 +60,10 @@ pub enum Error {
     /// lacks, ...); the message says which.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The ranks of a multi-GPU job could not exchange what they must (a rank gone, a
+    /// communicator error, or ranks that made different calls); the message says which.
+    #[error("multi-GPU exchange failed: {0}")]
+    Collective(String),
     /// A fault of a kernel on the CPU simulator (naming kernel, block and thread).
     #[error("{0}")]
     Sim(kernels::gpu::sim::SimError),

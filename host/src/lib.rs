@@ -26,6 +26,7 @@
 
 pub mod by_key;
 pub mod error;
+pub mod multi;
 pub mod reduce;
 pub mod runtime;
 pub mod scan;

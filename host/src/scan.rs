@@ -280,7 +280,7 @@ impl Context {
         Self::check_scan_output(input.len(), &output)?;
         let (i, _read) = self.read(&input)?;
         let (o, _write) = self.write(&mut output)?;
-        self.launch_scan(lib, k, i, o, input.len() as u64)
+        self.launch_scan(lib, k, i, o, input.len() as u64, 0)
     }
 
     /// Grid of a scan over `n` elements in tiles of `tile_elems`, or an error when it exceeds
@@ -294,14 +294,16 @@ impl Context {
             })
     }
 
-    /// Launch `k` over addresses whose ordering guards the caller holds.
-    fn launch_scan<T: ScanElement>(
+    /// Launch `k` over addresses whose ordering guards the caller holds; `seed` is 0 or the
+    /// address of a value of this context combined before every element.
+    pub(crate) fn launch_scan<T: ScanElement>(
         &self,
         lib: &'static KernelLibrary,
         k: ScanKernel<T>,
         input: u64,
         output: u64,
         n: u64,
+        seed: u64,
     ) -> Result<()> {
         if n == 0 {
             return Ok(());
@@ -326,7 +328,8 @@ impl Context {
                         .arg(&a.flags)
                         .arg(&a.aggregates)
                         .arg(&a.prefixes)
-                        .arg(&a.epoch);
+                        .arg(&a.epoch)
+                        .arg(&seed);
                 },
                 || {
                     sim(
@@ -338,6 +341,7 @@ impl Context {
                         a.aggregates as *mut T,
                         a.prefixes as *mut T,
                         a.epoch,
+                        seed as *const T,
                     )
                 },
             )
@@ -347,8 +351,9 @@ impl Context {
     /// Scan `input` with `op` into `output[..input.len()]`, in one pass (decoupled look-back).
     /// Inclusive: `output[i] = input[0] ⊕ … ⊕ input[i]`; exclusive: `input[0] ⊕ … ⊕ input[i-1]`
     /// (the identity at 0). Empty input is a no-op. Integer results are exact (sums wrap);
-    /// float results may differ in the last bits from run to run (the association order
-    /// depends on timing). Queued on the context's stream: never blocks the host, and can be
+    /// float results are the same bits on every run, grid and GPU model, and on the simulator
+    /// (the cross-tile prefixes combine in a fixed order, `kernels::scan::fixed_order`).
+    /// Queued on the context's stream: never blocks the host, and can be
     /// captured into a CUDA graph. `input` and `output` are any device memory of this context
     /// (the library's buffers, cudarc slices and views, raw pointers: see [`DeviceView`]).
     ///
@@ -401,7 +406,7 @@ impl Context {
         let mut data = data.into();
         let n = data.len() as u64;
         let (a, _write) = self.write(&mut data)?;
-        self.launch_scan(&crate::BUILTIN, T::scan_kernel(op, kind), a, a, n)
+        self.launch_scan(&crate::BUILTIN, T::scan_kernel(op, kind), a, a, n, 0)
     }
 
     /// Inclusive sum, the most common scan.

@@ -10,6 +10,7 @@ pub mod half;
 pub mod half_scan;
 pub mod interop;
 pub mod lookback;
+pub mod multi;
 pub mod reductions;
 pub mod scans;
 pub mod segmented;

@@ -15,6 +15,7 @@ pub mod dot;
 pub mod moments;
 pub mod policy;
 pub mod segmented;
+pub mod tiles;
 pub mod transform;
 
 use crate::block::{block_reduce, block_reduce2};

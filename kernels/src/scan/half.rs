@@ -100,8 +100,12 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
     aggregates: *mut H,
     prefixes: *mut H,
     epoch: u32,
+    seed: *const H,
 ) {
     let warp_aggs = crate::static_shared!(SCAN_HALF_WARP_AGGS: [u128; 32]);
+    // The seed is an accumulator (f32 for the sum), passed as the kernels' one pointer type.
+    // SAFETY: valid when not null (the caller's contract).
+    let seed = (!seed.is_null()).then(|| unsafe { seed.cast::<O::Acc>().read() });
     let tile_prefix = crate::static_shared!(SCAN_HALF_TILE_PREFIX: [u128; 1]);
     let tile = unsafe { next_tile(counter) };
     let aligned = (input as usize | output as usize) & 7 == 0;
@@ -162,6 +166,7 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
             aligned,
             io,
             status,
+            seed,
             O::combine,
             warp_aggs.cast::<O::Acc>(),
             tile_prefix.cast::<O::Acc>(),
@@ -179,9 +184,9 @@ macro_rules! half_scan_kernels {
             /// [`scan_half_device`]($crate::scan::half::scan_half_device).
             pub unsafe fn $incl(
                 input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
-                aggregates: *mut $t, prefixes: *mut $t, epoch: u32,
+                aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
             ) {
-                unsafe { $crate::scan::half::scan_half_device::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch) }
+                unsafe { $crate::scan::half::scan_half_device::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
             }
         }
         $crate::kernel! {
@@ -189,9 +194,9 @@ macro_rules! half_scan_kernels {
             /// [`scan_half_device`]($crate::scan::half::scan_half_device).
             pub unsafe fn $excl(
                 input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
-                aggregates: *mut $t, prefixes: *mut $t, epoch: u32,
+                aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
             ) {
-                unsafe { $crate::scan::half::scan_half_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch) }
+                unsafe { $crate::scan::half::scan_half_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
             }
         }
         $crate::launch_bounds!($incl, $crate::scan::policy::ACTIVE.block, 2);

@@ -51,6 +51,8 @@ pub(crate) unsafe fn next_tile(counter: *mut u32) -> u64 {
 /// (the same address for in place) with operator `O`. One block of `ACTIVE.block` threads per
 /// tile, `grid = ceil(n / ACTIVE.tile_elems(size of T))`. `counter` is 0 at launch and 0 again after;
 /// `flags`/`aggregates`/`prefixes` hold one entry per tile, `epoch` is new for this launch.
+/// `seed` is null, or points at a value combined before every element (on the left): the
+/// scan of a shard seeded with the total of the shards before it (the multi-GPU scan).
 ///
 /// # Safety
 /// Pointers valid for the sizes above; `input` and `output` naturally aligned.
@@ -65,8 +67,11 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     aggregates: *mut T,
     prefixes: *mut T,
     epoch: u32,
+    seed: *const T,
 ) {
     let warp_aggs = crate::static_shared!(SCAN_WARP_AGGS: [u128; 32]);
+    // SAFETY: a seed pointer, when not null, is valid (the caller's contract).
+    let seed = (!seed.is_null()).then(|| unsafe { seed.read() });
     let tile_prefix = crate::static_shared!(SCAN_TILE_PREFIX: [u128; 1]);
     let tile = unsafe { next_tile(counter) };
     let aligned = (input as usize | output as usize) & 15 == 0;
@@ -123,6 +128,7 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
             aligned,
             io,
             status,
+            seed,
             O::combine,
             warp_aggs.cast::<T>(),
             tile_prefix.cast::<T>(),
@@ -319,6 +325,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
             aligned,
             io,
             status,
+            None,
             segmented::<T, O>,
             warp_aggs.cast::<Headed<T>>(),
             tile_prefix.cast::<Headed<T>>(),
@@ -327,9 +334,10 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
 }
 
 /// The simulator's entry point of a scan kernel: input, output, n, counter, flags,
-/// aggregates, prefixes, epoch.
+/// aggregates, prefixes, epoch, seed.
 #[cfg(not(target_arch = "nvptx64"))]
-pub type SimScanFn<T> = unsafe fn(*const T, *mut T, u64, *mut u32, *mut u32, *mut T, *mut T, u32);
+pub type SimScanFn<T> =
+    unsafe fn(*const T, *mut T, u64, *mut u32, *mut u32, *mut T, *mut T, u32, *const T);
 
 /// The simulator's entry point of a scan-by-key kernel: keys, values, output, n, exclusive,
 /// counter, flags, aggregates, prefixes, epoch.
@@ -377,18 +385,18 @@ macro_rules! scan_kernels {
             /// Inclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
             pub unsafe fn $incl(
                 input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
-                aggregates: *mut $t, prefixes: *mut $t, epoch: u32,
+                aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
             ) {
-                unsafe { $crate::scan::scan_device::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch) }
+                unsafe { $crate::scan::scan_device::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
             }
         }
         $crate::kernel! {
             /// Exclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
             pub unsafe fn $excl(
                 input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
-                aggregates: *mut $t, prefixes: *mut $t, epoch: u32,
+                aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
             ) {
-                unsafe { $crate::scan::scan_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch) }
+                unsafe { $crate::scan::scan_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
             }
         }
         $crate::launch_bounds!($incl, $crate::scan::policy::ACTIVE.block,

@@ -31,16 +31,19 @@ pub struct TileIo<A, L, S> {
 }
 
 /// Scan tile `tile` (the block's dynamic tile id) with `op`, fetching and publishing through
-/// `status`, `ROWS` rows per thread. Called by every thread of an `ACTIVE.block`-thread block.
+/// `status`, `ROWS` rows per thread; `seed`, when given, is combined before every element (on
+/// the left). Called by every thread of an `ACTIVE.block`-thread block.
 ///
 /// # Safety
 /// The loads and stores are valid for the tile's in-range elements; `status` spans the launch.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // the tile's inputs, each used once
 pub unsafe fn scan_tile<const ROWS: usize, A, F, L, S>(
     tile: u64,
     aligned: bool,
     io: TileIo<A, L, S>,
     status: TileStatus<A>,
+    seed: Option<A>,
     op: F,
     warp_aggregates: SharedArray<A>,
     tile_prefix: SharedArray<A>,
@@ -122,6 +125,12 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, L, S>(
                 unsafe { status.publish_prefix(tile, op(p, aggregate)) };
             }
             p
+        };
+        // A seed (the scan of a shard after others: their total) comes first; the published
+        // aggregates and prefixes stay the shard's own, so the cross-tile order is unchanged.
+        let prefix = match seed {
+            Some(s) => op(s, prefix),
+            None => prefix,
         };
         if lane == 0 {
             unsafe { tile_prefix.write(0, prefix) };

@@ -1,0 +1,750 @@
+//! Several GPUs: one logical array sharded over the devices (one contiguous piece per GPU, any
+//! lengths), reduced and scanned where it lies.
+//!
+//! **The same bits on 1..N GPUs.** A reduction cuts the logical array into tiles whose size
+//! depends on its total length alone ([`tile_elems`]); each tile's partial is reduced by one
+//! block in an order fixed by the tile's own elements (`kernels::reduce::tiles`), and the
+//! partials are combined on the host in a balanced tree over the tile index. Two things make
+//! the partials independent of where the shards begin and end: a tile that straddles a shard
+//! boundary is gathered whole on the rank that holds its first element (each rank sends the
+//! piece of its shard that belongs to a tile begun before it: at most one tile's worth), and
+//! every shard is allocated so that an element's address modulo 16 follows from its global
+//! index (a front pad of `offset mod (16 / size)` elements), which fixes which elements share a
+//! 16-byte load. So `reduce` returns the same bits for any number of ranks and any shard
+//! lengths, including one rank. (It may differ in the last bits from [`Context::reduce`] on
+//! one array, whose tiles interleave over the whole array.)
+//!
+//! **Scans** leave their results in the shards: each rank reduces its shard (one read), the
+//! ranks exchange their totals, and each rank scans its shard seeded with the combination of
+//! the totals before it (one read, one write): three passes over memory where one GPU needs
+//! two, because no element of rank `r > 0` is final before the totals of ranks `< r` are
+//! known, and those need every element of those shards read. So two GPUs can at best scan
+//! 4/3 as fast as one (each moves 3/2 of half the data against 2 of all of it). Integer scans
+//! are exact; float scans give the same bits on every run for the same shard lengths.
+//!
+//! **Two ways to run**, as a cluster job would: one process driving all GPUs of a host
+//! ([`MultiContext::new`], every rank local), or one process per GPU
+//! ([`MultiContext::rank`]: this process's rank and an [`Exchange`] that reaches the others).
+//! The exchange moves small host-side messages only (tile partials, shard totals, boundary
+//! pieces of at most one tile); [`ThreadExchange`] connects ranks that are threads of one
+//! process (the tests, and simulated devices). The ranks must make the same calls in the same
+//! order, as with any collective library.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+
+use cudarc::driver::{PushKernelArg, ValidAsZeroBits};
+use kernels::Kernel;
+use kernels::gpu::ShflValue;
+use kernels::ops::{ArgAcc, ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
+use kernels::reduce::policy::BLOCK;
+use kernels::reduce::tiles::{SimTilesFn, TilesInstance};
+
+use crate::error::{Error, Result};
+use crate::reduce::{DeviceElement, Reduction};
+use crate::runtime::{BackendKind, Context, DeviceBuffer, LaunchShape};
+use crate::scan::{ScanElement, ScanKind, ScanOperator};
+
+/// Most tiles of a sharded reduction: the partials every rank gathers (at most 8192 × 16
+/// bytes).
+pub const MAX_TILES: u64 = 8192;
+
+/// Elements per tile of a sharded reduction over `n` elements of `elem_bytes` bytes: a
+/// function of `n` and the type alone (never of the ranks or the shard lengths), a multiple of
+/// 2048 elements (a step of every thread of a block), and so that at most [`MAX_TILES`] tiles
+/// cover `n`.
+pub fn tile_elems(n: u64, elem_bytes: u64) -> u64 {
+    let step = BLOCK as u64 * 32 / elem_bytes.max(1);
+    n.div_ceil(MAX_TILES).div_ceil(step).max(1) * step
+}
+
+/// Moves small host-side messages between the ranks of a job.
+pub trait Exchange: Send + Sync {
+    /// The number of ranks of the job.
+    fn world(&self) -> usize;
+    /// Every rank passes one message per rank it holds (in rank order); every rank gets every
+    /// rank's message, in rank order. Messages may differ in length.
+    fn all_gather(&self, local: Vec<Vec<u32>>) -> Result<Vec<Vec<u32>>>;
+}
+
+/// The exchange of a process that holds every rank: nothing to move.
+struct AllLocal(usize);
+
+impl Exchange for AllLocal {
+    fn world(&self) -> usize {
+        self.0
+    }
+    fn all_gather(&self, local: Vec<Vec<u32>>) -> Result<Vec<Vec<u32>>> {
+        Ok(local)
+    }
+}
+
+/// Ranks that are threads of one process, one rank each: an all-gather through shared memory
+/// and a barrier (the fake communicator of the tests; also usable with simulated devices).
+pub struct ThreadExchange {
+    rank: usize,
+    shared: Arc<ThreadShared>,
+}
+
+struct ThreadShared {
+    slots: Mutex<Vec<Vec<u32>>>,
+    barrier: Barrier,
+}
+
+impl ThreadExchange {
+    /// `world` connected exchanges, the `r`-th for rank `r`.
+    pub fn group(world: usize) -> Vec<ThreadExchange> {
+        let shared = Arc::new(ThreadShared {
+            slots: Mutex::new(vec![Vec::new(); world]),
+            barrier: Barrier::new(world),
+        });
+        (0..world)
+            .map(|rank| ThreadExchange {
+                rank,
+                shared: shared.clone(),
+            })
+            .collect()
+    }
+}
+
+impl Exchange for ThreadExchange {
+    fn world(&self) -> usize {
+        self.shared
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+    fn all_gather(&self, mut local: Vec<Vec<u32>>) -> Result<Vec<Vec<u32>>> {
+        if local.len() != 1 {
+            return Err(Error::InvalidArgument(format!(
+                "a thread rank holds one rank, not {}",
+                local.len()
+            )));
+        }
+        self.shared.slots.lock().unwrap_or_else(|p| p.into_inner())[self.rank] =
+            local.pop().unwrap_or_default();
+        self.shared.barrier.wait();
+        let all = self
+            .shared
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        // Nobody overwrites a slot before everyone has read them all.
+        self.shared.barrier.wait();
+        Ok(all)
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One handle over the GPUs of a job: a [`Context`] per rank this process holds, and the
+/// exchange that reaches the other ranks.
+pub struct MultiContext {
+    /// (world rank, its context), in rank order.
+    local: Vec<(usize, Context)>,
+    world: usize,
+    exchange: Box<dyn Exchange>,
+    id: u64,
+}
+
+impl std::fmt::Debug for MultiContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiContext")
+            .field("world", &self.world)
+            .field(
+                "local_ranks",
+                &self.local.iter().map(|l| l.0).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// A logical array sharded over the ranks of a [`MultiContext`]: rank `r` holds elements
+/// `offsets[r] .. offsets[r] + lengths[r]`. This process holds the shards of its ranks.
+pub struct ShardedBuffer<T> {
+    owner: u64,
+    lengths: Vec<usize>,
+    offsets: Vec<usize>,
+    /// One per local rank, in the handle's order: the buffer and the front pad (elements)
+    /// before the shard's first element.
+    shards: Vec<(DeviceBuffer<T>, usize)>,
+}
+
+impl<T> std::fmt::Debug for ShardedBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardedBuffer")
+            .field("lengths", &self.lengths)
+            .finish()
+    }
+}
+
+impl<T> ShardedBuffer<T> {
+    /// Elements of the logical array.
+    pub fn len(&self) -> usize {
+        self.offsets.last().copied().unwrap_or(0) + self.lengths.last().copied().unwrap_or(0)
+    }
+    /// Whether the logical array is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Every rank's shard length, in rank order.
+    pub fn lengths(&self) -> &[usize] {
+        &self.lengths
+    }
+}
+
+/// Element types of the sharded reductions and scans: i32, u32, i64, u64, f32, f64.
+pub trait ShardElement: DeviceElement + ScanElement + ShflValue + ValidAsZeroBits {
+    /// [`MultiContext::reduce`] for this type (the operator types per element type).
+    fn reduce_sharded(m: &MultiContext, b: &ShardedBuffer<Self>, op: Reduction) -> Result<Self>;
+    /// [`MultiContext::argmin`] for this type.
+    fn argmin_sharded(m: &MultiContext, b: &ShardedBuffer<Self>) -> Result<ArgAcc<Self>>;
+    /// [`MultiContext::argmax`] for this type.
+    fn argmax_sharded(m: &MultiContext, b: &ShardedBuffer<Self>) -> Result<ArgAcc<Self>>;
+}
+
+macro_rules! shard_element {
+    ($t:ty, $and:ty, $or:ty, $xor:ty, $int:expr) => {
+        impl ShardElement for $t {
+            fn reduce_sharded(
+                m: &MultiContext,
+                b: &ShardedBuffer<Self>,
+                op: Reduction,
+            ) -> Result<Self> {
+                if !$int && matches!(op, Reduction::And | Reduction::Or | Reduction::Xor) {
+                    return Err(Error::InvalidArgument(format!(
+                        "the {} reduction is defined for integers, not {}",
+                        op.name(),
+                        <$t as DeviceElement>::DTYPE
+                    )));
+                }
+                match op {
+                    Reduction::Sum => m.reduce_with::<$t, Sum>(b),
+                    Reduction::Product => m.reduce_with::<$t, Product>(b),
+                    Reduction::Min => m.reduce_with::<$t, Min>(b),
+                    Reduction::Max => m.reduce_with::<$t, Max>(b),
+                    Reduction::And => m.reduce_with::<$t, $and>(b),
+                    Reduction::Or => m.reduce_with::<$t, $or>(b),
+                    Reduction::Xor => m.reduce_with::<$t, $xor>(b),
+                }
+            }
+            fn argmin_sharded(m: &MultiContext, b: &ShardedBuffer<Self>) -> Result<ArgAcc<Self>> {
+                m.reduce_with::<$t, ArgMin>(b)
+            }
+            fn argmax_sharded(m: &MultiContext, b: &ShardedBuffer<Self>) -> Result<ArgAcc<Self>> {
+                m.reduce_with::<$t, ArgMax>(b)
+            }
+        }
+    };
+}
+shard_element!(i32, BitAnd, BitOr, BitXor, true);
+shard_element!(u32, BitAnd, BitOr, BitXor, true);
+shard_element!(i64, BitAnd, BitOr, BitXor, true);
+shard_element!(u64, BitAnd, BitOr, BitXor, true);
+// Floats have no bitwise operators; the arms above are unreachable for them (checked first),
+// and Sum stands in so that the match type-checks.
+shard_element!(f32, Sum, Sum, Sum, false);
+shard_element!(f64, Sum, Sum, Sum, false);
+
+/// A value as 32-bit words (its shuffle encoding: every bit kept).
+fn to_words<A: ShflValue>(values: &[A]) -> Vec<u32> {
+    values
+        .iter()
+        .flat_map(|v| v.to_words().into_iter().take(A::WORDS))
+        .collect()
+}
+
+fn from_words<A: ShflValue>(words: &[u32]) -> Result<Vec<A>> {
+    if !words.len().is_multiple_of(A::WORDS) {
+        return Err(Error::InvalidArgument(format!(
+            "a message of {} words does not hold whole values of {} words",
+            words.len(),
+            A::WORDS
+        )));
+    }
+    Ok(words
+        .chunks(A::WORDS)
+        .map(|c| {
+            let mut w = [0u32; 4];
+            w[..c.len()].copy_from_slice(c);
+            A::from_words(w)
+        })
+        .collect())
+}
+
+/// `a[lo..hi]` combined as a balanced binary tree (left half first): the fixed order of the
+/// tile partials.
+fn tree<A: Copy>(a: &[A], identity: A, combine: &impl Fn(A, A) -> A) -> A {
+    match a.len() {
+        0 => identity,
+        1 => combine(identity, a[0]),
+        len => {
+            let mid = len / 2;
+            combine(
+                tree(&a[..mid], identity, combine),
+                tree(&a[mid..], identity, combine),
+            )
+        }
+    }
+}
+
+impl MultiContext {
+    /// One process driving every rank: `contexts[r]` is rank `r` (GPUs, or simulators).
+    pub fn new(contexts: Vec<Context>) -> Result<Self> {
+        if contexts.is_empty() {
+            return Err(Error::InvalidArgument(
+                "a multi-GPU handle needs at least one context".into(),
+            ));
+        }
+        let world = contexts.len();
+        Ok(Self {
+            local: contexts.into_iter().enumerate().collect(),
+            world,
+            exchange: Box::new(AllLocal(world)),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    /// One process driving the GPUs `ordinals` (rank `r` on `ordinals[r]`).
+    pub fn cuda(ordinals: &[usize]) -> Result<Self> {
+        let mut seen = Vec::new();
+        for &o in ordinals {
+            if seen.contains(&o) {
+                return Err(Error::InvalidArgument(format!(
+                    "GPU {o} appears twice in the device list {ordinals:?}"
+                )));
+            }
+            seen.push(o);
+        }
+        Self::new(
+            ordinals
+                .iter()
+                .map(|&o| Context::new(o))
+                .collect::<Result<Vec<_>>>()?,
+        )
+    }
+
+    /// `world` simulated devices in one process.
+    pub fn sim(world: usize) -> Result<Self> {
+        Self::new(
+            (0..world)
+                .map(|_| Context::sim())
+                .collect::<Result<Vec<_>>>()?,
+        )
+    }
+
+    /// One process per GPU: this process is rank `rank` of `exchange.world()`, on `ctx`.
+    pub fn rank(ctx: Context, rank: usize, exchange: Box<dyn Exchange>) -> Result<Self> {
+        let world = exchange.world();
+        if rank >= world {
+            return Err(Error::InvalidArgument(format!(
+                "rank {rank} of a job of {world} ranks"
+            )));
+        }
+        Ok(Self {
+            local: vec![(rank, ctx)],
+            world,
+            exchange,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    /// Ranks of the job.
+    pub fn world(&self) -> usize {
+        self.world
+    }
+
+    /// The ranks this process holds, with their contexts.
+    pub fn local(&self) -> impl Iterator<Item = (usize, &Context)> {
+        self.local.iter().map(|(r, c)| (*r, c))
+    }
+
+    fn check_layout(&self, lengths: &[usize]) -> Result<Vec<usize>> {
+        if lengths.len() != self.world {
+            return Err(Error::InvalidArgument(format!(
+                "{} shard lengths for a job of {} ranks (one shard per GPU)",
+                lengths.len(),
+                self.world
+            )));
+        }
+        let mut offsets = Vec::with_capacity(lengths.len());
+        let mut at = 0usize;
+        for &l in lengths {
+            offsets.push(at);
+            at = at
+                .checked_add(l)
+                .ok_or_else(|| Error::InvalidArgument("the shard lengths overflow usize".into()))?;
+        }
+        Ok(offsets)
+    }
+
+    fn check_owner<T>(&self, b: &ShardedBuffer<T>) -> Result<()> {
+        if b.owner != self.id {
+            return Err(Error::InvalidArgument(
+                "this sharded buffer belongs to another multi-GPU handle".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A zeroed sharded array with shard `r` of `lengths[r]` elements (`lengths` has one entry
+    /// per rank of the job, the same on every rank).
+    pub fn alloc_zeros<T: ShardElement + ValidAsZeroBits>(
+        &self,
+        lengths: &[usize],
+    ) -> Result<ShardedBuffer<T>> {
+        let offsets = self.check_layout(lengths)?;
+        let per_vec = 16 / std::mem::size_of::<T>();
+        let mut shards = Vec::with_capacity(self.local.len());
+        for (r, ctx) in &self.local {
+            let pad = offsets[*r] % per_vec;
+            shards.push((ctx.alloc_zeros::<T>(pad + lengths[*r])?, pad));
+        }
+        Ok(ShardedBuffer {
+            owner: self.id,
+            lengths: lengths.to_vec(),
+            offsets,
+            shards,
+        })
+    }
+
+    /// Upload `data` into this process's shards: `data[i]` is the `i`-th local rank's shard
+    /// (its length must match).
+    pub fn upload_local<T: ShardElement>(
+        &self,
+        b: &mut ShardedBuffer<T>,
+        data: &[&[T]],
+    ) -> Result<()> {
+        self.check_owner(b)?;
+        if data.len() != self.local.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} pieces of data for the {} ranks this process holds",
+                data.len(),
+                self.local.len()
+            )));
+        }
+        for (((r, ctx), (buf, pad)), d) in self.local.iter().zip(&mut b.shards).zip(data) {
+            if d.len() != b.lengths[*r] {
+                return Err(Error::InvalidArgument(format!(
+                    "rank {r}'s shard holds {} elements, the data {}",
+                    b.lengths[*r],
+                    d.len()
+                )));
+            }
+            ctx.htod_into(d, buf.view_mut(*pad..*pad + d.len())?)?;
+        }
+        Ok(())
+    }
+
+    /// One process holding every rank: `data` cut into shards of `lengths` and uploaded.
+    pub fn upload<T: ShardElement + ValidAsZeroBits>(
+        &self,
+        data: &[T],
+        lengths: &[usize],
+    ) -> Result<ShardedBuffer<T>> {
+        self.require_all_local("upload a whole array")?;
+        let mut b = self.alloc_zeros::<T>(lengths)?;
+        if b.len() != data.len() {
+            return Err(Error::InvalidArgument(format!(
+                "the shard lengths add up to {}, the data holds {} elements",
+                b.len(),
+                data.len()
+            )));
+        }
+        let pieces: Vec<&[T]> = b
+            .offsets
+            .iter()
+            .zip(&b.lengths)
+            .map(|(&o, &l)| &data[o..o + l])
+            .collect();
+        self.upload_local(&mut b, &pieces)?;
+        Ok(b)
+    }
+
+    /// This process's shards, copied to the host (one vector per local rank).
+    pub fn download_local<T: ShardElement>(&self, b: &ShardedBuffer<T>) -> Result<Vec<Vec<T>>> {
+        self.check_owner(b)?;
+        self.local
+            .iter()
+            .zip(&b.shards)
+            .map(|((r, ctx), (buf, pad))| ctx.dtoh(buf.view(*pad..*pad + b.lengths[*r])?))
+            .collect()
+    }
+
+    /// One process holding every rank: the whole logical array.
+    pub fn download<T: ShardElement>(&self, b: &ShardedBuffer<T>) -> Result<Vec<T>> {
+        self.require_all_local("download a whole array")?;
+        Ok(self.download_local(b)?.concat())
+    }
+
+    fn require_all_local(&self, what: &str) -> Result<()> {
+        if self.local.len() != self.world {
+            return Err(Error::InvalidArgument(format!(
+                "this process holds {} of the job's {} ranks: it cannot {what} (use the _local \
+                 calls)",
+                self.local.len(),
+                self.world
+            )));
+        }
+        Ok(())
+    }
+
+    /// `op` over the whole sharded array, on every rank: the same bits for any number of
+    /// ranks and any shard lengths (see the module docs). Empty: the operator's identity.
+    pub fn reduce<T: ShardElement>(&self, b: &ShardedBuffer<T>, op: Reduction) -> Result<T> {
+        T::reduce_sharded(self, b, op)
+    }
+
+    /// The smallest value and the global index of its first occurrence (a NaN wins), on every
+    /// rank; `None` for an empty array.
+    pub fn argmin<T: ShardElement>(&self, b: &ShardedBuffer<T>) -> Result<Option<(u64, T)>> {
+        let a = T::argmin_sharded(self, b)?;
+        Ok((a.index != u64::MAX).then_some((a.index, a.value)))
+    }
+
+    /// The largest value and the global index of its first occurrence (a NaN wins), on every
+    /// rank; `None` for an empty array.
+    pub fn argmax<T: ShardElement>(&self, b: &ShardedBuffer<T>) -> Result<Option<(u64, T)>> {
+        let a = T::argmax_sharded(self, b)?;
+        Ok((a.index != u64::MAX).then_some((a.index, a.value)))
+    }
+
+    /// The sharded reduction with operator `O` (see the module docs).
+    fn reduce_with<T: ShardElement, O: TilesInstance<T>>(
+        &self,
+        b: &ShardedBuffer<T>,
+    ) -> Result<O::Acc>
+    where
+        O::Acc: ShflValue,
+    {
+        self.check_owner(b)?;
+        let n = b.len() as u64;
+        let size = std::mem::size_of::<T>() as u64;
+        let l = tile_elems(n, size);
+        let tiles = n.div_ceil(l);
+
+        // 1. Each rank's head piece: the part of its shard in a tile begun on an earlier rank.
+        let mut heads = Vec::with_capacity(self.local.len());
+        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
+            let (s, e) = (b.offsets[*r] as u64, (b.offsets[*r] + b.lengths[*r]) as u64);
+            let head_end = e.min(s.div_ceil(l) * l);
+            heads.push(if s % l != 0 && head_end > s {
+                to_words(&ctx.dtoh(buf.view(*pad..*pad + (head_end - s) as usize)?)?)
+            } else {
+                Vec::new()
+            });
+        }
+        let heads = self.exchange.all_gather(heads)?;
+        let heads: Vec<Vec<T>> = heads
+            .iter()
+            .map(|w| from_words::<T>(w))
+            .collect::<Result<_>>()?;
+
+        // 2. Each rank's partials: the tiles that begin in its shard, in place, and the last
+        //    of them gathered whole when it runs past the shard.
+        let acc_words = std::mem::size_of::<O::Acc>().div_ceil(8);
+        let mut mine = Vec::with_capacity(self.local.len());
+        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
+            let (s, e) = (b.offsets[*r] as u64, (b.offsets[*r] + b.lengths[*r]) as u64);
+            let (first, end) = (s.div_ceil(l), e.div_ceil(l).min(tiles));
+            if first >= end {
+                mine.push(Vec::new());
+                continue;
+            }
+            let count = (end - first) as usize;
+            let partials = ctx.alloc_zeros::<u64>(count * acc_words)?;
+            let tile_end = |t: u64| ((t + 1) * l).min(n);
+            let straddles = tile_end(end - 1) > e;
+            let whole = if straddles { count - 1 } else { count };
+            let kernel = O::TILES_KERNEL;
+            if whole > 0 {
+                let lo = (first * l - s) as usize + pad;
+                let len = tile_end(first + whole as u64 - 1) - first * l;
+                let input = ctx.device_addr(buf.view(lo..lo + len as usize)?)?;
+                self.launch_tiles(
+                    ctx,
+                    kernel,
+                    input,
+                    len,
+                    l,
+                    first * l,
+                    ctx.device_addr(&partials)?,
+                    whole as u64,
+                )?;
+            }
+            if straddles {
+                // Gather the tile: this shard's tail, then the head pieces of the next ranks.
+                let t = end - 1;
+                let want = (tile_end(t) - t * l) as usize;
+                let lo = (t * l - s) as usize + pad;
+                let mut tile = ctx.dtoh(buf.view(lo..pad + (e - s) as usize)?)?;
+                for h in heads.iter().skip(r + 1) {
+                    if tile.len() >= want {
+                        break;
+                    }
+                    tile.extend_from_slice(&h[..h.len().min(want - tile.len())]);
+                }
+                if tile.len() != want {
+                    return Err(Error::Collective(format!(
+                        "rank {r} gathered {} of tile {t}'s {want} elements",
+                        tile.len()
+                    )));
+                }
+                // A fresh buffer starts 16-byte aligned, as a tile start is by the layout rule.
+                let staged = ctx.htod(&tile)?;
+                let slot =
+                    ctx.device_addr(&partials)? + (whole * std::mem::size_of::<O::Acc>()) as u64;
+                self.launch_tiles(
+                    ctx,
+                    kernel,
+                    ctx.device_addr(&staged)?,
+                    want as u64,
+                    l,
+                    t * l,
+                    slot,
+                    1,
+                )?;
+                ctx.synchronize()?;
+            }
+            let words = ctx.dtoh(&partials)?;
+            // SAFETY: the kernel wrote `count` accumulators at their natural stride into this
+            // zero-initialised buffer; `O::Acc` is plain data (a value, or a value and index).
+            let accs: Vec<O::Acc> = (0..count)
+                .map(|i| unsafe {
+                    std::ptr::read_unaligned(
+                        (words.as_ptr() as *const u8).add(i * std::mem::size_of::<O::Acc>())
+                            as *const O::Acc,
+                    )
+                })
+                .collect();
+            mine.push(to_words(&accs));
+        }
+
+        // 3. Every rank gets every partial, in tile order, and combines them the same way.
+        let all = self.exchange.all_gather(mine)?;
+        let mut partials = Vec::with_capacity(tiles as usize);
+        for w in &all {
+            partials.extend(from_words::<O::Acc>(w)?);
+        }
+        if partials.len() as u64 != tiles {
+            return Err(Error::Collective(format!(
+                "{} tile partials gathered for {tiles} tiles",
+                partials.len()
+            )));
+        }
+        Ok(tree(&partials, O::identity(), &O::combine))
+    }
+
+    /// Launch the tile-partials kernel `k` on `ctx` over `n` elements at `input` (tiles of `l`,
+    /// `tiles` of them), the first at global index `base`, partials to `out`.
+    #[allow(clippy::too_many_arguments)] // the kernel's arguments, passed straight through
+    fn launch_tiles<T: ShardElement, A>(
+        &self,
+        ctx: &Context,
+        k: Kernel<SimTilesFn<T, A>>,
+        input: u64,
+        n: u64,
+        l: u64,
+        base: u64,
+        out: u64,
+        tiles: u64,
+    ) -> Result<()> {
+        let grid = match ctx.backend_kind() {
+            BackendKind::Sim => tiles,
+            BackendKind::Cuda => {
+                let per_sm = ctx.kernel(&crate::BUILTIN, k.name)?.blocks_per_sm(BLOCK)?;
+                tiles.min(u64::from(ctx.info().multiprocessors.max(1) * per_sm))
+            }
+        };
+        let grid = u32::try_from(grid).map_err(|_| {
+            Error::InvalidArgument(format!("{tiles} tiles exceed the launch limit"))
+        })?;
+        let sim = k.sim;
+        // SAFETY: the arguments of `reduce_tiles_device` in order; `input` holds `n` elements
+        // and `out` room for `tiles` accumulators, all of `ctx`.
+        unsafe {
+            ctx.launch(
+                &crate::BUILTIN,
+                k.name,
+                LaunchShape::linear(grid, BLOCK, 0),
+                |b| {
+                    b.arg(&input).arg(&n).arg(&l).arg(&base).arg(&out);
+                },
+                || sim(input as *const T, n, l, base, out as *mut A),
+            )
+        }
+    }
+
+    /// Scan the sharded array in place with `op` (see the module docs for the passes): rank
+    /// `r`'s shard ends up holding elements `offsets[r]..` of the logical array's scan.
+    pub fn scan_in_place<T: ShardElement>(
+        &self,
+        b: &mut ShardedBuffer<T>,
+        op: ScanOperator,
+        kind: ScanKind,
+    ) -> Result<()> {
+        self.check_owner(b)?;
+        let reduction = match op {
+            ScanOperator::Sum => Reduction::Sum,
+            ScanOperator::Min => Reduction::Min,
+            ScanOperator::Max => Reduction::Max,
+        };
+        // 1. Each shard's total (the one-launch reduction; the identity when empty).
+        let mut totals = Vec::with_capacity(self.local.len());
+        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
+            let v = buf.view(*pad..*pad + b.lengths[*r])?;
+            totals.push(to_words(&[ctx.reduce(v, reduction)?]));
+        }
+        // 2. Every rank learns every total; rank r's seed is the combination of those before.
+        let all = self.exchange.all_gather(totals)?;
+        let totals: Vec<T> = all
+            .iter()
+            .map(|w| from_words::<T>(w).map(|v| v[0]))
+            .collect::<Result<_>>()?;
+        // 3. Each shard scanned once more, seeded.
+        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&mut b.shards) {
+            let len = b.lengths[*r];
+            if len == 0 {
+                continue;
+            }
+            let seed_buf = if *r == 0 {
+                None
+            } else {
+                let seed = totals[1..*r]
+                    .iter()
+                    .fold(totals[0], |acc, &t| op.combine(acc, t));
+                Some(ctx.htod(&[seed])?)
+            };
+            let seed = match &seed_buf {
+                Some(s) => ctx.device_addr(s)?,
+                None => 0,
+            };
+            let mut v = buf.view_mut(*pad..*pad + len)?;
+            let (a, _write) = ctx.write(&mut v)?;
+            ctx.launch_scan(
+                &crate::BUILTIN,
+                T::scan_kernel(op, kind),
+                a,
+                a,
+                len as u64,
+                seed,
+            )?;
+            // The seed's buffer lives until the scan has read it.
+            ctx.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// Set every element of the sharded array to `value`.
+    pub fn fill<T: ShardElement>(&self, b: &mut ShardedBuffer<T>, value: T) -> Result<()> {
+        self.check_owner(b)?;
+        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&mut b.shards) {
+            let len = b.lengths[*r];
+            let host = vec![value; len];
+            ctx.htod_into(&host, buf.view_mut(*pad..*pad + len)?)?;
+        }
+        Ok(())
+    }
+}

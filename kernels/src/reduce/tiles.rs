@@ -1,0 +1,160 @@
+//! Partials of contiguous tiles: the device half of the multi-GPU reduction (the host's
+//! `multi` module). A logical array of `n` elements, sharded over GPUs at any boundaries, is
+//! cut into tiles of `tile_elems` elements (a function of `n` alone); each tile's partial is
+//! reduced by one block in an order that depends only on the tile's elements, and the host
+//! combines the partials in tile order. So the result is the same bits for any number of GPUs
+//! and any shard boundaries: a tile that straddles a boundary is first gathered whole onto
+//! the GPU that holds its start (at most one per GPU), and shard memory is laid out so that an
+//! element's address modulo 16 follows from its global index, which fixes which elements share
+//! a 16-byte load.
+//!
+//! (The one-launch reduction's tiles interleave over the whole array, `reduce_device`, which is
+//! why a shard cannot hold whole tiles of it.)
+
+use super::fold_vec;
+use super::policy::BLOCK as REDUCE_BLOCK;
+use crate::block::block_reduce;
+use crate::gpu;
+use crate::ops::{Element, ReduceOp};
+
+/// Reduce the tiles `input[t·tile_elems .. min((t+1)·tile_elems, n)]`, `t = 0, 1, …`, one block
+/// each (any grid; blocks stride over the tiles), into `partials[t]`. `tile_elems` is a
+/// multiple of 16 bytes' worth of elements; `index_base` is the global index of `input[0]`
+/// (the index an argmin/argmax reports). Within a tile, thread `j` folds the tile's 16-byte
+/// vectors `j, j + 2·BLOCK, …` and `j + BLOCK, j + 3·BLOCK, …` into two accumulators (two
+/// loads in flight), then its scalar head and tail elements; then the block reduction.
+///
+/// # Safety
+/// `input` valid for `n` elements, `partials` for `ceil(n / tile_elems)` accumulators.
+#[inline(always)]
+pub unsafe fn reduce_tiles_device<T: Element, O: ReduceOp<T>>(
+    input: *const T,
+    n: u64,
+    tile_elems: u64,
+    index_base: u64,
+    partials: *mut O::Acc,
+) {
+    let scratch = crate::static_shared!(TILES_SCRATCH: [u128; 32]);
+    let scratch = unsafe { scratch.cast::<O::Acc>() };
+    let tid = gpu::thread_idx_x() as u64;
+    let grid = gpu::grid_dim_x() as u64;
+    let block = REDUCE_BLOCK as u64;
+    let size = core::mem::size_of::<T>() as u64;
+    let per_vec = T::PER_VEC as u64;
+    let tiles = n.div_ceil(tile_elems.max(1));
+
+    let mut tile = gpu::block_idx_x() as u64;
+    while tile < tiles {
+        let start = tile * tile_elems;
+        let len = tile_elems.min(n - start);
+        let x = unsafe { input.add(start as usize) };
+        // Scalar head up to the first 16-byte boundary (none when the layout rule holds and
+        // tiles start at multiples of a vector), vectors, scalar tail.
+        let misalign = (x as u64 & 15) / size;
+        let head = if misalign == 0 {
+            0
+        } else {
+            (per_vec - misalign).min(len)
+        };
+        let vectors = (len - head) / per_vec;
+        let body = unsafe { x.add(head as usize) } as *const u32;
+        let tail_start = head + vectors * per_vec;
+        let load = |v: u64| unsafe { gpu::load_nc_v4_b32(body.add(4 * v as usize)) };
+        let at = |i: u64| index_base + start + i;
+
+        let (mut acc0, mut acc1) = (O::identity(), O::identity());
+        let mut v = tid;
+        while v + block < vectors {
+            let (a, b) = (load(v), load(v + block));
+            acc0 = O::combine(acc0, fold_vec::<T, O>(a, at(head + v * per_vec)));
+            acc1 = O::combine(acc1, fold_vec::<T, O>(b, at(head + (v + block) * per_vec)));
+            v += 2 * block;
+        }
+        if v < vectors {
+            acc0 = O::combine(acc0, fold_vec::<T, O>(load(v), at(head + v * per_vec)));
+        }
+        if tid < head {
+            acc1 = O::combine(
+                acc1,
+                O::lift(unsafe { x.add(tid as usize).read() }, at(tid)),
+            );
+        }
+        if tid < len - tail_start {
+            let i = tail_start + tid;
+            acc1 = O::combine(acc1, O::lift(unsafe { x.add(i as usize).read() }, at(i)));
+        }
+        let total = block_reduce(O::combine(acc0, acc1), O::identity(), O::combine, scratch);
+        if tid == 0 {
+            unsafe { partials.add(tile as usize).write(total) };
+        }
+        tile += grid;
+    }
+}
+
+/// The simulator's entry point of a tile-partials kernel: input, n, tile_elems, index_base,
+/// partials.
+#[cfg(not(target_arch = "nvptx64"))]
+pub type SimTilesFn<T, A> = unsafe fn(*const T, u64, u64, u64, *mut A);
+
+/// An operator whose tile-partials kernel over `T` exists
+/// ([`reduce_tiles_kernels!`](crate::reduce_tiles_kernels) implements it).
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait TilesInstance<T: Element>: ReduceOp<T> {
+    const TILES_KERNEL: crate::Kernel<SimTilesFn<T, Self::Acc>>;
+}
+
+/// Export `reduce_tiles_device::<T, Op>` as a kernel and register it with [`TilesInstance`]:
+/// `reduce_tiles_kernels! { my_tiles_kernel: f32, MyOp; }`.
+#[macro_export]
+macro_rules! reduce_tiles_kernels {
+    ($($name:ident : $t:ty, $op:ty;)*) => {$(
+        $crate::kernel! {
+            /// Partials of contiguous tiles; see
+            /// [`reduce_tiles_device`]($crate::reduce::tiles::reduce_tiles_device).
+            pub unsafe fn $name(
+                input: *const $t,
+                n: u64,
+                tile_elems: u64,
+                index_base: u64,
+                partials: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
+            ) {
+                unsafe { $crate::reduce::tiles::reduce_tiles_device::<$t, $op>(input, n, tile_elems, index_base, partials) }
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl $crate::reduce::tiles::TilesInstance<$t> for $op {
+            const TILES_KERNEL: $crate::Kernel<
+                $crate::reduce::tiles::SimTilesFn<$t, <$op as $crate::ops::ReduceOp<$t>>::Acc>,
+            > = $crate::Kernel { name: stringify!($name), sim: $name };
+        }
+    )*};
+}
+
+#[cfg(feature = "builtin")]
+use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
+
+// The built-in operators of the multi-GPU reduction.
+#[cfg(feature = "builtin")]
+reduce_tiles_kernels! {
+    tiles_sum_i32: i32, Sum; tiles_sum_u32: u32, Sum; tiles_sum_i64: i64, Sum;
+    tiles_sum_u64: u64, Sum; tiles_sum_f32: f32, Sum; tiles_sum_f64: f64, Sum;
+    tiles_product_i32: i32, Product; tiles_product_u32: u32, Product;
+    tiles_product_i64: i64, Product; tiles_product_u64: u64, Product;
+    tiles_product_f32: f32, Product; tiles_product_f64: f64, Product;
+    tiles_min_i32: i32, Min; tiles_min_u32: u32, Min; tiles_min_i64: i64, Min;
+    tiles_min_u64: u64, Min; tiles_min_f32: f32, Min; tiles_min_f64: f64, Min;
+    tiles_max_i32: i32, Max; tiles_max_u32: u32, Max; tiles_max_i64: i64, Max;
+    tiles_max_u64: u64, Max; tiles_max_f32: f32, Max; tiles_max_f64: f64, Max;
+    tiles_and_i32: i32, BitAnd; tiles_and_u32: u32, BitAnd;
+    tiles_and_i64: i64, BitAnd; tiles_and_u64: u64, BitAnd;
+    tiles_or_i32: i32, BitOr; tiles_or_u32: u32, BitOr;
+    tiles_or_i64: i64, BitOr; tiles_or_u64: u64, BitOr;
+    tiles_xor_i32: i32, BitXor; tiles_xor_u32: u32, BitXor;
+    tiles_xor_i64: i64, BitXor; tiles_xor_u64: u64, BitXor;
+    tiles_argmin_i32: i32, ArgMin; tiles_argmin_u32: u32, ArgMin;
+    tiles_argmin_i64: i64, ArgMin; tiles_argmin_u64: u64, ArgMin;
+    tiles_argmin_f32: f32, ArgMin; tiles_argmin_f64: f64, ArgMin;
+    tiles_argmax_i32: i32, ArgMax; tiles_argmax_u32: u32, ArgMax;
+    tiles_argmax_i64: i64, ArgMax; tiles_argmax_u64: u64, ArgMax;
+    tiles_argmax_f32: f32, ArgMax; tiles_argmax_f64: f64, ArgMax;
+}

@@ -1,0 +1,259 @@
+//! Several GPUs (`gpu_reduce::multi`): sharded reductions give the same bits for every number of
+//! ranks and every shard layout, scans match the CPU, in both process models. The bodies take a
+//! function that makes the contexts, so the same checks run on simulated devices (CI) and on
+//! GPUs.
+
+use gpu_reduce::multi::{MultiContext, ShardElement, ThreadExchange, tile_elems};
+use gpu_reduce::{Context, Error, Reduction, ScanKind, ScanOperator};
+use rand::{Rng, SeedableRng, rngs::SmallRng};
+
+/// Shard layouts of `n` elements over 1..=5 ranks: one rank, halves, tile-misaligned cuts,
+/// empty shards and shards of one element, a shard inside one tile, many small ones.
+pub fn layouts(n: usize) -> Vec<Vec<usize>> {
+    let t = tile_elems(n as u64, 4) as usize;
+    let mut v = vec![
+        vec![n],
+        vec![n / 2, n - n / 2],
+        vec![0, n],
+        vec![n, 0],
+        vec![1, n - 1],
+        vec![t + 3, n - t - 3],
+        vec![t - 1, 1, 1, n - t - 1],
+        vec![0, 1, 0, 5, n - 6],
+        vec![7, t / 3, t / 3, n - 7 - 2 * (t / 3)],
+    ];
+    let third = n / 3;
+    v.push(vec![third + 1, third - 1, n - 2 * third]);
+    v.retain(|l| l.iter().sum::<usize>() == n);
+    v
+}
+
+/// Every built-in reduction of `data` over every layout, on `make(ranks)`'s contexts: the
+/// same bits as one rank, and integers equal to the CPU's.
+pub fn check_reduce_layouts<T>(make: &dyn Fn(usize) -> Vec<Context>, data: &[T], int: bool)
+where
+    T: ShardElement + PartialEq + std::fmt::Debug,
+{
+    let ops: Vec<Reduction> = Reduction::ALL
+        .into_iter()
+        .filter(|op| int || !matches!(op, Reduction::And | Reduction::Or | Reduction::Xor))
+        .collect();
+    let one = MultiContext::new(make(1)).unwrap();
+    let b1 = one.upload(data, &[data.len()]).unwrap();
+    let want: Vec<Vec<u32>> = ops
+        .iter()
+        .map(|&op| bits(one.reduce(&b1, op).unwrap()))
+        .collect();
+    let want_min = one.argmin(&b1).unwrap();
+    let want_max = one.argmax(&b1).unwrap();
+    for layout in layouts(data.len()) {
+        let m = MultiContext::new(make(layout.len())).unwrap();
+        let b = m.upload(data, &layout).unwrap();
+        assert_eq!(
+            m.download(&b).unwrap(),
+            data,
+            "round trip, layout {layout:?}"
+        );
+        for (op, w) in ops.iter().zip(&want) {
+            let got = m.reduce(&b, *op).unwrap();
+            assert_eq!(&bits(got), w, "{} {:?}, layout {layout:?}", op.name(), got);
+        }
+        assert_eq!(m.argmin(&b).unwrap(), want_min, "argmin, layout {layout:?}");
+        assert_eq!(m.argmax(&b).unwrap(), want_max, "argmax, layout {layout:?}");
+    }
+}
+
+fn bits<T: ShardElement>(v: T) -> Vec<u32> {
+    v.to_words()[..T::WORDS].to_vec()
+}
+
+/// f32 and f64 sums, min, max, argmin/argmax and i32/u64 integer operators over `n` elements.
+pub fn check_reduce_every_type(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
+    let mut rng = SmallRng::seed_from_u64(17);
+    let f: Vec<f32> = (0..n)
+        .map(|i| rng.random_range(-1.0f32..1.0) * (1 << (i % 20)) as f32)
+        .collect();
+    check_reduce_layouts(make, &f, false);
+    let d: Vec<f64> = f.iter().map(|&x| x as f64 * 1.000_000_1).collect();
+    check_reduce_layouts(make, &d, false);
+    let i: Vec<i32> = (0..n).map(|_| rng.random_range(-1000..1000)).collect();
+    check_reduce_layouts(make, &i, true);
+    let one = MultiContext::new(make(1)).unwrap();
+    let b = one.upload(&i, &[n]).unwrap();
+    let cpu: i32 = i.iter().fold(0i32, |a, &x| a.wrapping_add(x));
+    assert_eq!(one.reduce(&b, Reduction::Sum).unwrap(), cpu);
+    let cpu_min = i.iter().enumerate().min_by_key(|(k, x)| (**x, *k)).unwrap();
+    assert_eq!(
+        one.argmin(&b).unwrap(),
+        Some((cpu_min.0 as u64, *cpu_min.1))
+    );
+    let u: Vec<u64> = (0..n).map(|_| rng.random::<u64>()).collect();
+    check_reduce_layouts(make, &u, true);
+    // The f32 sum is close to an f64 reference (its bits are checked above).
+    let m = MultiContext::new(make(3)).unwrap();
+    let b = m.upload(&f, &[n / 3, n / 3, n - 2 * (n / 3)]).unwrap();
+    let s = m.reduce(&b, Reduction::Sum).unwrap() as f64;
+    let exact: f64 = f.iter().map(|&x| x as f64).sum();
+    let abs: f64 = f.iter().map(|&x| (x as f64).abs()).sum();
+    assert!((s - exact).abs() <= 1e-5 * abs, "{s} vs {exact}");
+}
+
+/// Scans of every operator and kind over several layouts against the CPU (i64: exact), and f32
+/// sums: the same bits in two runs of a layout, close to the CPU.
+pub fn check_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
+    let mut rng = SmallRng::seed_from_u64(5);
+    let x: Vec<i64> = (0..n)
+        .map(|_| rng.random_range(-1_000_000..1_000_000))
+        .collect();
+    for layout in layouts(n).into_iter().take(7) {
+        let m = MultiContext::new(make(layout.len())).unwrap();
+        for op in ScanOperator::ALL {
+            for kind in ScanKind::ALL {
+                let mut b = m.upload(&x, &layout).unwrap();
+                m.scan_in_place(&mut b, op, kind).unwrap();
+                let got = m.download(&b).unwrap();
+                let mut acc = op.identity::<i64>();
+                let want: Vec<i64> = x
+                    .iter()
+                    .map(|&v| {
+                        let before = acc;
+                        acc = op.combine(acc, v);
+                        if kind == ScanKind::Inclusive {
+                            acc
+                        } else {
+                            before
+                        }
+                    })
+                    .collect();
+                assert_eq!(got, want, "{} {} layout {layout:?}", op.name(), kind.name());
+            }
+        }
+    }
+    let f: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let layout = [n / 4, n / 2, n - n / 4 - n / 2];
+    let m = MultiContext::new(make(3)).unwrap();
+    let run = || {
+        let mut b = m.upload(&f, &layout).unwrap();
+        m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+            .unwrap();
+        m.download(&b).unwrap()
+    };
+    let (a, b) = (run(), run());
+    assert!(
+        a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()),
+        "two runs of the same f32 scan differ"
+    );
+    let mut exact = 0f64;
+    let mut abs = 0f64;
+    for (i, &v) in f.iter().enumerate() {
+        exact += v as f64;
+        abs += (v as f64).abs();
+        assert!(
+            (a[i] as f64 - exact).abs() <= 1e-5 * abs + 1e-6,
+            "element {i}: {} vs {exact}",
+            a[i]
+        );
+    }
+}
+
+/// One process per rank (threads, each its own context and [`ThreadExchange`]): the same bits
+/// as one process holding every rank, and the scan's shards as the single-process scan's.
+pub fn check_process_per_rank(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
+    let mut rng = SmallRng::seed_from_u64(9);
+    let f: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let t = tile_elems(n as u64, 4) as usize;
+    let layout = vec![t + 5, 0, 3, n - t - 8];
+    let world = layout.len();
+    let all = MultiContext::new(make(world)).unwrap();
+    let b = all.upload(&f, &layout).unwrap();
+    let want = all.reduce(&b, Reduction::Sum).unwrap().to_bits();
+    let want_max = all.argmax(&b).unwrap();
+    let mut scanned = all.upload(&f, &layout).unwrap();
+    all.scan_in_place(&mut scanned, ScanOperator::Sum, ScanKind::Exclusive)
+        .unwrap();
+    let want_scan = all.download_local(&scanned).unwrap();
+
+    let contexts = make(world);
+    let exchanges = ThreadExchange::group(world);
+    let offsets: Vec<usize> = layout
+        .iter()
+        .scan(0, |at, &l| {
+            let o = *at;
+            *at += l;
+            Some(o)
+        })
+        .collect();
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = contexts
+            .into_iter()
+            .zip(exchanges)
+            .enumerate()
+            .map(|(r, (ctx, ex))| {
+                let (f, layout, offsets) = (&f, &layout, &offsets);
+                s.spawn(move || {
+                    let m = MultiContext::rank(ctx, r, Box::new(ex)).unwrap();
+                    let mut b = m.alloc_zeros::<f32>(layout).unwrap();
+                    let mine = &f[offsets[r]..offsets[r] + layout[r]];
+                    m.upload_local(&mut b, &[mine]).unwrap();
+                    let sum = m.reduce(&b, Reduction::Sum).unwrap().to_bits();
+                    let max = m.argmax(&b).unwrap();
+                    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Exclusive)
+                        .unwrap();
+                    (sum, max, m.download_local(&b).unwrap().remove(0))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (r, (sum, max, shard)) in results.into_iter().enumerate() {
+        assert_eq!(sum, want, "rank {r}'s sum");
+        assert_eq!(max, want_max, "rank {r}'s argmax");
+        assert!(
+            shard
+                .iter()
+                .zip(&want_scan[r])
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "rank {r}'s scanned shard"
+        );
+    }
+}
+
+/// Clear errors: a layout of the wrong rank count, a buffer of another handle, a bitwise
+/// operator on floats, data of the wrong length, the same GPU twice.
+pub fn check_errors(make: &dyn Fn(usize) -> Vec<Context>) {
+    let m = MultiContext::new(make(2)).unwrap();
+    let other = MultiContext::new(make(2)).unwrap();
+    let e = m.alloc_zeros::<f32>(&[1, 2, 3]).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(s) if s.contains("3 shard lengths")),
+        "{e}"
+    );
+    let b = other.alloc_zeros::<f32>(&[1, 2]).unwrap();
+    let e = m.reduce(&b, Reduction::Sum).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(s) if s.contains("another")),
+        "{e}"
+    );
+    let b = m.alloc_zeros::<f32>(&[1, 2]).unwrap();
+    let e = m.reduce(&b, Reduction::Xor).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(s) if s.contains("integers")),
+        "{e}"
+    );
+    let e = m.upload(&[1.0f32; 4], &[1, 2]).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(s) if s.contains("add up to 3")),
+        "{e}"
+    );
+    let e = MultiContext::new(Vec::new()).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)));
+    // An empty array reduces to the identity; argmin finds nothing.
+    let b = m.alloc_zeros::<i32>(&[0, 0]).unwrap();
+    assert_eq!(m.reduce(&b, Reduction::Sum).unwrap(), 0);
+    assert_eq!(m.argmin(&b).unwrap(), None);
+}
+
+/// `ranks` simulated devices.
+pub fn sims(ranks: usize) -> Vec<Context> {
+    (0..ranks).map(|_| crate::sim()).collect()
+}

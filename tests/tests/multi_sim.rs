@@ -1,0 +1,24 @@
+//! Sharded reductions and scans over simulated devices (runs everywhere, CI included): the
+//! sharding logic against one device, bit for bit, in both process models.
+
+use integration_tests::multi::*;
+
+#[test]
+fn reductions_same_bits_for_every_layout() {
+    check_reduce_every_type(&sims, 20_011);
+}
+
+#[test]
+fn scans_match_the_cpu() {
+    check_scans(&sims, 9_001);
+}
+
+#[test]
+fn one_process_per_rank() {
+    check_process_per_rank(&sims, 12_345);
+}
+
+#[test]
+fn clear_errors() {
+    check_errors(&sims);
+}
