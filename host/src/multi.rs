@@ -543,39 +543,24 @@ impl MultiContext {
             .collect::<Result<_>>()?;
 
         // 2. Each rank's partials: the tiles that begin in its shard, in place, and the last
-        //    of them gathered whole when it runs past the shard.
-        let acc_words = std::mem::size_of::<O::Acc>().div_ceil(8);
-        let mut mine = Vec::with_capacity(self.local.len());
+        //    of them gathered whole when it runs past the shard. Every rank's kernels are
+        //    queued before any result is read back, so the GPUs run at the same time.
+        let acc_bytes = std::mem::size_of::<O::Acc>();
+        let tile_end = |t: u64| ((t + 1) * l).min(n);
+        let mut queued = Vec::with_capacity(self.local.len());
         for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
             let (s, e) = (b.offsets[*r] as u64, (b.offsets[*r] + b.lengths[*r]) as u64);
             let (first, end) = (s.div_ceil(l), e.div_ceil(l).min(tiles));
             if first >= end {
-                mine.push(Vec::new());
+                queued.push(None);
                 continue;
             }
             let count = (end - first) as usize;
-            let partials = ctx.alloc_zeros::<u64>(count * acc_words)?;
-            let tile_end = |t: u64| ((t + 1) * l).min(n);
             let straddles = tile_end(end - 1) > e;
             let whole = if straddles { count - 1 } else { count };
-            let kernel = O::TILES_KERNEL;
-            if whole > 0 {
-                let lo = (first * l - s) as usize + pad;
-                let len = tile_end(first + whole as u64 - 1) - first * l;
-                let input = ctx.device_addr(buf.view(lo..lo + len as usize)?)?;
-                self.launch_tiles(
-                    ctx,
-                    kernel,
-                    input,
-                    len,
-                    l,
-                    first * l,
-                    ctx.device_addr(&partials)?,
-                    whole as u64,
-                )?;
-            }
-            if straddles {
-                // Gather the tile: this shard's tail, then the head pieces of the next ranks.
+            // The straddling tile, gathered on the host first (before this rank's stream has
+            // work queued): this shard's tail, then the head pieces of the next ranks.
+            let staged = if straddles {
                 let t = end - 1;
                 let want = (tile_end(t) - t * l) as usize;
                 let lo = (t * l - s) as usize + pad;
@@ -593,29 +578,39 @@ impl MultiContext {
                     )));
                 }
                 // A fresh buffer starts 16-byte aligned, as a tile start is by the layout rule.
-                let staged = ctx.htod(&tile)?;
-                let slot =
-                    ctx.device_addr(&partials)? + (whole * std::mem::size_of::<O::Acc>()) as u64;
-                self.launch_tiles(
-                    ctx,
-                    kernel,
-                    ctx.device_addr(&staged)?,
-                    want as u64,
-                    l,
-                    t * l,
-                    slot,
-                    1,
-                )?;
-                ctx.synchronize()?;
+                Some((t, ctx.htod(&tile)?))
+            } else {
+                None
+            };
+            let partials = ctx.alloc_zeros::<u64>((count * acc_bytes).div_ceil(8))?;
+            let kernel = O::TILES_KERNEL;
+            if whole > 0 {
+                let lo = (first * l - s) as usize + pad;
+                let len = tile_end(first + whole as u64 - 1) - first * l;
+                let input = ctx.device_addr(buf.view(lo..lo + len as usize)?)?;
+                let out = ctx.device_addr(&partials)?;
+                self.launch_tiles(ctx, kernel, input, len, l, first * l, out, whole as u64)?;
             }
+            if let Some((t, tile)) = &staged {
+                let slot = ctx.device_addr(&partials)? + (whole * acc_bytes) as u64;
+                let len = tile.len() as u64;
+                self.launch_tiles(ctx, kernel, ctx.device_addr(tile)?, len, l, t * l, slot, 1)?;
+            }
+            queued.push(Some((count, partials, staged)));
+        }
+        let mut mine = Vec::with_capacity(self.local.len());
+        for ((_, ctx), q) in self.local.iter().zip(queued) {
+            let Some((count, partials, _staged)) = q else {
+                mine.push(Vec::new());
+                continue;
+            };
             let words = ctx.dtoh(&partials)?;
-            // SAFETY: the kernel wrote `count` accumulators at their natural stride into this
+            // SAFETY: the kernels wrote `count` accumulators at their natural stride into this
             // zero-initialised buffer; `O::Acc` is plain data (a value, or a value and index).
             let accs: Vec<O::Acc> = (0..count)
                 .map(|i| unsafe {
                     std::ptr::read_unaligned(
-                        (words.as_ptr() as *const u8).add(i * std::mem::size_of::<O::Acc>())
-                            as *const O::Acc,
+                        (words.as_ptr() as *const u8).add(i * acc_bytes) as *const O::Acc
                     )
                 })
                 .collect();
@@ -691,19 +686,30 @@ impl MultiContext {
             ScanOperator::Min => Reduction::Min,
             ScanOperator::Max => Reduction::Max,
         };
-        // 1. Each shard's total (the one-launch reduction; the identity when empty).
-        let mut totals = Vec::with_capacity(self.local.len());
+        // 1. Each shard's total (the one-launch reduction; the identity when empty), queued
+        //    on every rank before any is awaited.
+        let mut pending = Vec::with_capacity(self.local.len());
         for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
             let v = buf.view(*pad..*pad + b.lengths[*r])?;
-            totals.push(to_words(&[ctx.reduce(v, reduction)?]));
+            pending.push(ctx.reduce_async(v, reduction)?);
+        }
+        let mut totals = Vec::with_capacity(pending.len());
+        for p in pending {
+            totals.push(to_words(&[p.wait()?]));
         }
         // 2. Every rank learns every total; rank r's seed is the combination of those before.
         let all = self.exchange.all_gather(totals)?;
         let totals: Vec<T> = all
             .iter()
-            .map(|w| from_words::<T>(w).map(|v| v[0]))
+            .map(|w| {
+                from_words::<T>(w)?
+                    .first()
+                    .copied()
+                    .ok_or_else(|| Error::Collective("a rank sent no shard total".into()))
+            })
             .collect::<Result<_>>()?;
-        // 3. Each shard scanned once more, seeded.
+        // 3. Each shard scanned once more, seeded; every rank's scan queued, then awaited.
+        let mut seeds = Vec::with_capacity(self.local.len());
         for ((r, ctx), (buf, pad)) in self.local.iter().zip(&mut b.shards) {
             let len = b.lengths[*r];
             if len == 0 {
@@ -731,9 +737,13 @@ impl MultiContext {
                 len as u64,
                 seed,
             )?;
-            // The seed's buffer lives until the scan has read it.
+            seeds.push(seed_buf);
+        }
+        // The seeds' buffers live until the scans have read them.
+        for (_, ctx) in &self.local {
             ctx.synchronize()?;
         }
+        drop(seeds);
         Ok(())
     }
 
