@@ -257,3 +257,13 @@ pub fn check_errors(make: &dyn Fn(usize) -> Vec<Context>) {
 pub fn sims(ranks: usize) -> Vec<Context> {
     (0..ranks).map(|_| crate::sim()).collect()
 }
+
+/// `ranks` contexts on the GPUs present, rank `r` on device `r mod count` (two ranks share a
+/// GPU on a one-GPU machine: the sharding logic runs on real kernels all the same).
+pub fn gpus(ranks: usize) -> Vec<Context> {
+    let count = gpu_reduce::device_count().expect("GPU test run without a usable GPU");
+    assert!(count > 0, "GPU test run without a usable GPU");
+    (0..ranks)
+        .map(|r| Context::new(r % count).expect("a context on a present GPU"))
+        .collect()
+}

@@ -10,6 +10,7 @@ pub mod conformance;
 pub mod cpu;
 pub mod cub;
 pub mod ladder;
+pub mod multi;
 pub mod scan_ladder;
 pub mod scan_table;
 pub mod stats;

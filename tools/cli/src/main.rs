@@ -57,6 +57,11 @@ enum Command {
         /// Element type of the ladder.
         #[arg(long, value_enum, default_value_t = gpu_reduce_tools::ladder::LadderDtype::F32)]
         dtype: gpu_reduce_tools::ladder::LadderDtype,
+        /// Shard the input over this many GPUs (ranks 0..N, one process) and compare with one
+        /// GPU holding the same total; prints per-GPU and total bandwidth. With
+        /// `--backend sim`, simulated devices.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        gpus: Option<u32>,
     },
     /// Seed 003's table: BIT, BCAO and the decoupled look-back scan (and CUB when its shim is
     /// given) on the same input, each checked against a CPU scan, times over lengths.
@@ -89,6 +94,11 @@ enum Command {
         /// Also write the table to this file.
         #[arg(long)]
         out: Option<std::path::PathBuf>,
+        /// Shard the input over this many GPUs (ranks 0..N, one process) and compare with one
+        /// GPU holding the same total; prints per-GPU and total bandwidth. With
+        /// `--backend sim`, simulated devices.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        gpus: Option<u32>,
     },
     /// Print the CUDA devices and the embedded PTX's target; with --verbose, also what the
     /// first calls cost in this process (context, kernel loads and JIT, first sum, first scan).
@@ -320,7 +330,21 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             cub_lib,
             seed,
             out,
+            gpus,
         } => {
+            if let Some(g) = gpus {
+                let n = n.first().copied().unwrap_or(1 << 28);
+                let iters = iters.unwrap_or(20) as usize;
+                return multi(
+                    backend,
+                    g as usize,
+                    gpu_reduce_tools::multi::MultiOp::Scan,
+                    n,
+                    iters,
+                    2,
+                    seed,
+                );
+            }
             let ctx = open(backend, device)?;
             scan(
                 &ctx,
@@ -344,7 +368,23 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             seed,
             ladder,
             dtype,
+            gpus,
         } => {
+            if let Some(g) = gpus {
+                let n = n.unwrap_or(1 << 28);
+                let iters = iters.unwrap_or(20) as usize;
+                let warmup = warmup.unwrap_or(2) as usize;
+                let seed = seed.unwrap_or_else(rand::random);
+                return multi(
+                    backend,
+                    g as usize,
+                    gpu_reduce_tools::multi::MultiOp::Reduce,
+                    n,
+                    iters,
+                    warmup,
+                    seed,
+                );
+            }
             let ctx = open(backend, device)?;
             let gpu = ctx.backend_kind() == BackendKind::Cuda;
             if ladder {
@@ -766,6 +806,60 @@ fn find_cub_cccl(
 }
 
 /// The context `--backend` and `--device` ask for.
+/// `--gpus N`: the sharded `op` over ranks 0..N against one rank, as a table.
+fn multi(
+    backend: BackendArg,
+    gpus: usize,
+    op: gpu_reduce_tools::multi::MultiOp,
+    n: u64,
+    iters: usize,
+    warmup: usize,
+    seed: u64,
+) -> Result<ExitCode, gpu_reduce::Error> {
+    let cuda = match backend {
+        BackendArg::Cuda => true,
+        BackendArg::Sim => false,
+        BackendArg::Auto => gpu_reduce::device_count().unwrap_or(0) > 0,
+    };
+    if cuda {
+        let present = gpu_reduce::device_count()?;
+        if present < gpus {
+            return Err(gpu_reduce::Error::InvalidArgument(format!(
+                "--gpus {gpus} asks for more GPUs than the {present} present"
+            )));
+        }
+    }
+    let make = |r: usize| -> Result<Vec<Context>, gpu_reduce::Error> {
+        (0..r)
+            .map(|o| {
+                if cuda {
+                    Context::new(o)
+                } else {
+                    Context::sim()
+                }
+            })
+            .collect()
+    };
+    let n = usize::try_from(n).map_err(|_| {
+        gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory"))
+    })?;
+    let what = match op {
+        gpu_reduce_tools::multi::MultiOp::Reduce => "f32 sum",
+        gpu_reduce_tools::multi::MultiOp::Scan => "i32 inclusive sum",
+    };
+    println!(
+        "{what} of {n} elements sharded over {gpus} {} (equal shards), against one holding all; {iters} timed runs after {warmup}",
+        if cuda { "GPUs" } else { "simulated devices" }
+    );
+    let rows = gpu_reduce_tools::multi::run(&make, op, n, gpus, iters, warmup, seed)?;
+    println!("{}", gpu_reduce_tools::multi::format_table(&rows));
+    Ok(if rows.iter().all(|r| r.checked) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 fn open(backend: BackendArg, device: usize) -> Result<Context, gpu_reduce::Error> {
     match backend {
         BackendArg::Cuda => Context::new(device),

@@ -1,0 +1,168 @@
+//! `host reduce --gpus N` and `host scan --gpus N`: the sharded reduction (f32 sum) and scan
+//! (i32 inclusive sum) over N ranks against one rank holding the same total, each checked,
+//! with per-GPU and total bandwidth.
+
+use std::time::Instant;
+
+use gpu_reduce::multi::MultiContext;
+use gpu_reduce::{Context, Reduction, Result, ScanKind, ScanOperator};
+use rand::{Rng, SeedableRng, rngs::SmallRng};
+
+/// What to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MultiOp {
+    /// f32 sum (reads 4 bytes per element).
+    Reduce,
+    /// i32 inclusive sum in place (reads and writes 4 bytes per element).
+    Scan,
+}
+
+/// One row of the table.
+#[derive(Debug)]
+pub struct MultiRow {
+    pub ranks: usize,
+    pub median_ms: f64,
+    pub total_gbs: f64,
+    pub per_gpu_gbs: f64,
+    pub checked: bool,
+    pub note: String,
+}
+
+/// Equal shards of `n` over `ranks` (the first ones one longer).
+pub fn equal_shards(n: usize, ranks: usize) -> Vec<usize> {
+    (0..ranks)
+        .map(|r| n / ranks + usize::from(r < n % ranks))
+        .collect()
+}
+
+/// Run `op` over `n` elements on one rank (`make(1)`) and on `ranks` ranks (`make(ranks)`),
+/// `iters` timed runs after `warmup`: wall time of each blocking call (the exchange and the
+/// host's combine included).
+pub fn run(
+    make: &dyn Fn(usize) -> Result<Vec<Context>>,
+    op: MultiOp,
+    n: usize,
+    ranks: usize,
+    iters: usize,
+    warmup: usize,
+    seed: u64,
+) -> Result<Vec<MultiRow>> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut rows = Vec::new();
+    let mut first_bits = None;
+    let counts = if ranks == 1 { vec![1] } else { vec![1, ranks] };
+    match op {
+        MultiOp::Reduce => {
+            let x: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+            let exact: f64 = x.iter().map(|&v| v as f64).sum();
+            let abs: f64 = x.iter().map(|&v| (v as f64).abs()).sum();
+            for &r in &counts {
+                let m = MultiContext::new(make(r)?)?;
+                let b = m.upload(&x, &equal_shards(n, r))?;
+                let got = m.reduce(&b, Reduction::Sum)?;
+                let mut times = Vec::with_capacity(iters);
+                for i in 0..warmup + iters {
+                    let t = Instant::now();
+                    let again = m.reduce(&b, Reduction::Sum)?;
+                    let dt = t.elapsed().as_secs_f64() * 1e3;
+                    if i >= warmup {
+                        times.push(dt);
+                    }
+                    if again.to_bits() != got.to_bits() {
+                        return Err(gpu_reduce::Error::InvalidArgument(format!(
+                            "run {i} gave other bits: {again} vs {got}"
+                        )));
+                    }
+                }
+                let ok = ((got as f64) - exact).abs() <= 1e-5 * abs.max(1.0);
+                let same = *first_bits.get_or_insert(got.to_bits()) == got.to_bits();
+                rows.push(row(
+                    r,
+                    &times,
+                    n,
+                    4,
+                    ok,
+                    format!(
+                        "sum {got:e}; {} bits as 1 rank",
+                        if same { "the same" } else { "OTHER" }
+                    ),
+                ));
+                if !same {
+                    rows.last_mut().expect("just pushed").checked = false;
+                }
+            }
+        }
+        MultiOp::Scan => {
+            let x: Vec<i32> = (0..n).map(|_| rng.random_range(-100..100)).collect();
+            for &r in &counts {
+                let m = MultiContext::new(make(r)?)?;
+                let mut b = m.upload(&x, &equal_shards(n, r))?;
+                m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
+                let got = m.download(&b)?;
+                let mut acc = 0i32;
+                let ok = x.iter().zip(&got).all(|(&v, &g)| {
+                    acc = acc.wrapping_add(v);
+                    acc == g
+                });
+                let mut times = Vec::with_capacity(iters);
+                for i in 0..warmup + iters {
+                    let t = Instant::now();
+                    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
+                    if i >= warmup {
+                        times.push(t.elapsed().as_secs_f64() * 1e3);
+                    }
+                }
+                rows.push(row(
+                    r,
+                    &times,
+                    n,
+                    8,
+                    ok,
+                    "inclusive i32 sum in place".into(),
+                ));
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn row(
+    ranks: usize,
+    times: &[f64],
+    n: usize,
+    bytes: usize,
+    checked: bool,
+    note: String,
+) -> MultiRow {
+    let ms = crate::stats::summarize(times).map_or(f64::NAN, |s| s.median);
+    let total = (n * bytes) as f64 / (ms * 1e-3) / 1e9;
+    MultiRow {
+        ranks,
+        median_ms: ms,
+        total_gbs: total,
+        per_gpu_gbs: total / ranks as f64,
+        checked,
+        note,
+    }
+}
+
+/// The rows as a markdown table, the speed-up over one rank last.
+pub fn format_table(rows: &[MultiRow]) -> String {
+    let base = rows.first().map(|r| r.median_ms).unwrap_or(f64::NAN);
+    let mut s = String::from(
+        "| ranks | median ms | total GB/s | per-GPU GB/s | x 1 rank | check | note |\n|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        s += &format!(
+            "| {} | {:.4} | {:.0} | {:.0} | {:.2}x | {} | {} |\n",
+            r.ranks,
+            r.median_ms,
+            r.total_gbs,
+            r.per_gpu_gbs,
+            base / r.median_ms,
+            if r.checked { "ok" } else { "WRONG" },
+            r.note
+        );
+    }
+    s
+}
