@@ -267,3 +267,59 @@ pub fn gpus(ranks: usize) -> Vec<Context> {
         .map(|r| Context::new(r % count).expect("a context on a present GPU"))
         .collect()
 }
+
+/// NCCL, one process per rank (here one rank; NCCL refuses two ranks on one GPU): with NCCL
+/// loadable, an [`NcclExchange`] rank gives the same bits as the single-process handle, for the
+/// sum, the argmax and the scan. Without NCCL, the clear error. Returns which branch ran.
+pub fn check_nccl_one_rank(ctx: impl Fn() -> Context) -> &'static str {
+    use gpu_reduce::multi::nccl::{NcclExchange, NcclId};
+    assert!(matches!(
+        NcclId::from_hex("zz"),
+        Err(Error::InvalidArgument(_))
+    ));
+    let id = match NcclId::new() {
+        Ok(id) => id,
+        Err(e) => {
+            assert!(
+                matches!(&e, Error::Collective(s) if s.contains("NCCL could not be loaded")),
+                "{e}"
+            );
+            return "NCCL missing: the clear error checked";
+        }
+    };
+    let again = NcclId::from_hex(&id.to_hex()).unwrap();
+    assert_eq!(again.to_hex(), id.to_hex());
+    let c = ctx();
+    if c.backend_kind() == gpu_reduce::BackendKind::Sim {
+        let e = NcclExchange::new(&c, 0, 1, id)
+            .err()
+            .expect("the simulator has no NCCL");
+        assert!(
+            matches!(&e, Error::InvalidArgument(s) if s.contains("CUDA")),
+            "{e}"
+        );
+        return "NCCL present, simulator: the clear error checked";
+    }
+    let n = 3_000_017;
+    let mut rng = SmallRng::seed_from_u64(21);
+    let f: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let single = MultiContext::new(vec![ctx()]).unwrap();
+    let b = single.upload(&f, &[n]).unwrap();
+    let want = single.reduce(&b, Reduction::Sum).unwrap().to_bits();
+    let ex = NcclExchange::new(&c, 0, 1, id).unwrap();
+    let m = MultiContext::rank(c, 0, Box::new(ex)).unwrap();
+    let mut b = m.alloc_zeros::<f32>(&[n]).unwrap();
+    m.upload_local(&mut b, &[&f]).unwrap();
+    assert_eq!(m.reduce(&b, Reduction::Sum).unwrap().to_bits(), want);
+    let mut b1 = single.upload(&f, &[n]).unwrap();
+    assert_eq!(m.argmax(&b).unwrap(), single.argmax(&b1).unwrap());
+    single
+        .scan_in_place(&mut b1, ScanOperator::Sum, ScanKind::Inclusive)
+        .unwrap();
+    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+        .unwrap();
+    let x = single.download(&b1).unwrap();
+    let y = m.download_local(&b).unwrap().remove(0);
+    assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()));
+    "NCCL present: one rank checked"
+}

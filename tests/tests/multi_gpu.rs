@@ -33,3 +33,9 @@ fn one_process_per_rank() {
 fn clear_errors() {
     check_errors(&gpus);
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo xtask test --gpu"]
+fn nccl_one_rank() {
+    println!("{}", check_nccl_one_rank(integration_tests::gpu));
+}

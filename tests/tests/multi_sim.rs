@@ -22,3 +22,8 @@ fn one_process_per_rank() {
 fn clear_errors() {
     check_errors(&sims);
 }
+
+#[test]
+fn nccl_errors() {
+    println!("{}", check_nccl_one_rank(integration_tests::sim));
+}
