@@ -323,3 +323,68 @@ pub fn check_nccl_one_rank(ctx: impl Fn() -> Context) -> &'static str {
     assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()));
     "NCCL present: one rank checked"
 }
+
+/// NCCL across the GPUs present, one thread per rank (each its own context and communicator,
+/// as separate processes would be): the same bits as one process holding every rank, for the
+/// sum and the scan. Needs two GPUs and NCCL (a `*two_gpus` test); returns what ran.
+pub fn check_nccl_threads() -> String {
+    use gpu_reduce::multi::nccl::{NcclExchange, NcclId};
+    let world = gpu_reduce::device_count().expect("a GPU test needs the driver");
+    assert!(world >= 2, "a *two_gpus test run with {world} GPU (the runners skip it there)");
+    let id = NcclId::new().expect("NCCL for a multi-GPU NCCL test");
+    let n = 5_000_011;
+    let mut rng = SmallRng::seed_from_u64(31);
+    let f: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    let t = tile_elems(n as u64, 4) as usize;
+    let mut layout = vec![n / world; world];
+    layout[0] = n / world + t / 2 + 1; // a boundary inside a tile
+    let last = n - layout[..world - 1].iter().sum::<usize>();
+    layout[world - 1] = last;
+    let all = MultiContext::new((0..world).map(|r| Context::new(r).unwrap()).collect()).unwrap();
+    let b = all.upload(&f, &layout).unwrap();
+    let want = all.reduce(&b, Reduction::Sum).unwrap().to_bits();
+    let mut s = all.upload(&f, &layout).unwrap();
+    all.scan_in_place(&mut s, ScanOperator::Sum, ScanKind::Inclusive)
+        .unwrap();
+    let want_scan = all.download_local(&s).unwrap();
+    let offsets: Vec<usize> = layout
+        .iter()
+        .scan(0, |at, &l| {
+            *at += l;
+            Some(*at - l)
+        })
+        .collect();
+    std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..world)
+            .map(|r| {
+                let (f, layout, offsets, want_scan) = (&f, &layout, &offsets, &want_scan);
+                sc.spawn(move || {
+                    let ctx = Context::new(r).unwrap();
+                    let ex = NcclExchange::new(&ctx, r, world, id).unwrap();
+                    let m = MultiContext::rank(ctx, r, Box::new(ex)).unwrap();
+                    let mut b = m.alloc_zeros::<f32>(layout).unwrap();
+                    m.upload_local(&mut b, &[&f[offsets[r]..offsets[r] + layout[r]]])
+                        .unwrap();
+                    assert_eq!(
+                        m.reduce(&b, Reduction::Sum).unwrap().to_bits(),
+                        want,
+                        "rank {r}"
+                    );
+                    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+                        .unwrap();
+                    let got = m.download_local(&b).unwrap().remove(0);
+                    assert!(
+                        got.iter()
+                            .zip(&want_scan[r])
+                            .all(|(p, q)| p.to_bits() == q.to_bits()),
+                        "rank {r}'s scan"
+                    );
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+    format!("NCCL across {world} GPUs: layout {layout:?} checked")
+}

@@ -39,3 +39,9 @@ fn clear_errors() {
 fn nccl_one_rank() {
     println!("{}", check_nccl_one_rank(integration_tests::gpu));
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo xtask test --gpu"]
+fn nccl_across_two_gpus() {
+    println!("{}", check_nccl_threads());
+}
