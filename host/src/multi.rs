@@ -756,15 +756,41 @@ impl MultiContext {
         Ok(())
     }
 
-    /// Set every element of the sharded array to `value`.
+    /// Set every element of the sharded array to `value`, on the devices (a memset: no host
+    /// copy, so arrays larger than host memory fill too).
     pub fn fill<T: ShardElement>(&self, b: &mut ShardedBuffer<T>, value: T) -> Result<()> {
         self.check_owner(b)?;
+        let w = value.to_words();
+        let bits = w[0] as u64
+            | if T::WORDS == 2 {
+                (w[1] as u64) << 32
+            } else {
+                0
+            };
         for ((r, ctx), (buf, pad)) in self.local.iter().zip(&mut b.shards) {
             let len = b.lengths[*r];
-            let host = vec![value; len];
-            ctx.htod_into(&host, buf.view_mut(*pad..*pad + len)?)?;
+            let mut v = buf.view_mut(*pad..*pad + len)?;
+            let (a, _write) = ctx.write(&mut v)?;
+            ctx.fill_raw(a, bits, std::mem::size_of::<T>(), len)?;
         }
         Ok(())
+    }
+
+    /// Element `index` of the logical array, read from the rank that holds it (which must be
+    /// one of this process's).
+    pub fn get<T: ShardElement>(&self, b: &ShardedBuffer<T>, index: usize) -> Result<T> {
+        self.check_owner(b)?;
+        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
+            let o = b.offsets[*r];
+            if (o..o + b.lengths[*r]).contains(&index) {
+                let at = pad + index - o;
+                return Ok(ctx.dtoh(buf.view(at..at + 1)?)?[0]);
+            }
+        }
+        Err(Error::InvalidArgument(format!(
+            "element {index} is not in this process's shards (of {} elements)",
+            b.len()
+        )))
     }
 }
 

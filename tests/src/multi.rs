@@ -330,7 +330,10 @@ pub fn check_nccl_one_rank(ctx: impl Fn() -> Context) -> &'static str {
 pub fn check_nccl_threads() -> String {
     use gpu_reduce::multi::nccl::{NcclExchange, NcclId};
     let world = gpu_reduce::device_count().expect("a GPU test needs the driver");
-    assert!(world >= 2, "a *two_gpus test run with {world} GPU (the runners skip it there)");
+    assert!(
+        world >= 2,
+        "a *two_gpus test run with {world} GPU (the runners skip it there)"
+    );
     let id = NcclId::new().expect("NCCL for a multi-GPU NCCL test");
     let n = 5_000_011;
     let mut rng = SmallRng::seed_from_u64(31);
@@ -387,4 +390,32 @@ pub fn check_nccl_threads() -> String {
         }
     });
     format!("NCCL across {world} GPUs: layout {layout:?} checked")
+}
+
+/// `fill` on the devices (4- and 8-byte elements) and `get` of single elements: ones scanned
+/// give 1, 2, 3, … across shard boundaries; f64 fills keep every bit.
+pub fn check_fill_and_get(make: &dyn Fn(usize) -> Vec<Context>) {
+    let m = MultiContext::new(make(3)).unwrap();
+    let layout = [5000, 1, 7001];
+    let mut b = m.alloc_zeros::<i32>(&layout).unwrap();
+    m.fill(&mut b, 1).unwrap();
+    assert_eq!(m.reduce(&b, Reduction::Sum).unwrap(), 12_002);
+    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+        .unwrap();
+    for i in [0, 4999, 5000, 5001, 12_001] {
+        assert_eq!(m.get(&b, i).unwrap(), i as i32 + 1, "element {i}");
+    }
+    assert!(m.get(&b, 12_002).is_err());
+    let mut d = m.alloc_zeros::<f64>(&layout).unwrap();
+    let v = -1.0f64 / 3.0;
+    m.fill(&mut d, v).unwrap();
+    assert!(
+        m.download(&d)
+            .unwrap()
+            .iter()
+            .all(|x| x.to_bits() == v.to_bits())
+    );
+    let mut u = m.alloc_zeros::<u64>(&layout).unwrap();
+    m.fill(&mut u, 0x0123_4567_89ab_cdef).unwrap();
+    assert_eq!(m.get(&u, 5000).unwrap(), 0x0123_4567_89ab_cdef);
 }

@@ -45,3 +45,9 @@ fn nccl_one_rank() {
 fn nccl_across_two_gpus() {
     println!("{}", check_nccl_threads());
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo xtask test --gpu"]
+fn fill_and_get() {
+    check_fill_and_get(&gpus);
+}

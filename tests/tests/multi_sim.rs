@@ -27,3 +27,8 @@ fn clear_errors() {
 fn nccl_errors() {
     println!("{}", check_nccl_one_rank(integration_tests::sim));
 }
+
+#[test]
+fn fill_and_get() {
+    check_fill_and_get(&sims);
+}

@@ -706,6 +706,50 @@ impl Context {
         }
     }
 
+    /// Set `count` elements of 4 or 8 bytes at device address `addr` to `bits` (the low
+    /// `8 * size` bits), queued on the stream: `cuMemsetD32Async`, and for 8-byte elements two
+    /// strided `cuMemsetD2D32Async` (low and high words). On the simulator at once.
+    pub(crate) fn fill_raw(&self, addr: u64, bits: u64, size: usize, count: usize) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        match (&self.backend, size) {
+            (Backend::Cuda(c), 4) => {
+                let s = c.cu()?;
+                // SAFETY: the caller's memory of `count` 4-byte elements.
+                let r = unsafe { sys::cuMemsetD32Async(addr, bits as u32, count, s) };
+                r.result()
+                    .map_err(Error::driver("filling device memory", 0))
+            }
+            (Backend::Cuda(c), 8) => {
+                let s = c.cu()?;
+                for (off, word) in [(0, bits as u32), (4, (bits >> 32) as u32)] {
+                    // SAFETY: as above, `count` 8-byte elements: one 4-byte word per row of 8.
+                    let r = unsafe { sys::cuMemsetD2D32Async(addr + off, 8, word, 1, count, s) };
+                    r.result()
+                        .map_err(Error::driver("filling device memory", 0))?;
+                }
+                Ok(())
+            }
+            (Backend::Sim, 4 | 8) => {
+                for i in 0..count {
+                    // SAFETY: as above, host memory.
+                    unsafe {
+                        if size == 4 {
+                            (addr as *mut u32).add(i).write(bits as u32);
+                        } else {
+                            (addr as *mut u64).add(i).write(bits);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(Error::InvalidArgument(format!(
+                "a device fill of {size}-byte elements (4 or 8 only)"
+            ))),
+        }
+    }
+
     /// Check a raw pointer handed in for `len` elements of `T`.
     pub(crate) fn check_raw<T>(&self, addr: u64, len: usize) -> Result<Owner> {
         let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {

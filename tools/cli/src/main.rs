@@ -62,6 +62,10 @@ enum Command {
         /// `--backend sim`, simulated devices.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         gpus: Option<u32>,
+        /// With --gpus: fill --n ones on the devices instead of random host data (for arrays
+        /// beyond host or one GPU's memory), check the f32 sum and an i32 scan in place.
+        #[arg(long, requires = "gpus")]
+        ones: bool,
     },
     /// Seed 003's table: BIT, BCAO and the decoupled look-back scan (and CUB when its shim is
     /// given) on the same input, each checked against a CPU scan, times over lengths.
@@ -369,7 +373,26 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             ladder,
             dtype,
             gpus,
+            ones,
         } => {
+            if let (Some(g), true) = (gpus, ones) {
+                let n = n.unwrap_or(1 << 28);
+                let n = usize::try_from(n).map_err(|_| {
+                    gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit"))
+                })?;
+                let ranks = (0..g as usize)
+                    .map(|o| match backend {
+                        BackendArg::Sim => Context::sim(),
+                        _ => Context::new(o),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let ok = gpu_reduce_tools::multi::run_ones(ranks, n)?;
+                return Ok(if ok {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                });
+            }
             if let Some(g) = gpus {
                 let n = n.unwrap_or(1 << 28);
                 let iters = iters.unwrap_or(20) as usize;

@@ -166,3 +166,62 @@ pub fn format_table(rows: &[MultiRow]) -> String {
     }
     s
 }
+
+/// `--ones`: an array too large for the host (and, at 2 x 100 GiB, for one GPU) filled with
+/// ones on the devices: the f32 sum checked against `n`, then the same length of i32 ones
+/// scanned in place and checked at sampled elements against `i + 1` (wrapping). Prints what
+/// ran and returns whether both checks held.
+pub fn run_ones(ranks: Vec<Context>, n: usize) -> Result<bool> {
+    let r = ranks.len();
+    let m = MultiContext::new(ranks)?;
+    let lengths = equal_shards(n, r);
+    let gib = |bytes: usize| bytes as f64 / (1u64 << 30) as f64;
+    let mut ok = true;
+    {
+        let mut b = m.alloc_zeros::<f32>(&lengths)?;
+        m.fill(&mut b, 1.0)?;
+        m.reduce(&b, Reduction::Sum)?;
+        let t = Instant::now();
+        let s = m.reduce(&b, Reduction::Sum)?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let good = ((s as f64) - n as f64).abs() <= 1e-6 * n as f64;
+        ok &= good;
+        println!(
+            "f32 sum of {n} ones ({:.1} GiB over {r} ranks, {:.1} GiB each): {s:e} ({}), {ms:.3} ms, {:.0} GB/s",
+            gib(4 * n),
+            gib(4 * n / r),
+            if good { "ok" } else { "WRONG" },
+            (4 * n) as f64 / (ms * 1e-3) / 1e9
+        );
+    }
+    let mut b = m.alloc_zeros::<i32>(&lengths)?;
+    m.fill(&mut b, 1)?;
+    let t = Instant::now();
+    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let mut samples = vec![0, n - 1];
+    let mut at = 0usize;
+    for l in &lengths {
+        samples.extend(
+            [at.saturating_sub(1), at, at + 1]
+                .into_iter()
+                .filter(|&i| i < n),
+        );
+        at += l;
+    }
+    samples.extend((1..16).map(|k| n / 16 * k));
+    let mut bad = 0;
+    for &i in &samples {
+        if m.get(&b, i)? != (i as u64 + 1) as u32 as i32 {
+            bad += 1;
+        }
+    }
+    ok &= bad == 0;
+    println!(
+        "i32 inclusive sum of {n} ones in place: {} of {} sampled elements right (i + 1, wrapping), {ms:.3} ms, {:.0} GB/s",
+        samples.len() - bad,
+        samples.len(),
+        (8 * n) as f64 / (ms * 1e-3) / 1e9
+    );
+    Ok(ok)
+}
