@@ -104,6 +104,29 @@ enum Command {
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         gpus: Option<u32>,
     },
+    /// One rank of a job with one process per GPU over NCCL: reduce and scan a logical array
+    /// (each element a hash of its index) sharded in equal pieces; prints this rank's view
+    /// (every rank, and any number of ranks, prints the same sum bits).
+    Rank {
+        /// This process's rank.
+        #[arg(long)]
+        rank: usize,
+        /// Ranks of the job.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        world: u64,
+        /// Elements of the logical array.
+        #[arg(long, value_parser = parse_len, default_value = "268435456")]
+        n: u64,
+        /// CUDA device [default: the rank].
+        #[arg(long)]
+        device: Option<usize>,
+        /// File through which rank 0 hands the NCCL id to the others (else GPU_REDUCE_NCCL_ID).
+        #[arg(long)]
+        id_file: Option<std::path::PathBuf>,
+        /// Seed of the array's hash.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+    },
     /// Print the CUDA devices and the embedded PTX's target; with --verbose, also what the
     /// first calls cost in this process (context, kernel loads and JIT, first sum, first scan).
     Info {
@@ -247,6 +270,28 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
     match cli.command {
+        Command::Rank {
+            rank,
+            world,
+            n,
+            device,
+            id_file,
+            seed,
+        } => {
+            let ctx = Context::new(device.unwrap_or(rank))?;
+            let n = usize::try_from(n)
+                .map_err(|_| gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit")))?;
+            let line = gpu_reduce_tools::multi::run_rank(
+                ctx,
+                rank,
+                world as usize,
+                n,
+                seed,
+                id_file.as_deref(),
+            )?;
+            println!("{line}");
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Info { verbose, device } => {
             let lib = &gpu_reduce::BUILTIN;
             println!(

@@ -225,3 +225,93 @@ pub fn run_ones(ranks: Vec<Context>, n: usize) -> Result<bool> {
     );
     Ok(ok)
 }
+
+/// `host rank`: this process is rank `rank` of `world`, one process per GPU over NCCL. The
+/// logical array (`n` f32 and `n` i32, each element a hash of its global index and `seed`, so
+/// the ranks agree on it without sending it) is cut in equal shards; this rank fills its own,
+/// joins the communicator (the id from `GPU_REDUCE_NCCL_ID`, or from `id_file`: rank 0 writes
+/// it, the others wait for it), and prints the sum's bits, the argmax, and its scanned shard's
+/// checksum. Any number of ranks, one rank included, prints the same sum bits.
+pub fn run_rank(
+    ctx: Context,
+    rank: usize,
+    world: usize,
+    n: usize,
+    seed: u64,
+    id_file: Option<&std::path::Path>,
+) -> Result<String> {
+    use gpu_reduce::Error;
+    use gpu_reduce::multi::nccl::{ID_ENV, NcclExchange, NcclId};
+    let id = if std::env::var(ID_ENV).is_ok() {
+        NcclId::from_env()?
+    } else if let Some(path) = id_file {
+        if rank == 0 {
+            let id = NcclId::new()?;
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, id.to_hex())
+                .and_then(|_| std::fs::rename(&tmp, path))
+                .map_err(|e| Error::InvalidArgument(format!("writing {}: {e}", path.display())))?;
+            id
+        } else {
+            let t = Instant::now();
+            loop {
+                if let Ok(s) = std::fs::read_to_string(path) {
+                    break NcclId::from_hex(&s)?;
+                }
+                if t.elapsed().as_secs() > 120 {
+                    return Err(Error::Collective(format!(
+                        "no NCCL id in {} after 120 s (is rank 0 running?)",
+                        path.display()
+                    )));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+    } else {
+        return Err(Error::InvalidArgument(format!(
+            "give the ranks an NCCL id: --id-file PATH or {ID_ENV}"
+        )));
+    };
+    let lengths = equal_shards(n, world);
+    let start: usize = lengths[..rank].iter().sum();
+    let hash = |i: u64| {
+        let mut z = (i ^ seed).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let f: Vec<f32> = (start..start + lengths[rank])
+        .map(|i| (hash(i as u64) >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+        .collect();
+    let x: Vec<i32> = (start..start + lengths[rank])
+        .map(|i| (hash(i as u64) % 201) as i32 - 100)
+        .collect();
+    let ex = NcclExchange::new(&ctx, rank, world, id)?;
+    let m = MultiContext::rank(ctx, rank, Box::new(ex))?;
+    let mut b = m.alloc_zeros::<f32>(&lengths)?;
+    m.upload_local(&mut b, &[&f])?;
+    let sum = m.reduce(&b, Reduction::Sum)?;
+    let t = Instant::now();
+    let sum2 = m.reduce(&b, Reduction::Sum)?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let max = m.argmax(&b)?;
+    let mut s = m.alloc_zeros::<i32>(&lengths)?;
+    m.upload_local(&mut s, &[&x])?;
+    m.scan_in_place(&mut s, ScanOperator::Sum, ScanKind::Inclusive)?;
+    let scanned = m.download_local(&s)?.remove(0);
+    let check = scanned.iter().fold(0u64, |h, &v| {
+        (h ^ v as u32 as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    let last = scanned.last().copied();
+    Ok(format!(
+        "rank {rank}/{world}: f32 sum {sum:e} bits {:#010x} (again: {}), {ms:.3} ms; argmax {max:?}; \
+         i32 scan of elements {start}..{}: last {last:?}, FNV {check:#018x}",
+        sum.to_bits(),
+        if sum2.to_bits() == sum.to_bits() {
+            "same"
+        } else {
+            "OTHER"
+        },
+        start + lengths[rank]
+    ))
+}
