@@ -176,6 +176,9 @@ mod tests {
         // 36 reductions by key (u32/u64 keys x value types x sum/min/max).
         names.extend(crate::by_key::kernel_names());
         assert_eq!(names.len(), 155 + 48 + 36);
+        // 48 tile-partials kernels of the multi-GPU reduction (every built-in operator x type).
+        names.extend(crate::multi::kernel_names());
+        assert_eq!(names.len(), 155 + 48 + 36 + 48);
         for n in &names {
             let ptx = super::BUILTIN
                 .ptx(n)

@@ -950,3 +950,21 @@ pub mod nccl {
         }
     }
 }
+
+/// The names of the tile-partials kernels this module launches (for the library's index test).
+#[cfg(test)]
+pub(crate) fn kernel_names() -> Vec<&'static str> {
+    macro_rules! names {
+        ($($t:ty: $($op:ty),*;)*) => {
+            vec![$($(<$op as TilesInstance<$t>>::TILES_KERNEL.name),*),*]
+        };
+    }
+    names! {
+        i32: Sum, Product, Min, Max, BitAnd, BitOr, BitXor, ArgMin, ArgMax;
+        u32: Sum, Product, Min, Max, BitAnd, BitOr, BitXor, ArgMin, ArgMax;
+        i64: Sum, Product, Min, Max, BitAnd, BitOr, BitXor, ArgMin, ArgMax;
+        u64: Sum, Product, Min, Max, BitAnd, BitOr, BitXor, ArgMin, ArgMax;
+        f32: Sum, Product, Min, Max, ArgMin, ArgMax;
+        f64: Sum, Product, Min, Max, ArgMin, ArgMax;
+    }
+}

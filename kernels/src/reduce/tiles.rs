@@ -136,25 +136,25 @@ use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
 // The built-in operators of the multi-GPU reduction.
 #[cfg(feature = "builtin")]
 reduce_tiles_kernels! {
-    tiles_sum_i32: i32, Sum; tiles_sum_u32: u32, Sum; tiles_sum_i64: i64, Sum;
-    tiles_sum_u64: u64, Sum; tiles_sum_f32: f32, Sum; tiles_sum_f64: f64, Sum;
-    tiles_product_i32: i32, Product; tiles_product_u32: u32, Product;
-    tiles_product_i64: i64, Product; tiles_product_u64: u64, Product;
-    tiles_product_f32: f32, Product; tiles_product_f64: f64, Product;
-    tiles_min_i32: i32, Min; tiles_min_u32: u32, Min; tiles_min_i64: i64, Min;
-    tiles_min_u64: u64, Min; tiles_min_f32: f32, Min; tiles_min_f64: f64, Min;
-    tiles_max_i32: i32, Max; tiles_max_u32: u32, Max; tiles_max_i64: i64, Max;
-    tiles_max_u64: u64, Max; tiles_max_f32: f32, Max; tiles_max_f64: f64, Max;
-    tiles_and_i32: i32, BitAnd; tiles_and_u32: u32, BitAnd;
-    tiles_and_i64: i64, BitAnd; tiles_and_u64: u64, BitAnd;
-    tiles_or_i32: i32, BitOr; tiles_or_u32: u32, BitOr;
-    tiles_or_i64: i64, BitOr; tiles_or_u64: u64, BitOr;
-    tiles_xor_i32: i32, BitXor; tiles_xor_u32: u32, BitXor;
-    tiles_xor_i64: i64, BitXor; tiles_xor_u64: u64, BitXor;
-    tiles_argmin_i32: i32, ArgMin; tiles_argmin_u32: u32, ArgMin;
-    tiles_argmin_i64: i64, ArgMin; tiles_argmin_u64: u64, ArgMin;
-    tiles_argmin_f32: f32, ArgMin; tiles_argmin_f64: f64, ArgMin;
-    tiles_argmax_i32: i32, ArgMax; tiles_argmax_u32: u32, ArgMax;
-    tiles_argmax_i64: i64, ArgMax; tiles_argmax_u64: u64, ArgMax;
-    tiles_argmax_f32: f32, ArgMax; tiles_argmax_f64: f64, ArgMax;
+    reduce_tiles_sum_i32: i32, Sum; reduce_tiles_sum_u32: u32, Sum; reduce_tiles_sum_i64: i64, Sum;
+    reduce_tiles_sum_u64: u64, Sum; reduce_tiles_sum_f32: f32, Sum; reduce_tiles_sum_f64: f64, Sum;
+    reduce_tiles_product_i32: i32, Product; reduce_tiles_product_u32: u32, Product;
+    reduce_tiles_product_i64: i64, Product; reduce_tiles_product_u64: u64, Product;
+    reduce_tiles_product_f32: f32, Product; reduce_tiles_product_f64: f64, Product;
+    reduce_tiles_min_i32: i32, Min; reduce_tiles_min_u32: u32, Min; reduce_tiles_min_i64: i64, Min;
+    reduce_tiles_min_u64: u64, Min; reduce_tiles_min_f32: f32, Min; reduce_tiles_min_f64: f64, Min;
+    reduce_tiles_max_i32: i32, Max; reduce_tiles_max_u32: u32, Max; reduce_tiles_max_i64: i64, Max;
+    reduce_tiles_max_u64: u64, Max; reduce_tiles_max_f32: f32, Max; reduce_tiles_max_f64: f64, Max;
+    reduce_tiles_and_i32: i32, BitAnd; reduce_tiles_and_u32: u32, BitAnd;
+    reduce_tiles_and_i64: i64, BitAnd; reduce_tiles_and_u64: u64, BitAnd;
+    reduce_tiles_or_i32: i32, BitOr; reduce_tiles_or_u32: u32, BitOr;
+    reduce_tiles_or_i64: i64, BitOr; reduce_tiles_or_u64: u64, BitOr;
+    reduce_tiles_xor_i32: i32, BitXor; reduce_tiles_xor_u32: u32, BitXor;
+    reduce_tiles_xor_i64: i64, BitXor; reduce_tiles_xor_u64: u64, BitXor;
+    reduce_tiles_argmin_i32: i32, ArgMin; reduce_tiles_argmin_u32: u32, ArgMin;
+    reduce_tiles_argmin_i64: i64, ArgMin; reduce_tiles_argmin_u64: u64, ArgMin;
+    reduce_tiles_argmin_f32: f32, ArgMin; reduce_tiles_argmin_f64: f64, ArgMin;
+    reduce_tiles_argmax_i32: i32, ArgMax; reduce_tiles_argmax_u32: u32, ArgMax;
+    reduce_tiles_argmax_i64: i64, ArgMax; reduce_tiles_argmax_u64: u64, ArgMax;
+    reduce_tiles_argmax_f32: f32, ArgMax; reduce_tiles_argmax_f64: f64, ArgMax;
 }
