@@ -164,3 +164,30 @@ pub fn check_bench_sweep_half(ctx: &Context, dir: &std::path::Path, sizes: &[u64
     assert!(!bench::plot::write_plots(&sweep, dir).unwrap().is_empty());
     assert!(dir.join("scan-bf16-time.svg").exists());
 }
+
+/// The multi-GPU ops of the sweep (`multi-reduce`, `multi-scan`): one rank and all ranks at
+/// each size, every row checked (on the simulator: two simulated devices).
+pub fn check_bench_multi(ctx: &Context, sizes: &[u64]) {
+    let config = SweepConfig {
+        ops: vec![Op::MultiReduce, Op::MultiScan],
+        dtypes: vec![Dtype::F32],
+        sizes: sizes.to_vec(),
+        iters: 2,
+        warmup: 1,
+        ladder: false,
+        seed: 7,
+    };
+    let sweep = bench::run_sweep(ctx, None, &config, "test", |_| {}, || {}).unwrap();
+    for &n in sizes {
+        for op in ["multi-GPU sum", "multi-GPU scan"] {
+            let rows: Vec<_> = sweep
+                .measurements
+                .iter()
+                .filter(|m| m.n == n && m.op == op)
+                .collect();
+            assert_eq!(rows.len(), 2, "{op} n={n}: one rank and all ranks");
+            assert!(rows.iter().all(|m| m.checked), "{op} n={n}");
+            assert!(rows[0].method.contains("over 1 GPU"), "{}", rows[0].method);
+        }
+    }
+}

@@ -24,3 +24,8 @@ fn bench_sweep_f16_and_bf16() {
     check_bench_sweep_half(&sim(), &dir, &[1000, 1 << 11, 4097]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bench_multi_gpu_ops() {
+    integration_tests::bench::check_bench_multi(&sim(), &[5000, 1 << 13]);
+}

@@ -26,6 +26,8 @@ pub struct MultiRow {
     pub per_gpu_gbs: f64,
     pub checked: bool,
     pub note: String,
+    /// Every timed run (ms).
+    pub times: Vec<f64>,
 }
 
 /// Equal shards of `n` over `ranks` (the first ones one longer).
@@ -143,6 +145,7 @@ fn row(
         per_gpu_gbs: total / ranks as f64,
         checked,
         note,
+        times: times.to_vec(),
     }
 }
 

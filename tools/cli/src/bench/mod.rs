@@ -44,6 +44,11 @@ pub enum Op {
     /// Inclusive sum scan by key, u32 keys and f32 values (issue 16's by-key ratio, independent
     /// of `--sizes`), against CUB's DeviceScan::InclusiveSumByKey and the memory limit.
     ScanByKey,
+    /// The sharded f32 sum over every GPU present (two simulated devices on the simulator)
+    /// against one GPU holding the same total, at each of `--sizes` (`gpu_reduce::multi`).
+    MultiReduce,
+    /// The sharded i32 inclusive sum in place, as `multi-reduce`.
+    MultiScan,
 }
 
 /// Element types of the sweep.
@@ -600,6 +605,49 @@ pub fn run_sweep_cubs(
             &mut progress,
         )?;
         sweep.measurements.extend(rows);
+    }
+    for (op, mop) in [
+        (Op::MultiReduce, crate::multi::MultiOp::Reduce),
+        (Op::MultiScan, crate::multi::MultiOp::Scan),
+    ] {
+        if !config.ops.contains(&op) {
+            continue;
+        }
+        let sim = ctx.backend_kind() == BackendKind::Sim;
+        let gpus = if sim { 2 } else { gpu_reduce::device_count()? };
+        let make = |r: usize| -> Result<Vec<Context>> {
+            (0..r)
+                .map(|o| if sim { Context::sim() } else { Context::new(o) })
+                .collect()
+        };
+        for &n in &config.sizes {
+            let rows = crate::multi::run(
+                &make,
+                mop,
+                n as usize,
+                gpus,
+                config.iters,
+                config.warmup,
+                config.seed,
+            )?;
+            let (name, dtype, bytes) = match mop {
+                crate::multi::MultiOp::Reduce => ("multi-GPU sum", "f32", 4 * n),
+                crate::multi::MultiOp::Scan => ("multi-GPU scan", "i32", 8 * n),
+            };
+            for r in rows {
+                sweep.measurements.push(case_measurement(
+                    name,
+                    dtype,
+                    &format!("sharded over {} GPU(s): {}", r.ranks, r.note),
+                    Family::Ours,
+                    n,
+                    bytes,
+                    &r.times,
+                    r.checked,
+                    sim,
+                ));
+            }
+        }
     }
     if config.ops.contains(&Op::ScanByKey) {
         let rows = by_key::scan_by_key_cases(
