@@ -112,19 +112,7 @@ pub fn check_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
                 let mut b = m.upload(&x, &layout).unwrap();
                 m.scan_in_place(&mut b, op, kind).unwrap();
                 let got = m.download(&b).unwrap();
-                let mut acc = op.identity::<i64>();
-                let want: Vec<i64> = x
-                    .iter()
-                    .map(|&v| {
-                        let before = acc;
-                        acc = op.combine(acc, v);
-                        if kind == ScanKind::Inclusive {
-                            acc
-                        } else {
-                            before
-                        }
-                    })
-                    .collect();
+                let want = gpu_reduce_tools::cpu::cpu_scan(&x, op, kind);
                 assert_eq!(got, want, "{} {} layout {layout:?}", op.name(), kind.name());
             }
         }

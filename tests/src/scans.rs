@@ -40,23 +40,7 @@ pub fn tree_scan_depth(n: usize) -> u64 {
 /// Inclusive prefixes of `data` in f64, compensated (Neumaier): within a few f64 ulps of
 /// exact. Also the prefixes of `|x|`, which scale the error bounds.
 pub fn f64_prefixes<T: TestElem>(data: &[T]) -> (Vec<f64>, Vec<f64>) {
-    let (mut s, mut c, mut a) = (0.0f64, 0.0f64, 0.0f64);
-    let mut sums = Vec::with_capacity(data.len());
-    let mut abs = Vec::with_capacity(data.len());
-    for x in data {
-        let x = x.to_f64();
-        let t = s + x;
-        c += if s.abs() >= x.abs() {
-            (s - t) + x
-        } else {
-            (x - t) + s
-        };
-        s = t;
-        a += x.abs();
-        sums.push(s + c);
-        abs.push(a);
-    }
-    (sums, abs)
+    gpu_reduce_tools::cpu::compensated_prefixes(data.iter().map(|x| x.to_f64())).unzip()
 }
 
 /// `got` (at least `input.len()` elements; only those are checked) against the scan of `input`

@@ -13,8 +13,14 @@ pub fn sum_f64(data: &[f32]) -> (f64, f64) {
 /// most `2 eps |s| + O(n eps^2) sum|x|` (Higham, 2002, §4.3): exact to within about an f64
 /// rounding of the result for f32 inputs in [-1, 1) up to billions of them.
 pub fn sum_compensated(xs: impl IntoIterator<Item = f64>) -> (f64, f64) {
+    compensated_prefixes(xs).last().unwrap_or((0.0, 0.0))
+}
+
+/// [`sum_compensated`] after every element: the compensated inclusive prefixes and the
+/// prefixes of the magnitudes (which scale a scan's error bounds).
+pub fn compensated_prefixes(xs: impl IntoIterator<Item = f64>) -> impl Iterator<Item = (f64, f64)> {
     let (mut s, mut c, mut a) = (0.0f64, 0.0f64, 0.0f64);
-    for x in xs {
+    xs.into_iter().map(move |x| {
         let t = s + x;
         c += if s.abs() >= x.abs() {
             (s - t) + x
@@ -23,8 +29,8 @@ pub fn sum_compensated(xs: impl IntoIterator<Item = f64>) -> (f64, f64) {
         };
         s = t;
         a += x.abs();
-    }
-    (s + c, a)
+        (s + c, a)
+    })
 }
 
 /// Height of the reduction's summation tree for `n` elements of `elem_bytes`: the longest chain

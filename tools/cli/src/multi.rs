@@ -100,12 +100,8 @@ pub fn run(
                 let m = MultiContext::new(make(r)?)?;
                 let mut b = m.upload(&x, &equal_shards(n, r))?;
                 m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
-                let got = m.download(&b)?;
-                let mut acc = 0i32;
-                let ok = x.iter().zip(&got).all(|(&v, &g)| {
-                    acc = acc.wrapping_add(v);
-                    acc == g
-                });
+                let ok = m.download(&b)?
+                    == crate::cpu::cpu_scan(&x, ScanOperator::Sum, ScanKind::Inclusive);
                 let mut times = Vec::with_capacity(iters);
                 for i in 0..warmup + iters {
                     let t = Instant::now();
