@@ -171,14 +171,15 @@ mod tests {
         // 2 dot products.
         names.extend(crate::transform::kernel_names());
         assert_eq!(names.len(), 155);
-        // 48 segmented reductions (every built-in operator x type, argmin/argmax included).
+        // 48 segmented reductions (every built-in operator x type, argmin/argmax included),
+        // and as many for fixed-size long rows.
         names.extend(crate::segmented::kernel_names());
         // 36 reductions by key (u32/u64 keys x value types x sum/min/max).
         names.extend(crate::by_key::kernel_names());
-        assert_eq!(names.len(), 155 + 48 + 36);
+        assert_eq!(names.len(), 155 + 96 + 36);
         // 48 tile-partials kernels of the multi-GPU reduction (every built-in operator x type).
         names.extend(crate::multi::kernel_names());
-        assert_eq!(names.len(), 155 + 48 + 36 + 48);
+        assert_eq!(names.len(), 155 + 96 + 36 + 48);
         for n in &names {
             let ptx = super::BUILTIN
                 .ptx(n)

@@ -27,7 +27,7 @@ use kernels::Kernel;
 use kernels::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
 use kernels::reduce::segmented::{
     BAD_DECREASING, BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, OWNER_WORDS, SEGMENTS_PER_BLOCK,
-    SegmentedReduceInstance, SimSegmentedFn,
+    SegmentedReduceInstance, SimSegmentedFn, WARP_MAX, rows_chunks_per_row, rows_workspace_bytes,
 };
 
 use crate::error::{Error, Result};
@@ -35,8 +35,26 @@ use crate::reduce::{DeviceElement, Reduction};
 use crate::runtime::LaunchShape;
 use crate::runtime::{Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary};
 
-/// A segmented reduction kernel as the host calls it (`Out` is what it writes per segment).
-pub type SegmentedKernel<T, Out> = Kernel<SimSegmentedFn<T, Out>>;
+/// A segmented reduction's kernels as the host calls them (`Out` is what they write per
+/// segment): the general one, and the one for fixed-size rows longer than
+/// [`WARP_MAX`](kernels::reduce::segmented::WARP_MAX) (the same bits for those rows).
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentedKernel<T, Out> {
+    /// Offsets of any kind, and fixed-size rows up to `WARP_MAX` elements.
+    pub general: Kernel<SimSegmentedFn<T, Out>>,
+    /// Fixed-size rows longer than `WARP_MAX` elements.
+    pub rows: Kernel<SimSegmentedFn<T, Out>>,
+}
+
+impl<T: kernels::ops::Element, Out> SegmentedKernel<T, Out> {
+    /// The kernels `segmented_reduce_kernels!` exported for operator `O`.
+    pub fn of<O: SegmentedReduceInstance<T, Out = Out>>() -> Self {
+        Self {
+            general: O::KERNEL,
+            rows: O::ROWS_KERNEL,
+        }
+    }
+}
 
 /// Element types of the built-in segmented reductions (i32, u32, i64, u64, f32, f64): the
 /// kernels come from the `kernels` crate's `segmented_reduce_kernels!` invocation.
@@ -54,9 +72,9 @@ macro_rules! element {
     ($t:ty, int) => {
         element!(
             $t,
-            Some(<BitAnd as SegmentedReduceInstance<$t>>::KERNEL),
-            Some(<BitOr as SegmentedReduceInstance<$t>>::KERNEL),
-            Some(<BitXor as SegmentedReduceInstance<$t>>::KERNEL)
+            Some(SegmentedKernel::of::<BitAnd>()),
+            Some(SegmentedKernel::of::<BitOr>()),
+            Some(SegmentedKernel::of::<BitXor>())
         );
     };
     ($t:ty, float) => {
@@ -66,20 +84,20 @@ macro_rules! element {
         impl SegmentedElement for $t {
             fn segmented_kernel(op: Reduction) -> Option<SegmentedKernel<Self, Self>> {
                 match op {
-                    Reduction::Sum => Some(<Sum as SegmentedReduceInstance<$t>>::KERNEL),
-                    Reduction::Product => Some(<Product as SegmentedReduceInstance<$t>>::KERNEL),
-                    Reduction::Min => Some(<Min as SegmentedReduceInstance<$t>>::KERNEL),
-                    Reduction::Max => Some(<Max as SegmentedReduceInstance<$t>>::KERNEL),
+                    Reduction::Sum => Some(SegmentedKernel::of::<Sum>()),
+                    Reduction::Product => Some(SegmentedKernel::of::<Product>()),
+                    Reduction::Min => Some(SegmentedKernel::of::<Min>()),
+                    Reduction::Max => Some(SegmentedKernel::of::<Max>()),
                     Reduction::And => $and,
                     Reduction::Or => $or,
                     Reduction::Xor => $xor,
                 }
             }
             fn segmented_argmin_kernel() -> SegmentedKernel<Self, Self> {
-                <ArgMin as SegmentedReduceInstance<$t>>::KERNEL
+                SegmentedKernel::of::<ArgMin>()
             }
             fn segmented_argmax_kernel() -> SegmentedKernel<Self, Self> {
-                <ArgMax as SegmentedReduceInstance<$t>>::KERNEL
+                SegmentedKernel::of::<ArgMax>()
             }
         }
     };
@@ -138,6 +156,11 @@ struct SegmentedWorkspace {
     /// kernel left cleared. Another layout puts owner words where entries or partials were, so
     /// it clears them first.
     layout: (u64, u64),
+    /// The long-rows kernel's counters (zero between launches) and chunk partials.
+    rows: Option<DeviceBuffer<u64>>,
+    /// The row count of the last launch that used `rows`: the layout it left its counters
+    /// cleared in.
+    rows_count: u64,
     /// Test override of the physical grid (0: automatic).
     grid_override: u32,
 }
@@ -227,7 +250,7 @@ impl Context {
         if writes_index != index_out.is_some() {
             return Err(invalid(format!(
                 "kernel `{}` {} an index output",
-                k.name,
+                k.general.name,
                 if writes_index { "needs" } else { "takes no" }
             )));
         }
@@ -243,6 +266,10 @@ impl Context {
         if count == 0 {
             return Ok(());
         }
+        if begin.is_none() && segment_len > WARP_MAX {
+            return self.launch_rows(lib, &k.rows, input, segment_len, out, index_out);
+        }
+        let k = &k.general;
         let offsets = begin.is_some();
         if offsets && self.capturing()? {
             return Err(invalid(
@@ -403,6 +430,112 @@ impl Context {
         } else {
             format!("segment {s}: offsets {b}..{e} reach past the end of the input ({n} elements)")
         }))
+    }
+
+    /// The rows kernel over `out.len()` rows of `segment_len` (> `WARP_MAX`) elements; the
+    /// lengths are checked by the caller. Never blocks (no read-back); capturable.
+    fn launch_rows<T: DeviceElement, Out: Copy>(
+        &self,
+        lib: &'static KernelLibrary,
+        k: &Kernel<SimSegmentedFn<T, Out>>,
+        input: DeviceView<'_, T>,
+        segment_len: u64,
+        mut out: DeviceViewMut<'_, Out>,
+        mut index_out: Option<DeviceViewMut<'_, u64>>,
+    ) -> Result<()> {
+        let rows = out.len() as u64;
+        let elem = std::mem::size_of::<T>() as u64;
+        // Accumulators are at most 16 bytes (what a shuffle moves).
+        let bytes = usize::try_from(rows_workspace_bytes(rows, segment_len, elem, 16))
+            .map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
+        let counter_bytes = (4 * rows as usize).div_ceil(16) * 16;
+        let ws = self.workspace::<SegmentedWorkspace>();
+        let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+        let scratch = if bytes == 0 {
+            0
+        } else {
+            match self.graph_scratch(bytes)? {
+                // Captured: the graph's own scratch, its counters cleared in the graph.
+                Some(base) => {
+                    self.memset_raw(base, counter_bytes)?;
+                    base
+                }
+                None => {
+                    // Counters are zero between launches (each row's last block clears its
+                    // own); a fresh buffer starts zeroed.
+                    let words = bytes.div_ceil(8);
+                    if ws.rows.as_ref().is_none_or(|b| b.len() < words) {
+                        ws.rows = None; // free the old one first
+                        ws.rows = Some(self.alloc_zeros::<u64>(words.max(1024))?);
+                        ws.rows_count = rows;
+                    }
+                    let Some(b) = &ws.rows else {
+                        unreachable!("allocated just above")
+                    };
+                    let addr = self.scratch_addr(b);
+                    // Another row count moves the partials over where counters were (or the
+                    // reverse): clear the counters first.
+                    if ws.rows_count != rows {
+                        self.memset_raw(addr, counter_bytes)?;
+                        ws.rows_count = rows;
+                    }
+                    addr
+                }
+            }
+        };
+        let units = rows * rows_chunks_per_row(segment_len, elem);
+        let cap = match (ws.grid_override, &self.backend) {
+            (0, Backend::Cuda(_)) => 1 << 30,
+            (0, Backend::Sim) => SIM_GRID,
+            (g, _) => g,
+        };
+        let grid = units.min(cap as u64) as u32;
+        let (input_addr, _input_access) = self.read(&input)?;
+        let (out_addr, _out_access) = self.write(&mut out)?;
+        let index_write = index_out.as_mut().map(|ix| self.write(ix)).transpose()?;
+        let index_addr = index_write.as_ref().map_or(0, |r| r.0);
+        let (n, zero) = (input.len() as u64, 0u64);
+        let sim = k.sim;
+        // SAFETY: the arguments of the segmented kernels in order (`rows_device` reads input,
+        // segment_len, k, out, index_out and ws); the input holds exactly rows x segment_len
+        // elements, the outputs `rows` each, the scratch `rows_workspace_bytes`.
+        unsafe {
+            self.launch(
+                lib,
+                k.name,
+                LaunchShape::linear(grid, BLOCK, 0),
+                |b| {
+                    b.arg(&input_addr)
+                        .arg(&n)
+                        .arg(&zero)
+                        .arg(&zero)
+                        .arg(&segment_len)
+                        .arg(&rows)
+                        .arg(&out_addr)
+                        .arg(&index_addr)
+                        .arg(&zero)
+                        .arg(&scratch)
+                        .arg(&zero)
+                        .arg(&zero);
+                },
+                || {
+                    sim(
+                        input_addr as *const T,
+                        n,
+                        std::ptr::null(),
+                        std::ptr::null(),
+                        segment_len,
+                        rows,
+                        out_addr as *mut Out,
+                        index_addr as *mut u64,
+                        std::ptr::null_mut(),
+                        scratch as *mut u64,
+                        0,
+                        0,
+                    )
+                },
+            )
+        }
     }
 
     fn segmented_kernel_for<T: SegmentedElement>(op: Reduction) -> Result<SegmentedKernel<T, T>> {
@@ -586,7 +719,7 @@ impl Context {
     }
 
     /// A user operator's segmented reduction: `O`'s kernel over `T`, exported by
-    /// `kernels::segmented_reduce_kernels! { name: T, O; }` in a kernel crate whose PTX `lib`
+    /// `kernels::segmented_reduce_kernels! { name, rows_name: T, O; }` in a kernel crate whose PTX `lib`
     /// embeds; `out[s]` gets segment `s`'s accumulator. (Instances exported with the `arg`
     /// form write values and indices: call those through [`Context::segmented_arg_custom`].)
     pub fn segmented_reduce_custom<'a, T: DeviceElement, O: SegmentedReduceInstance<T>>(
@@ -601,7 +734,7 @@ impl Context {
     {
         self.launch_segmented(
             lib,
-            &O::KERNEL,
+            &SegmentedKernel::of::<O>(),
             O::WRITES_INDEX,
             input.into(),
             segments,
@@ -611,7 +744,7 @@ impl Context {
     }
 
     /// A user operator's segmented reduction exported with the `arg` form of
-    /// `kernels::segmented_reduce_kernels!` (`name: T, O, arg;`): values to `values[s]`, indices
+    /// `kernels::segmented_reduce_kernels!` (`name, rows_name: T, O, arg;`): values to `values[s]`, indices
     /// within the segment to `indices[s]`.
     pub fn segmented_arg_custom<'a, T: DeviceElement, O: SegmentedReduceInstance<T>>(
         &self,
@@ -626,7 +759,7 @@ impl Context {
     {
         self.launch_segmented(
             lib,
-            &O::KERNEL,
+            &SegmentedKernel::of::<O>(),
             O::WRITES_INDEX,
             input.into(),
             segments,
@@ -636,7 +769,8 @@ impl Context {
     }
 }
 
-/// Every built-in segmented kernel's name (48), for the library's kernel-index test.
+/// Every built-in segmented kernel's name (48 general, 48 for long rows), for the library's
+/// kernel-index test.
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
     fn of<T: SegmentedElement>(names: &mut Vec<&'static str>) {
@@ -644,10 +778,11 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
             Reduction::ALL
                 .iter()
                 .filter_map(|&op| T::segmented_kernel(op))
-                .map(|k| k.name),
+                .flat_map(|k| [k.general.name, k.rows.name]),
         );
-        names.push(T::segmented_argmin_kernel().name);
-        names.push(T::segmented_argmax_kernel().name);
+        for k in [T::segmented_argmin_kernel(), T::segmented_argmax_kernel()] {
+            names.extend([k.general.name, k.rows.name]);
+        }
     }
     let mut names = vec![];
     of::<i32>(&mut names);
@@ -656,6 +791,6 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
     of::<u64>(&mut names);
     of::<f32>(&mut names);
     of::<f64>(&mut names);
-    assert_eq!(names.len(), 48);
+    assert_eq!(names.len(), 96);
     names
 }

@@ -630,6 +630,25 @@ pub fn check_grid_independent(ctx: &Context) {
     for g in [1, 3, 7] {
         assert!(run(Some(g)) == auto, "grid {g} changed the bits");
     }
+    // Fixed-size long rows (their own kernel): rows of 32773 f32 start at every alignment,
+    // so some have one chunk and some two.
+    let (rows, cols) = (7, 32_773);
+    let rdata: Vec<f32> = crate::random_f32(rows * cols, 4);
+    let rx = ctx.htod(&rdata).unwrap();
+    let run = |grid: Option<u32>| {
+        ctx.set_segmented_grid_limit(grid);
+        let mut out = ctx.alloc_zeros::<f32>(rows).unwrap();
+        ctx.segmented_reduce_fixed(&rx, cols, Reduction::Sum, &mut out)
+            .unwrap();
+        ctx.dtoh(&out).unwrap().iter().map(|f| f.to_bits()).collect::<Vec<_>>()
+    };
+    let rows_auto = run(None);
+    for g in [1, 2, 5] {
+        assert!(run(Some(g)) == rows_auto, "rows: grid {g} changed the bits");
+    }
+    for (r, row) in rdata.chunks(cols).enumerate() {
+        assert_eq!(rows_auto[r], model::<f32, Sum>(row, r * cols).to_bits(), "row {r}");
+    }
     ctx.set_segmented_grid_limit(None);
     for s in 0..k {
         let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];

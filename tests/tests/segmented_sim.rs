@@ -35,6 +35,8 @@ fn fixed_rows() {
     check_fixed_rows::<f64>(&ctx, 3, 100_000);
     check_fixed_rows::<i32>(&ctx, 3, 100_000);
     check_fixed_rows::<u64>(&ctx, 17, 1);
+    check_fixed_rows::<f32>(&ctx, 40, 1025);
+    check_fixed_rows::<f32>(&ctx, 6, 32_773);
 }
 
 #[test]
