@@ -42,7 +42,7 @@ pub use runtime::{
 };
 pub use scan::{ByKeyKernel, ScanElement, ScanKind, ScanOperator};
 pub use segmented::{SegmentedElement, Segments};
-pub use transform::{DotElement, Moments, NormElement};
+pub use transform::{DotElement, Moments, MomentsAcc, NormElement};
 
 pub use cudarc;
 pub use kernels;

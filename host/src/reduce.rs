@@ -519,7 +519,7 @@ impl Context {
     }
 
     /// Leave `k`'s result on the device in `out[0]`.
-    fn reduce_into_buf<T: DeviceElement, A: Copy>(
+    pub(crate) fn reduce_into_buf<T: DeviceElement, A: Copy>(
         &self,
         lib: &'static KernelLibrary,
         k: &ReduceKernel<T, A>,

@@ -8,9 +8,12 @@ use kernels::reduce::ReduceInstance;
 use kernels::reduce::dot::{Dot, Reduce2Instance};
 use kernels::reduce::transform::{MeanVar, MinMax, ScaledSsq, SumSquares};
 
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+use kernels::reduce::transform::MeanVarAcc;
+
 use crate::error::{Error, Result};
-use crate::reduce::DeviceElement;
-use crate::runtime::{Context, DeviceView};
+use crate::reduce::{DeviceElement, ReduceKernel};
+use crate::runtime::{Context, DeviceView, DeviceViewMut};
 
 /// Mean and variance of f32 data ([`Context::mean_var`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -23,6 +26,82 @@ pub struct Moments {
     pub variance: f32,
     /// Sample variance: sum of squared deviations / (count - 1); NaN for one element.
     pub sample_variance: f32,
+}
+
+/// Count, mean and `m2` (the sum of squared deviations) as [`Context::mean_var_into`] leaves
+/// them on the device: the kernel's accumulator (`kernels::reduce::transform::MeanVarAcc`),
+/// field for field, for device buffers.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct MomentsAcc {
+    /// Elements (0: empty input).
+    pub count: u32,
+    /// Their mean.
+    pub mean: f32,
+    /// Sum of squared deviations from the mean.
+    pub m2: f32,
+}
+
+// SAFETY: plain `repr(C)` numbers, every bit pattern valid (all-zero: the empty accumulator).
+unsafe impl DeviceRepr for MomentsAcc {}
+// SAFETY: as above.
+unsafe impl ValidAsZeroBits for MomentsAcc {}
+
+const _: () = assert!(std::mem::size_of::<MomentsAcc>() == std::mem::size_of::<MeanVarAcc>());
+
+impl MomentsAcc {
+    /// The variances, as [`Context::mean_var`] gives them (`None` when empty).
+    pub fn moments(self) -> Option<Moments> {
+        (self.count > 0).then(|| Moments {
+            count: self.count as u64,
+            mean: self.mean,
+            variance: (self.m2 as f64 / self.count as f64) as f32,
+            sample_variance: if self.count > 1 {
+                (self.m2 as f64 / (self.count - 1) as f64) as f32
+            } else {
+                f32::NAN
+            },
+        })
+    }
+}
+
+/// The simulator's mean-and-variance kernel with the host's accumulator type (the same
+/// `repr(C)` layout).
+///
+/// # Safety
+/// As the kernel.
+#[allow(clippy::too_many_arguments)] // the kernel's parameters
+unsafe fn sim_mean_var(
+    input: *const f32,
+    n: u64,
+    tiles: u32,
+    partials: *mut MomentsAcc,
+    retire: *mut u32,
+    out: *mut MomentsAcc,
+    done: *mut u32,
+    seq: u32,
+) {
+    let k = <MeanVar as ReduceInstance<f32>>::KERNEL;
+    // SAFETY: the caller's arguments; MomentsAcc and MeanVarAcc share their layout.
+    unsafe { (k.sim)(input, n, tiles, partials.cast(), retire, out.cast(), done, seq) }
+}
+
+/// The mean-and-variance kernel as the host calls it, accumulating into [`MomentsAcc`].
+fn mean_var_kernel() -> ReduceKernel<f32, MomentsAcc> {
+    kernels::Kernel {
+        name: <MeanVar as ReduceInstance<f32>>::KERNEL.name,
+        sim: sim_mean_var,
+    }
+}
+
+fn check_mean_var_len(n: usize) -> Result<()> {
+    if n as u64 > u32::MAX as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "mean_var takes at most {} elements (a 32-bit count), not {n}",
+            u32::MAX
+        )));
+    }
+    Ok(())
 }
 
 /// Element types with a sum of squares and a norm: f32 (accumulated in f64, exact squares)
@@ -103,25 +182,24 @@ impl Context {
     /// ```
     pub fn mean_var<'a>(&self, x: impl Into<DeviceView<'a, f32>>) -> Result<Option<Moments>> {
         let x = x.into();
-        if x.len() as u64 > u32::MAX as u64 {
-            return Err(Error::InvalidArgument(format!(
-                "mean_var takes at most {} elements (a 32-bit count), not {}",
-                u32::MAX,
-                x.len()
-            )));
-        }
-        let k = <MeanVar as ReduceInstance<f32>>::KERNEL;
-        let a = self.reduce_to_host(&crate::BUILTIN, &k, x)?;
-        Ok((a.count > 0).then(|| Moments {
-            count: a.count as u64,
-            mean: a.mean,
-            variance: (a.m2 as f64 / a.count as f64) as f32,
-            sample_variance: if a.count > 1 {
-                (a.m2 as f64 / (a.count - 1) as f64) as f32
-            } else {
-                f32::NAN
-            },
-        }))
+        check_mean_var_len(x.len())?;
+        Ok(self
+            .reduce_to_host(&crate::BUILTIN, &mean_var_kernel(), x)?
+            .moments())
+    }
+
+    /// [`Context::mean_var`] left on the device: `out[0]` gets the count, mean and `m2`
+    /// (variance = m2 / count; count 0 for empty input), for work that goes on on the GPU
+    /// (normalising by them) with no round trip. Queued on the context's stream; never
+    /// blocks the host; can be captured into a CUDA graph.
+    pub fn mean_var_into<'a, 'b>(
+        &self,
+        x: impl Into<DeviceView<'a, f32>>,
+        out: impl Into<DeviceViewMut<'b, MomentsAcc>>,
+    ) -> Result<()> {
+        let x = x.into();
+        check_mean_var_len(x.len())?;
+        self.reduce_into_buf(&crate::BUILTIN, &mean_var_kernel(), x, out.into())
     }
 
     /// The smallest and the largest element in one pass (`Min`'s and `Max`'s semantics: a NaN

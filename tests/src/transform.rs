@@ -1,7 +1,7 @@
 //! Maps applied on load: sum of squares, norm, mean and variance, min and max together.
 //! Bodies shared by the simulator tests (CI) and the GPU tests.
 
-use gpu_reduce::Context;
+use gpu_reduce::{Context, MomentsAcc};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 fn uniform_f32(n: usize, seed: u64, center: f32, half_width: f32) -> Vec<f32> {
@@ -80,6 +80,10 @@ pub fn check_mean_var(ctx: &Context, n: usize) {
         }
         let b = ctx.htod(&x).unwrap();
         let m = ctx.mean_var(&b).unwrap().expect("non-empty");
+        // The same accumulator left on the device.
+        let mut acc = ctx.alloc_zeros::<MomentsAcc>(1).unwrap();
+        ctx.mean_var_into(&b, &mut acc).unwrap();
+        assert_eq!(ctx.dtoh(&acc).unwrap()[0].moments(), Some(m));
         let nf = n as f64;
         let mean: f64 = x.iter().map(|&v| v as f64).sum::<f64>() / nf;
         let var: f64 = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / nf;
@@ -102,10 +106,22 @@ pub fn check_mean_var(ctx: &Context, n: usize) {
     }
     let e = ctx.alloc_zeros::<f32>(0).unwrap();
     assert_eq!(ctx.mean_var(&e).unwrap(), None);
+    let mut acc = ctx.htod(&[MomentsAcc { count: 7, mean: 1.0, m2: 1.0 }]).unwrap();
+    ctx.mean_var_into(&e, &mut acc).unwrap();
+    assert_eq!(ctx.dtoh(&acc).unwrap()[0], MomentsAcc::default());
+    let mut none = ctx.alloc_zeros::<MomentsAcc>(0).unwrap();
+    assert!(matches!(
+        ctx.mean_var_into(&b_one(ctx), &mut none),
+        Err(gpu_reduce::Error::InvalidArgument(_))
+    ));
     let one = ctx.htod(&[2.5f32]).unwrap();
     let m = ctx.mean_var(&one).unwrap().unwrap();
     assert_eq!((m.count, m.mean, m.variance), (1, 2.5, 0.0));
     assert!(m.sample_variance.is_nan());
+}
+
+fn b_one(ctx: &Context) -> gpu_reduce::DeviceBuffer<f32> {
+    ctx.htod(&[1.0f32]).unwrap()
 }
 
 /// Min and max together, every type, with the full reduce's semantics.
