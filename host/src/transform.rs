@@ -83,7 +83,18 @@ unsafe fn sim_mean_var(
 ) {
     let k = <MeanVar as ReduceInstance<f32>>::KERNEL;
     // SAFETY: the caller's arguments; MomentsAcc and MeanVarAcc share their layout.
-    unsafe { (k.sim)(input, n, tiles, partials.cast(), retire, out.cast(), done, seq) }
+    unsafe {
+        (k.sim)(
+            input,
+            n,
+            tiles,
+            partials.cast(),
+            retire,
+            out.cast(),
+            done,
+            seq,
+        )
+    }
 }
 
 /// The mean-and-variance kernel as the host calls it, accumulating into [`MomentsAcc`].

@@ -640,14 +640,22 @@ pub fn check_grid_independent(ctx: &Context) {
         let mut out = ctx.alloc_zeros::<f32>(rows).unwrap();
         ctx.segmented_reduce_fixed(&rx, cols, Reduction::Sum, &mut out)
             .unwrap();
-        ctx.dtoh(&out).unwrap().iter().map(|f| f.to_bits()).collect::<Vec<_>>()
+        ctx.dtoh(&out)
+            .unwrap()
+            .iter()
+            .map(|f| f.to_bits())
+            .collect::<Vec<_>>()
     };
     let rows_auto = run(None);
     for g in [1, 2, 5] {
         assert!(run(Some(g)) == rows_auto, "rows: grid {g} changed the bits");
     }
     for (r, row) in rdata.chunks(cols).enumerate() {
-        assert_eq!(rows_auto[r], model::<f32, Sum>(row, r * cols).to_bits(), "row {r}");
+        assert_eq!(
+            rows_auto[r],
+            model::<f32, Sum>(row, r * cols).to_bits(),
+            "row {r}"
+        );
     }
     ctx.set_segmented_grid_limit(None);
     for s in 0..k {

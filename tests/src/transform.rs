@@ -106,7 +106,13 @@ pub fn check_mean_var(ctx: &Context, n: usize) {
     }
     let e = ctx.alloc_zeros::<f32>(0).unwrap();
     assert_eq!(ctx.mean_var(&e).unwrap(), None);
-    let mut acc = ctx.htod(&[MomentsAcc { count: 7, mean: 1.0, m2: 1.0 }]).unwrap();
+    let mut acc = ctx
+        .htod(&[MomentsAcc {
+            count: 7,
+            mean: 1.0,
+            m2: 1.0,
+        }])
+        .unwrap();
     ctx.mean_var_into(&e, &mut acc).unwrap();
     assert_eq!(ctx.dtoh(&acc).unwrap()[0], MomentsAcc::default());
     let mut none = ctx.alloc_zeros::<MomentsAcc>(0).unwrap();

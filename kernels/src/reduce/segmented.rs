@@ -443,7 +443,8 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
             let (start, len, base) = unsafe { (bcast.read(4), bcast.read(5), bcast.read(6)) };
             let x = unsafe { input.add(start as usize) };
             let kc = cut(x, len);
-            let p = unsafe { chunk_partial::<T, O, { VEC_LOADS as usize }>(x, len, kc, c, scratch) };
+            let p =
+                unsafe { chunk_partial::<T, O, { VEC_LOADS as usize }>(x, len, kc, c, scratch) };
             if tid == 0 {
                 unsafe {
                     core::ptr::write_volatile(partials.add((base + c) as usize), p);
@@ -651,7 +652,8 @@ pub unsafe fn rows_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc>>
     let cpr = rows_chunks_per_row(cols, core::mem::size_of::<T>() as u64);
     let units = k * cpr;
     let counters = ws as *mut u32;
-    let partials = unsafe { (ws as *mut u8).add((4 * k).div_ceil(16) as usize * 16) } as *mut O::Acc;
+    let partials =
+        unsafe { (ws as *mut u8).add((4 * k).div_ceil(16) as usize * 16) } as *mut O::Acc;
 
     let mut u = gpu::block_idx_x() as u64;
     while u < units {
@@ -684,7 +686,9 @@ pub unsafe fn rows_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc>>
                     let mut acc = O::identity();
                     let mut j = tid;
                     while j < kc.chunks {
-                        acc = O::combine(acc, unsafe { core::ptr::read_volatile(slot.add(j as usize)) });
+                        acc = O::combine(acc, unsafe {
+                            core::ptr::read_volatile(slot.add(j as usize))
+                        });
                         j += BLOCK as u64;
                     }
                     let total = block_reduce(acc, O::identity(), O::combine, scratch);
