@@ -196,7 +196,8 @@ pub fn check_graph_capture(ctx: &Context) {
     let mut x = ctx.alloc_zeros::<i64>(n).unwrap();
     let mut sum = ctx.alloc_zeros::<i64>(1).unwrap();
     let mut scanned = ctx.alloc_zeros::<i64>(n).unwrap();
-    // Rows of 1e6 (several chunks each: the segmented work list) and runs of 7 equal keys.
+    // Rows of 1e6 (several chunks each: the long-rows kernel, whose per-row counters live in
+    // graph scratch cleared inside the graph) and runs of 7 equal keys.
     let (rows, row_len) = (3, 1_000_000);
     let mut row_sums = ctx.alloc_zeros::<i64>(rows).unwrap();
     let host_keys: Vec<u32> = (0..n as u32).map(|i| i / 7).collect();
