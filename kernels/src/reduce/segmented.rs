@@ -274,6 +274,31 @@ unsafe fn chunk_partial<T: Element, O: ReduceOp<T>, const L: usize>(
     block_reduce(acc, O::identity(), O::combine, scratch)
 }
 
+/// A several-chunk segment's result from its `chunks` partials at `partials`: thread `j` (`tid`) folds
+/// partials `j, j + BLOCK, ...` in order, then the block reduction (the order that fixes the
+/// bits; `block_segment` folds its partials the same way). Valid in thread 0; ends with a
+/// barrier.
+///
+/// # Safety
+/// `partials` valid for `chunks` accumulators, written (and made visible) before the call.
+#[inline(always)]
+unsafe fn combine_partials<T: Element, O: ReduceOp<T>>(
+    tid: u64,
+    partials: *const O::Acc,
+    chunks: u64,
+    scratch: gpu::SharedArray<O::Acc>,
+) -> O::Acc {
+    let mut acc = O::identity();
+    let mut j = tid;
+    while j < chunks {
+        acc = O::combine(acc, unsafe {
+            core::ptr::read_volatile(partials.add(j as usize))
+        });
+        j += BLOCK as u64;
+    }
+    block_reduce(acc, O::identity(), O::combine, scratch)
+}
+
 /// One block reduces a whole block-path segment: every chunk in order, thread `c % BLOCK`
 /// folding chunk `c`'s partial, then the block reduction (one chunk: its partial as is).
 /// The same order as the work list's finishing block. Valid in thread 0.
@@ -459,15 +484,9 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
             if unsafe { bcast.read(7) } == 1 {
                 // The last chunk: every partial is visible (acquire), combine in order.
                 gpu::fence_acq_rel_gpu();
-                let mut acc = O::identity();
-                let mut c = tid;
-                while c < kc.chunks {
-                    acc = O::combine(acc, unsafe {
-                        core::ptr::read_volatile(partials.add((base + c) as usize))
-                    });
-                    c += BLOCK as u64;
-                }
-                let total = block_reduce(acc, O::identity(), O::combine, scratch);
+                let total = unsafe {
+                    combine_partials::<T, O>(tid, partials.add(base as usize), kc.chunks, scratch)
+                };
                 if tid == 0 {
                     unsafe { S::store(out, index_out, vol(entry(i, E_SEG)), total) };
                 }
@@ -683,15 +702,7 @@ pub unsafe fn rows_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc>>
                     // The row's last chunk: every partial is visible (acquire); combine in
                     // order, as `block_segment` and the work list's finishing block do.
                     gpu::fence_acq_rel_gpu();
-                    let mut acc = O::identity();
-                    let mut j = tid;
-                    while j < kc.chunks {
-                        acc = O::combine(acc, unsafe {
-                            core::ptr::read_volatile(slot.add(j as usize))
-                        });
-                        j += BLOCK as u64;
-                    }
-                    let total = block_reduce(acc, O::identity(), O::combine, scratch);
+                    let total = unsafe { combine_partials::<T, O>(tid, slot, kc.chunks, scratch) };
                     if tid == 0 {
                         unsafe {
                             S::store(out, index_out, r, total);
