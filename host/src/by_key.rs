@@ -12,7 +12,7 @@ use kernels::scan::policy::ACTIVE;
 use crate::error::{Error, Result};
 use crate::reduce::DeviceElement;
 use crate::runtime::{
-    Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
+    Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
 };
 use crate::scan::{ScanElement, ScanOperator, ScanWorkspace};
 
@@ -47,6 +47,8 @@ struct ByKeyWorkspace {
     num_runs: Option<DeviceBuffer<u64>>,
     /// Tuning override of the look-back's first wait (None: the policy's).
     delay_ns: Option<u32>,
+    /// Tuning override of the L2 prefetch distance in tiles (None: the default).
+    prefetch: Option<u32>,
 }
 
 /// The most elements one reduce by key takes: runs are counted in 32 bits on the device.
@@ -63,6 +65,14 @@ impl Context {
     pub fn set_reduce_by_key_delay(&self, ns: Option<u32>) {
         let ws = self.workspace::<ByKeyWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).delay_ns = ns;
+    }
+
+    /// Override how many tiles ahead each reduce-by-key block asks L2 for (`None`: the
+    /// default; 0: none). For tuning runs; results do not depend on it.
+    #[doc(hidden)]
+    pub fn set_reduce_by_key_prefetch(&self, tiles: Option<u32>) {
+        let ws = self.workspace::<ByKeyWorkspace>();
+        ws.lock().unwrap_or_else(|p| p.into_inner()).prefetch = tiles;
     }
 
     /// Reduce by key: every maximal run of equal consecutive `keys` becomes one entry,
@@ -160,10 +170,10 @@ impl Context {
             return self.memset_zeros(num_runs.slice(0..1)?);
         }
         let (count_addr, _count_write) = self.write(&mut num_runs)?;
-        let delay_ns = {
+        let tuning = {
             let ws = self.workspace::<ByKeyWorkspace>();
             let ws = ws.lock().unwrap_or_else(|p| p.into_inner());
-            ws.delay_ns
+            (ws.delay_ns, ws.prefetch)
         };
         self.launch_reduce_by_key(
             &crate::BUILTIN,
@@ -173,7 +183,7 @@ impl Context {
             &mut unique_keys,
             &mut aggregates,
             count_addr,
-            delay_ns,
+            tuning,
         )
     }
 
@@ -233,7 +243,7 @@ impl Context {
             &mut unique_keys,
             &mut aggregates,
             count_addr,
-            ws.delay_ns,
+            (ws.delay_ns, ws.prefetch),
         )?;
         let runs = self.dtoh(buf)?[0] as usize;
         let room = unique_keys.len().min(aggregates.len());
@@ -248,8 +258,8 @@ impl Context {
         Ok(runs)
     }
 
-    /// Launch `k` after the checks; `count_addr` is a device u64 the caller orders; `delay_ns`
-    /// overrides the policy's first look-back wait.
+    /// Launch `k` after the checks; `count_addr` is a device u64 the caller orders; `tuning`
+    /// overrides the policy's first look-back wait and the prefetch distance.
     #[allow(clippy::too_many_arguments)] // the inputs, the outputs, where the count goes, tuning
     fn launch_reduce_by_key<K: DeviceElement, T: DeviceElement>(
         &self,
@@ -260,9 +270,20 @@ impl Context {
         unique_keys: &mut DeviceViewMut<'_, K>,
         aggregates: &mut DeviceViewMut<'_, T>,
         count_addr: u64,
-        delay_ns: Option<u32>,
+        tuning: (Option<u32>, Option<u32>),
     ) -> Result<()> {
-        let delay_ns = delay_ns.unwrap_or(ACTIVE.reduce_by_key_delay_ns);
+        let delay_ns = tuning.0.unwrap_or(ACTIVE.reduce_by_key_delay_ns);
+        let prefetch = match (tuning.1, &self.backend) {
+            (Some(p), _) => p,
+            // A quarter of the blocks the device holds at once: a tile about a quarter of a
+            // block lifetime ahead is still in L2 when its block claims it (H100, 2^27 keys:
+            // 64-384 tiles ahead 2-3% faster than none; 1024+ twice as slow, evicted first).
+            (None, Backend::Cuda(_)) => {
+                let blocks = self.kernel(lib, k.name)?.blocks_per_sm(ACTIVE.block)?;
+                self.info().multiprocessors * blocks / 4
+            }
+            (None, _) => 0,
+        };
         let n = values.len() as u64;
         let capacity = unique_keys.len().min(aggregates.len()) as u64;
 
@@ -300,7 +321,8 @@ impl Context {
                         .arg(&a.aggregates)
                         .arg(&a.prefixes)
                         .arg(&a.epoch)
-                        .arg(&delay_ns);
+                        .arg(&delay_ns)
+                        .arg(&prefetch);
                 },
                 || {
                     sim(
@@ -317,6 +339,7 @@ impl Context {
                         a.prefixes as *mut Headed<T>,
                         a.epoch,
                         delay_ns,
+                        prefetch,
                     )
                 },
             )

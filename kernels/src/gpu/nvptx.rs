@@ -576,6 +576,18 @@ pub fn nanosleep(ns: u32) {
     unsafe { asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) }
 }
 
+/// Ask L2 for the 128-byte line holding `addr`, without waiting or holding a register:
+/// `prefetch.global.L2 [a];`. Keeps DRAM busy for data a later load will want (a tile that a
+/// block will start soon) while the SM does something else. Never changes a result.
+/// # Safety
+/// `addr` points into an allocation of global memory.
+#[inline(always)]
+pub unsafe fn prefetch_l2<T>(addr: *const T) {
+    unsafe {
+        asm!("prefetch.global.L2 [{p}];", p = in(reg64) to_global(addr), options(nostack, readonly))
+    }
+}
+
 /// One 32-bit load through the read-only path: `ld.global.nc.b32`.
 /// # Safety
 /// `addr` must point to 4 readable, aligned bytes of global memory no thread writes during the

@@ -124,7 +124,8 @@ unsafe fn stage<X: Element>(
 /// `num_runs[0]` = the number of runs (0 writes nothing when `n == 0`: the host does not
 /// launch). `delay_ns`: the look-back's first wait
 /// ([`ScanPolicy::reduce_by_key_delay_ns`](crate::scan::policy::ScanPolicy::reduce_by_key_delay_ns)).
-/// `ITEMS`: elements per thread, `ACTIVE.reduce_by_key_items(size of K, size of T)` (the host
+/// `prefetch`: how many tiles ahead each block asks L2 for its successor's data (0: none; the
+/// host passes a quarter of the blocks the device holds at once). `ITEMS`: elements per thread, `ACTIVE.reduce_by_key_items(size of K, size of T)` (the host
 /// cuts tiles by the same). Launch with `ACTIVE.block` threads a block and
 /// `ceil(n / ACTIVE.reduce_by_key_tile_elems(size of K, size of T))` blocks, counter 0 at
 /// launch, a fresh epoch.
@@ -154,6 +155,7 @@ pub unsafe fn reduce_by_key_device<
     prefixes: *mut Headed<T>,
     epoch: u32,
     delay_ns: u32,
+    prefetch: u32,
 ) {
     // The head mask is a u32; a warp's keys and values fit its chunks, in whole bank groups.
     const {
@@ -198,6 +200,34 @@ pub unsafe fn reduce_by_key_device<
         );
     }
     gpu::cp_async_commit();
+    // While this tile's copies are in flight, ask L2 for the stretch of tile `tile +
+    // prefetch`, which a block starting about one block lifetime from now will claim: DRAM
+    // then stays busy through this block's look-back and walk, when it loads nothing.
+    if prefetch > 0 && (tile + prefetch as u64 + 1) * tile_elems <= n {
+        let pf = stretch + prefetch as u64 * tile_elems;
+        let key_lines = 32 * ITEMS * size_of::<K>() / 128;
+        let value_lines = 32 * ITEMS * size_of::<T>() / 128;
+        let mut l = lane as usize;
+        while l < key_lines + value_lines {
+            unsafe {
+                if l < key_lines {
+                    gpu::prefetch_l2((keys.add(pf as usize) as *const u8).add(128 * l));
+                } else {
+                    let v = l - key_lines;
+                    gpu::prefetch_l2((values.add(pf as usize) as *const u8).add(128 * v));
+                }
+            }
+            l += 32;
+        }
+    }
+    // Lane 0's key before its first element (the previous warp's or tile's last), loaded
+    // now so that its latency hides behind the copies (read after the wait, it stalled every
+    // warp: 5% of the samples on an H100).
+    let key_before = if lane == 0 && first > 0 && first <= n {
+        unsafe { keys.add(first as usize - 1).read() }
+    } else {
+        zero_key
+    };
     gpu::cp_async_wait_group::<0>();
     gpu::sync_warp(FULL_MASK);
     let (pk, pv) = (K::PER_VEC, T::PER_VEC);
@@ -240,7 +270,7 @@ pub unsafe fn reduce_by_key_device<
         let before = if first == 0 || valid == 0 {
             k0
         } else if lane == 0 {
-            unsafe { keys.add(first as usize - 1).read() }
+            key_before
         } else {
             from_left
         };
@@ -345,7 +375,7 @@ pub unsafe fn reduce_by_key_device<
         Some(b) => (b.head, b.value),
         None => (0, O::identity()),
     };
-    // The index within this thread of element n - 1, if it is here.
+    // Whether element n - 1 is here (then it is the last of the `valid` ones).
     let last = if first + ITEMS as u64 >= n {
         (n - 1 - first) as u32
     } else {
@@ -369,19 +399,21 @@ pub unsafe fn reduce_by_key_device<
                 } else {
                     acc = O::combine(acc, x[j]);
                 }
-                if e as u32 == last {
-                    if run <= capacity {
-                        unsafe { aggregates_out.add(run as usize - 1).write(acc) };
-                    }
-                    unsafe { num_runs.write(run as u64) };
-                }
             }
         }
+    }
+    // Element n - 1 is this thread's last valid one: its run ends there.
+    if last != u32::MAX {
+        if run <= capacity {
+            unsafe { aggregates_out.add(run as usize - 1).write(acc) };
+        }
+        unsafe { num_runs.write(run as u64) };
     }
 }
 
 /// The simulator's entry point of a reduce-by-key kernel: keys, values, unique out, aggregates
-/// out, capacity, run count out, n, counter, flags, aggregates, prefixes, epoch, first delay.
+/// out, capacity, run count out, n, counter, flags, aggregates, prefixes, epoch, first delay,
+/// prefetch distance in tiles.
 #[cfg(not(target_arch = "nvptx64"))]
 pub type SimReduceByKeyFn<K, T> = unsafe fn(
     *const K,
@@ -395,6 +427,7 @@ pub type SimReduceByKeyFn<K, T> = unsafe fn(
     *mut u32,
     *mut Headed<T>,
     *mut Headed<T>,
+    u32,
     u32,
     u32,
 );
@@ -421,6 +454,7 @@ macro_rules! reduce_by_key_kernels {
                 capacity: u64, num_runs: *mut u64, n: u64, counter: *mut u32, flags: *mut u32,
                 aggregates: *mut $crate::scan::Headed<$t>,
                 prefixes: *mut $crate::scan::Headed<$t>, epoch: u32, delay_ns: u32,
+                prefetch: u32,
             ) {
                 unsafe {
                     $crate::reduce::by_key::reduce_by_key_device::<
@@ -435,7 +469,7 @@ macro_rules! reduce_by_key_kernels {
                         },
                     >(
                         keys, values, unique, aggregates_out, capacity, num_runs, n, counter,
-                        flags, aggregates, prefixes, epoch, delay_ns,
+                        flags, aggregates, prefixes, epoch, delay_ns, prefetch,
                     )
                 }
             }

@@ -460,6 +460,10 @@ pub fn cvt_rn_f16_f32(x: f32) -> u16 {
 pub fn nanosleep(_ns: u32) {
     std::thread::yield_now();
 }
+/// A hint with no effect on the simulator (no cache to fill).
+/// # Safety
+/// As on the GPU: `addr` points into an allocation.
+pub unsafe fn prefetch_l2<T>(_addr: *const T) {}
 /// # Safety
 /// `addr` must point to an aligned readable f32.
 pub unsafe fn load_nc_f32(addr: *const f32) -> f32 {

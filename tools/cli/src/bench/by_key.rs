@@ -124,6 +124,30 @@ pub fn by_key_cases(
                 sim,
             ));
         }
+        // GPU_REDUCE_BY_KEY_PREFETCH=0,256,...: the same with other L2 prefetch distances.
+        let prefetches = std::env::var("GPU_REDUCE_BY_KEY_PREFETCH").unwrap_or_default();
+        for d in prefetches
+            .split(',')
+            .filter_map(|d| d.trim().parse::<u32>().ok())
+        {
+            ctx.set_reduce_by_key_prefetch(Some(d));
+            let t = ctx.time_ms(warmup, iters, || {
+                ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, ScanOperator::Sum)
+            })?;
+            ctx.set_reduce_by_key_prefetch(None);
+            let method = format!("{name}, prefetch {d} tiles ahead");
+            rows.push(case_measurement(
+                "reduce_by_key",
+                DTYPE,
+                &method,
+                Family::Ours,
+                nn,
+                bytes,
+                &t,
+                ok,
+                sim,
+            ));
+        }
         for (label, c) in cubs.iter() {
             progress(&format!("reduce by key: {name}, {label}"));
             let stream = crate::cub::stream_of(ctx)?;
