@@ -37,8 +37,11 @@ pub struct ScanPolicy {
     /// against CUB in the same process: 4 blocks (60 registers) 0.89x / 0.94x; 5 (48, no
     /// spills) 0.91x / 0.99-1.10x; 6 (40 registers, 40 bytes spilled) 0.87x / 0.88x.
     pub reduce_by_key_min_blocks: u32,
-    /// The reduce by key's first look-back wait ([`ScanPolicy::first_delay_ns`]): its tiles
-    /// are smaller than the plain scan's, so they publish sooner.
+    /// The reduce by key's first look-back wait ([`ScanPolicy::first_delay_ns`]). With the
+    /// L2 prefetch a block's copies return sooner, and a longer first wait lets the look-back
+    /// find its predecessor's inclusive prefix at once (H100, 2^27, runs 1..100 / 1..1e4,
+    /// ms: 1500 ns 0.479 / 0.412, 2000 0.479 / 0.411, 2500 0.457 / 0.423, 3000-4000
+    /// 0.457-0.461 / 0.421-0.445, 5000 0.571 / 0.52; CUB 0.46 / 0.44 in the same runs).
     pub reduce_by_key_delay_ns: u32,
     /// Predecessors each lane reads per look-back round (a warp reads 32 x this). Wider
     /// windows measured slower on an H200 (more status lines polled per round).
@@ -70,7 +73,7 @@ pub const SM90: ScanPolicy = ScanPolicy {
     by_key_rows: 8,
     reduce_by_key_thread_bytes: 128,
     reduce_by_key_min_blocks: 5,
-    reduce_by_key_delay_ns: 1500,
+    reduce_by_key_delay_ns: 2500,
     lookback_per_lane: 1,
     first_delay_ns: 3000,
     delay_from_tile: 256,
