@@ -58,6 +58,9 @@ fn check(keys: &[u32], vals: &[f32], runs: usize, uk: &[u32], agg: &[f32]) -> bo
     r == runs
 }
 
+/// A tuning override of the context (`None` restores the default).
+type Setter = fn(&Context, Option<u32>);
+
 /// Every case: checked against the CPU, then timed (`warmup` + `iters` runs), with CUB and the
 /// read limit beside it.
 pub fn by_key_cases(
@@ -99,54 +102,52 @@ pub fn by_key_cases(
             ok,
             sim,
         ));
-        // Tuning: GPU_REDUCE_BY_KEY_DELAYS=0,500,... times ours again with other first
-        // look-back waits (rows named with the wait).
-        let delays = std::env::var("GPU_REDUCE_BY_KEY_DELAYS").unwrap_or_default();
-        for d in delays
-            .split(',')
-            .filter_map(|d| d.trim().parse::<u32>().ok())
-        {
-            ctx.set_reduce_by_key_delay(Some(d));
-            let t = ctx.time_ms(warmup, iters, || {
-                ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, ScanOperator::Sum)
-            })?;
-            ctx.set_reduce_by_key_delay(None);
-            let method = format!("{name}, first wait {d} ns");
-            rows.push(case_measurement(
-                "reduce_by_key",
-                DTYPE,
-                &method,
-                Family::Ours,
-                nn,
-                bytes,
-                &t,
-                ok,
-                sim,
-            ));
-        }
-        // GPU_REDUCE_BY_KEY_PREFETCH=0,256,...: the same with other L2 prefetch distances.
-        let prefetches = std::env::var("GPU_REDUCE_BY_KEY_PREFETCH").unwrap_or_default();
-        for d in prefetches
-            .split(',')
-            .filter_map(|d| d.trim().parse::<u32>().ok())
-        {
-            ctx.set_reduce_by_key_prefetch(Some(d));
-            let t = ctx.time_ms(warmup, iters, || {
-                ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, ScanOperator::Sum)
-            })?;
-            ctx.set_reduce_by_key_prefetch(None);
-            let method = format!("{name}, prefetch {d} tiles ahead");
-            rows.push(case_measurement(
-                "reduce_by_key",
-                DTYPE,
-                &method,
-                Family::Ours,
-                nn,
-                bytes,
-                &t,
-                ok,
-                sim,
-            ));
+        // Tuning sweeps, rows named with the setting: GPU_REDUCE_BY_KEY_DELAYS=0,500,... times
+        // ours with other first look-back waits, GPU_REDUCE_BY_KEY_PREFETCH=0,256,... with
+        // other L2 prefetch distances.
+        let sweeps: [(&str, Setter, &str); 2] = [
+            (
+                "GPU_REDUCE_BY_KEY_DELAYS",
+                Context::set_reduce_by_key_delay,
+                "first wait {} ns",
+            ),
+            (
+                "GPU_REDUCE_BY_KEY_PREFETCH",
+                Context::set_reduce_by_key_prefetch,
+                "prefetch {} tiles ahead",
+            ),
+        ];
+        for (var, set, label) in sweeps {
+            let values = std::env::var(var).unwrap_or_default();
+            for d in values
+                .split(',')
+                .filter_map(|d| d.trim().parse::<u32>().ok())
+            {
+                set(ctx, Some(d));
+                let t = ctx.time_ms(warmup, iters, || {
+                    ctx.reduce_by_key_into(
+                        &dk,
+                        &dv,
+                        &mut uk,
+                        &mut agg,
+                        &mut count,
+                        ScanOperator::Sum,
+                    )
+                })?;
+                set(ctx, None);
+                let method = format!("{name}, {}", label.replace("{}", &d.to_string()));
+                rows.push(case_measurement(
+                    "reduce_by_key",
+                    DTYPE,
+                    &method,
+                    Family::Ours,
+                    nn,
+                    bytes,
+                    &t,
+                    ok,
+                    sim,
+                ));
+            }
         }
         for (label, c) in cubs.iter() {
             progress(&format!("reduce by key: {name}, {label}"));
