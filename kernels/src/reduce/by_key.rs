@@ -124,9 +124,10 @@ unsafe fn stage<X: Element>(
 /// `num_runs[0]` = the number of runs (0 writes nothing when `n == 0`: the host does not
 /// launch). `delay_ns`: the look-back's first wait
 /// ([`ScanPolicy::reduce_by_key_delay_ns`](crate::scan::policy::ScanPolicy::reduce_by_key_delay_ns)).
-/// `prefetch`: how many tiles ahead each block asks L2 for its successor's data (0: none; the
-/// host passes a quarter of the blocks the device holds at once). `ITEMS`: elements per thread, `ACTIVE.reduce_by_key_items(size of K, size of T)` (the host
-/// cuts tiles by the same). Launch with `ACTIVE.block` threads a block and
+/// `prefetch`: how many tiles ahead each block asks L2 for a later block's data (0: none; the
+/// host passes a quarter of the blocks the device holds at once). `ITEMS`: elements per
+/// thread, `ACTIVE.reduce_by_key_items(size of K, size of T)` (the host cuts tiles by the
+/// same). Launch with `ACTIVE.block` threads a block and
 /// `ceil(n / ACTIVE.reduce_by_key_tile_elems(size of K, size of T))` blocks, counter 0 at
 /// launch, a fresh epoch.
 ///
@@ -200,9 +201,9 @@ pub unsafe fn reduce_by_key_device<
         );
     }
     gpu::cp_async_commit();
-    // While this tile's copies are in flight, ask L2 for the stretch of tile `tile +
-    // prefetch`, which a block starting about one block lifetime from now will claim: DRAM
-    // then stays busy through this block's look-back and walk, when it loads nothing.
+    // While this tile's copies are in flight, ask L2 for this warp's stretch of tile `tile +
+    // prefetch`, which a block starting a fraction of a block lifetime from now will claim:
+    // DRAM then stays busy through this block's look-back and walk, when it loads nothing.
     if prefetch > 0 && (tile + prefetch as u64 + 1) * tile_elems <= n {
         let pf = stretch + prefetch as u64 * tile_elems;
         let key_lines = 32 * ITEMS * size_of::<K>() / 128;
@@ -376,11 +377,7 @@ pub unsafe fn reduce_by_key_device<
         None => (0, O::identity()),
     };
     // Whether element n - 1 is here (then it is the last of the `valid` ones).
-    let last = if first + ITEMS as u64 >= n {
-        (n - 1 - first) as u32
-    } else {
-        u32::MAX
-    };
+    let holds_last = first + ITEMS as u64 >= n;
     // Straight-line code per element, the stores predicated (`heads` has no bit past
     // `valid`): a branch per element made the walk a fifth of the samples with runs 1..100.
     for v in 0..ITEMS / pv {
@@ -408,7 +405,7 @@ pub unsafe fn reduce_by_key_device<
         }
     }
     // Element n - 1 is this thread's last valid one: its run ends there.
-    if last != u32::MAX {
+    if holds_last {
         if run <= capacity {
             unsafe { aggregates_out.add(run as usize - 1).write(acc) };
         }
