@@ -167,11 +167,11 @@ pub unsafe fn reduce_by_key_device<
         )
     };
     let smem = crate::static_shared!(RBK_TILE: [[u32; 4]; WARPS * WARP_CHUNKS]);
+    let warp_slots = crate::static_shared!(RBK_WARP_AGGS: [u128; 32]);
+    let prefix_slot = crate::static_shared!(RBK_TILE_PREFIX: [u128; 1]);
     // SAFETY: a `Headed<T>` is at most 16 bytes and 16-byte aligned slots hold it.
-    let warp_aggs: SharedArray<Headed<T>> =
-        unsafe { crate::static_shared!(RBK_WARP_AGGS: [u128; 32]).cast::<Headed<T>>() };
-    let tile_prefix: SharedArray<Headed<T>> =
-        unsafe { crate::static_shared!(RBK_TILE_PREFIX: [u128; 1]).cast::<Headed<T>>() };
+    let warp_aggs: SharedArray<Headed<T>> = unsafe { warp_slots.cast::<Headed<T>>() };
+    let tile_prefix: SharedArray<Headed<T>> = unsafe { prefix_slot.cast::<Headed<T>>() };
     let tile = unsafe { next_tile(counter) };
     let lane = gpu::lane_id();
     let warp = gpu::warp_id() as usize;
