@@ -75,7 +75,8 @@ pub fn model<T: SegElem, O: ReduceOp<T>>(seg: &[T], start: usize) -> O::Acc {
     };
     let vectors = (len - head) / per_vec;
     let chunk = CHUNK_VECS as usize;
-    let chunks = vectors.div_ceil(chunk).max(1);
+    // Whole chunks, the last taking a remainder of at most half a chunk (`chunks_of`).
+    let chunks = vectors.saturating_sub(chunk / 2).div_ceil(chunk).max(1);
     let tail_start = head + vectors * per_vec;
     let block = BLOCK as usize;
     let lift = |i: usize| O::lift(seg[i], i as u64);
@@ -92,7 +93,11 @@ pub fn model<T: SegElem, O: ReduceOp<T>>(seg: &[T], start: usize) -> O::Acc {
     };
     let parts: Vec<O::Acc> = (0..chunks)
         .map(|c| {
-            let hi = ((c + 1) * chunk).min(vectors);
+            let hi = if c + 1 == chunks {
+                vectors
+            } else {
+                (c + 1) * chunk
+            };
             let v = (0..block)
                 .map(|j| {
                     let mut acc = O::identity();
@@ -313,8 +318,12 @@ pub fn check_boundary_lengths<T: SegElem>(ctx: &Context) {
         c,
         c + 1,
         c + 3,
+        // Around the half chunk that decides whether the remainder gets a chunk of its own.
+        c + c / 2 - 5,
         c + c / 2,
+        c + c / 2 + 5,
         2 * c + 5,
+        2 * c + c / 2 + 9,
         7,
     ];
     let mut ranges = vec![];
