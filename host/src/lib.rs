@@ -41,7 +41,7 @@ pub use runtime::{
     LaunchShape, LoadStats, device_count, load_stats,
 };
 pub use scan::{ByKeyKernel, ScanElement, ScanKind, ScanOperator};
-pub use segmented::{SegmentedElement, Segments};
+pub use segmented::{DeviceOffsets, OffsetCheck, SegmentedElement, Segments};
 pub use transform::{DotElement, Moments, MomentsAcc, NormElement};
 
 pub use cudarc;

@@ -19,8 +19,10 @@
 //! the kernel itself as it reads them (a segment with `end < begin` or `end > input.len()` is
 //! never read; it is reported through a device flag): the offset forms therefore read that
 //! flag back after the launch, so they block until the kernel has run and cannot be captured
-//! into a CUDA graph. The fixed-length forms are checked on the host alone: they never block
-//! and can be captured.
+//! into a CUDA graph. [`Segments::check_later`] sends that report to an [`OffsetCheck`] of the
+//! caller's instead, read when the caller chooses ([`Context::take_offset_check`]): such a call
+//! never blocks and can be captured, as the fixed-length forms, which are checked on the host
+//! alone.
 
 use cudarc::driver::PushKernelArg;
 use kernels::Kernel;
@@ -125,6 +127,39 @@ pub enum Segments<'a> {
     /// Segments of this many elements each, back to back (the rows of a row-major matrix):
     /// `out.len()` segments, and the input must hold exactly `out.len() * len` elements.
     Fixed(usize),
+    /// Device offsets whose check goes to `check` instead of being read back after the launch
+    /// (made by [`Segments::check_later`]): the call never blocks and can be captured into a
+    /// CUDA graph. A bad segment still gives the identity and is never read.
+    CheckLater {
+        /// The offsets, as [`Segments::Offsets`] or [`Segments::Csr`] give them.
+        offsets: DeviceOffsets<'a>,
+        /// Where the kernel reports the first bad segment.
+        check: &'a OffsetCheck,
+    },
+}
+
+/// Offsets on the device, as [`Segments::CheckLater`] holds them.
+#[derive(Debug, Clone, Copy)]
+pub enum DeviceOffsets<'a> {
+    /// As [`Segments::Offsets`].
+    Offsets {
+        /// First element of each segment.
+        begin: DeviceView<'a, u64>,
+        /// One past the last element of each segment.
+        end: DeviceView<'a, u64>,
+    },
+    /// As [`Segments::Csr`].
+    Csr(DeviceView<'a, u64>),
+}
+
+/// A device flag that segmented reductions over device offsets report bad offsets into when
+/// called with [`Segments::check_later`], instead of reading their check back (which blocks).
+/// It keeps the lowest bad segment of any launch since it was last taken;
+/// [`Context::take_offset_check`] reads it (blocking), clears it and turns it into an error.
+/// Made by [`Context::offset_check`]; usable by the context that made it.
+#[derive(Debug)]
+pub struct OffsetCheck {
+    flag: DeviceBuffer<u64>,
 }
 
 impl<'a> Segments<'a> {
@@ -142,6 +177,38 @@ impl<'a> Segments<'a> {
     /// [`Segments::Csr`] from anything that views device `u64`s.
     pub fn csr(offsets: impl Into<DeviceView<'a, u64>>) -> Self {
         Segments::Csr(offsets.into())
+    }
+
+    /// These segments with their device offsets checked into `check` rather than read back:
+    /// the reduction never blocks and can be captured into a CUDA graph; the caller reads the
+    /// check when it likes ([`Context::take_offset_check`]). Fixed-length segments need no
+    /// device check and come back unchanged.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Reduction, Segments};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[1.0f32, 2.0, 3.0])?;
+    /// let check = ctx.offset_check()?;
+    /// let mut out = ctx.alloc_zeros::<f32>(2)?;
+    /// let good = ctx.htod(&[0u64, 1, 3])?;
+    /// ctx.segmented_reduce_with(&x, Segments::csr(&good).check_later(&check), Reduction::Sum, &mut out)?;
+    /// ctx.take_offset_check(&check)?; // no bad segment
+    /// assert_eq!(ctx.dtoh(&out)?, [1.0, 5.0]);
+    /// let bad = ctx.htod(&[0u64, 2, 1])?; // segment 1 ends before it begins
+    /// ctx.segmented_reduce_with(&x, Segments::csr(&bad).check_later(&check), Reduction::Sum, &mut out)?;
+    /// assert!(ctx.take_offset_check(&check).is_err());
+    /// assert_eq!(ctx.dtoh(&out)?, [3.0, 0.0]); // the bad segment gives the identity
+    /// # Ok(()) }
+    /// ```
+    pub fn check_later(self, check: &'a OffsetCheck) -> Self {
+        let offsets = match self {
+            Segments::Offsets { begin, end } => DeviceOffsets::Offsets { begin, end },
+            Segments::Csr(o) => DeviceOffsets::Csr(o),
+            Segments::CheckLater { offsets, .. } => offsets,
+            Segments::Fixed(_) => return self,
+        };
+        Segments::CheckLater { offsets, check }
     }
 }
 
@@ -197,7 +264,18 @@ impl Context {
     ) -> Result<()> {
         let count = out.len();
         let n = input.len();
+        let (segments, check) = match segments {
+            Segments::CheckLater { offsets, check } => (
+                match offsets {
+                    DeviceOffsets::Offsets { begin, end } => Segments::Offsets { begin, end },
+                    DeviceOffsets::Csr(o) => Segments::Csr(o),
+                },
+                Some(check),
+            ),
+            s => (s, None),
+        };
         let (begin, end, segment_len) = match segments {
+            Segments::CheckLater { .. } => unreachable!("unwrapped just above"),
             Segments::Offsets { begin, end } => {
                 if begin.len() != end.len() {
                     return Err(invalid(format!(
@@ -271,11 +349,14 @@ impl Context {
         }
         let k = &k.general;
         let offsets = begin.is_some();
-        if offsets && self.capturing()? {
+        if let Some(c) = check {
+            self.check_owner(DeviceView::from(&c.flag).owner())?;
+        }
+        if offsets && check.is_none() && self.capturing()? {
             return Err(invalid(
                 "a segmented reduction over device offsets reads the kernel's check of the \
                  offsets back, so it cannot be captured into a CUDA graph (the fixed-length \
-                 form can)"
+                 form can, and so can offsets checked later: `Segments::check_later`)"
                     .into(),
             ));
         }
@@ -283,7 +364,10 @@ impl Context {
         let ws = self.workspace::<SegmentedWorkspace>();
         // Held through the launch and the read-back: one status flag per context.
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
-        let status = if offsets {
+        let status = if let Some(c) = check {
+            // The caller's flag: not cleared (it keeps the lowest bad segment until taken).
+            self.scratch_addr(&c.flag)
+        } else if offsets {
             if ws.status.is_none() {
                 ws.status = Some(self.alloc_zeros::<u64>(1)?);
             }
@@ -403,7 +487,7 @@ impl Context {
                 )?;
             }
         }
-        if !offsets {
+        if !offsets || check.is_some() {
             return Ok(());
         }
         let Some(buf) = &ws.status else {
@@ -659,6 +743,56 @@ impl Context {
             out.into(),
             None,
         )
+    }
+
+    /// A built-in reduction over segments given in any of the [`Segments`] forms (the three
+    /// methods above are this with one form each); with [`Segments::check_later`], device
+    /// offsets are checked without blocking.
+    pub fn segmented_reduce_with<'a, T: SegmentedElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        segments: Segments<'_>,
+        op: Reduction,
+        out: impl Into<DeviceViewMut<'a, T>>,
+    ) -> Result<()> {
+        let k = Self::segmented_kernel_for::<T>(op)?;
+        self.launch_segmented(
+            &crate::BUILTIN,
+            &k,
+            false,
+            input.into(),
+            segments,
+            out.into(),
+            None,
+        )
+    }
+
+    /// A cleared [`OffsetCheck`] for segmented reductions on this context that should not
+    /// block on their offsets' check ([`Segments::check_later`]).
+    pub fn offset_check(&self) -> Result<OffsetCheck> {
+        Ok(OffsetCheck {
+            flag: self.alloc_zeros::<u64>(1)?,
+        })
+    }
+
+    /// Read `check` (this waits for the work queued before it), clear it, and return the
+    /// lowest bad segment any launch reported into it since it was last taken, as
+    /// [`Error::InvalidArgument`] naming the segment and what is wrong; `Ok` when there was
+    /// none. The offsets themselves are not read again (they may have changed since).
+    pub fn take_offset_check(&self, check: &OffsetCheck) -> Result<()> {
+        self.check_owner(DeviceView::from(&check.flag).owner())?;
+        let code = self.dtoh(&check.flag)?[0];
+        if code == 0 {
+            return Ok(());
+        }
+        self.memset_raw(self.scratch_addr(&check.flag), 8)?;
+        let code = !code;
+        let s = code >> 1;
+        Err(invalid(if code & 1 == BAD_DECREASING {
+            format!("segment {s}: its end offset is before its begin offset (decreasing offsets)")
+        } else {
+            format!("segment {s}: its offsets reach past the end of the input")
+        }))
     }
 
     /// Per segment, the smallest value and the index *within the segment* of its first

@@ -2,7 +2,9 @@
 //! reductions and CUDA graph capture. Bodies shared by the simulator and GPU tests.
 
 use gpu_reduce::cudarc::driver::sys;
-use gpu_reduce::{Context, DeviceView, DeviceViewMut, Error, Reduction, ScanKind, ScanOperator};
+use gpu_reduce::{
+    Context, DeviceView, DeviceViewMut, Error, Reduction, ScanKind, ScanOperator, Segments,
+};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 fn random_i64(n: usize, seed: u64) -> Vec<i64> {
@@ -186,9 +188,9 @@ pub fn check_cudarc_memory(ctx_own: &Context) {
     }
 }
 
-/// A reduction, a scan, a segmented reduction over long rows (its work list) and a reduce by
-/// key captured into a CUDA graph on the context's stream, replayed with new input data each
-/// time.
+/// A reduction, a scan, a segmented reduction over long rows (its work list), one over CSR
+/// offsets checked later (the general kernel's work list, no read-back) and a reduce by key
+/// captured into a CUDA graph on the context's stream, replayed with new input data each time.
 pub fn check_graph_capture(ctx: &Context) {
     let (_, stream) = ctx.cuda().expect("a CUDA context");
     let stream = stream.clone();
@@ -208,11 +210,18 @@ pub fn check_graph_capture(ctx: &Context) {
         ctx.alloc_zeros::<i64>(runs).unwrap(),
     );
     let mut run_count = ctx.alloc_zeros::<u64>(1).unwrap();
+    // CSR segments short, long (several chunks) and empty.
+    let csr_host = [0u64, 5, 1_000_000, 1_000_000, 1_000_100, n as u64];
+    let csr = ctx.htod(&csr_host).unwrap();
+    let check = ctx.offset_check().unwrap();
+    let mut csr_sums = ctx.alloc_zeros::<i64>(csr_host.len() - 1).unwrap();
     // Warm: kernels loaded, the context's own scratch made (none of this is captured).
     ctx.htod_into(&random_i64(n, 99), &mut x).unwrap();
     ctx.reduce_into(&x, Reduction::Sum, &mut sum).unwrap();
     ctx.inclusive_sum(&x, &mut scanned).unwrap();
     ctx.segmented_reduce_fixed(&x, row_len, Reduction::Sum, &mut row_sums)
+        .unwrap();
+    ctx.segmented_reduce_csr(&x, &csr, Reduction::Sum, &mut csr_sums)
         .unwrap();
     ctx.reduce_by_key_into(
         &keys,
@@ -231,6 +240,17 @@ pub fn check_graph_capture(ctx: &Context) {
         ctx.reduce_into(&x, Reduction::Sum, &mut sum)?;
         ctx.inclusive_sum(&x, &mut scanned)?;
         ctx.segmented_reduce_fixed(&x, row_len, Reduction::Sum, &mut row_sums)?;
+        ctx.segmented_reduce_with(
+            &x,
+            Segments::csr(&csr).check_later(&check),
+            Reduction::Sum,
+            &mut csr_sums,
+        )?;
+        // Its checked form reads back: a clear error under capture.
+        match ctx.segmented_reduce_csr(&x, &csr, Reduction::Sum, &mut csr_sums) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("captured"), "{m}"),
+            other => panic!("expected a capture error, got {other:?}"),
+        }
         ctx.reduce_by_key_into(
             &keys,
             &x,
@@ -271,6 +291,12 @@ pub fn check_graph_capture(ctx: &Context) {
         assert_eq!(ctx.dtoh(&other).unwrap(), inclusive(&host), "round {round}");
         let want_rows: Vec<i64> = host.chunks(row_len).map(|r| r.iter().sum()).collect();
         assert_eq!(ctx.dtoh(&row_sums).unwrap(), want_rows, "round {round}");
+        let want_csr: Vec<i64> = csr_host
+            .windows(2)
+            .map(|w| host[w[0] as usize..w[1] as usize].iter().sum())
+            .collect();
+        assert_eq!(ctx.dtoh(&csr_sums).unwrap(), want_csr, "round {round}");
+        ctx.take_offset_check(&check).unwrap();
         let want_runs: Vec<i64> = host.chunks(7).map(|r| r.iter().sum()).collect();
         assert_eq!(
             ctx.dtoh(&run_count).unwrap()[0] as usize,

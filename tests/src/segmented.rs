@@ -380,7 +380,24 @@ pub fn check_csr_mixed<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
             &mut b,
         )
         .unwrap();
+        // The same offsets checked later (no read-back): the same bits, and a clean check.
+        let check = ctx.offset_check().unwrap();
+        let mut c = ctx.alloc_zeros::<T>(k).unwrap();
+        ctx.segmented_reduce_with(&x, Segments::csr(&off).check_later(&check), op, &mut c)
+            .unwrap();
+        ctx.take_offset_check(&check).unwrap();
         let (a, b) = (ctx.dtoh(&a).unwrap(), ctx.dtoh(&b).unwrap());
+        assert_eq!(
+            ctx.dtoh(&c)
+                .unwrap()
+                .iter()
+                .map(|v| v.bits())
+                .collect::<Vec<_>>(),
+            a.iter().map(|v| v.bits()).collect::<Vec<_>>(),
+            "{}/{}: check_later gives the checked form's bits",
+            T::DTYPE,
+            op.name()
+        );
         for s in 0..k {
             let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
             let want = model_op(seg, offsets[s] as usize, op).unwrap();
@@ -772,6 +789,7 @@ pub fn check_bad_input(ctx: &Context) {
     let off = ctx.htod(&[0u64, 50, 60, 100]).unwrap();
     ctx.segmented_reduce_csr(&x, &off, op, &mut out).unwrap();
     assert_eq!(ctx.dtoh(&out).unwrap(), [50.0, 10.0, 40.0]);
+    check_bad_offsets_later(ctx);
     // Mismatched lengths.
     let off4 = ctx.htod(&[0u64, 1, 2, 3, 4]).unwrap();
     expect_invalid(
@@ -827,6 +845,63 @@ pub fn check_bad_input(ctx: &Context) {
         .unwrap();
     let one = ctx.htod(&[7u64]).unwrap();
     ctx.segmented_reduce_csr(&x, &one, op, &mut none).unwrap();
+}
+
+/// Bad offsets checked later ([`Segments::check_later`]): the call returns `Ok` without
+/// blocking, the bad segments give the identity (never read), the good ones their sums, and
+/// the check names the lowest bad segment of every launch since it was last taken, then reads
+/// clean. Lengths are still checked at the call.
+fn check_bad_offsets_later(ctx: &Context) {
+    let x = ctx.htod(&[1.0f32; 100]).unwrap();
+    let mut out = ctx.alloc_zeros::<f32>(3).unwrap();
+    let op = Reduction::Sum;
+    let check = ctx.offset_check().unwrap();
+    ctx.take_offset_check(&check).unwrap();
+    let dec = ctx.htod(&[0u64, 50, 40, 100]).unwrap();
+    ctx.segmented_reduce_with(&x, Segments::csr(&dec).check_later(&check), op, &mut out)
+        .unwrap();
+    assert_eq!(ctx.dtoh(&out).unwrap(), [50.0, 0.0, 60.0]);
+    expect_invalid(
+        ctx.take_offset_check(&check),
+        "segment 1: its end offset is before",
+    );
+    ctx.take_offset_check(&check).unwrap(); // taken: clear again
+    // Two launches before the check is taken: the lowest bad segment of both.
+    let past = ctx.htod(&[0u64, 50, 60, 101]).unwrap();
+    ctx.segmented_reduce_with(&x, Segments::csr(&past).check_later(&check), op, &mut out)
+        .unwrap();
+    assert_eq!(ctx.dtoh(&out).unwrap(), [50.0, 10.0, 0.0]);
+    let (b, e) = (
+        ctx.htod(&[0u64, 0, 0]).unwrap(),
+        ctx.htod(&[1u64, 200, 2]).unwrap(),
+    );
+    ctx.segmented_argmax(
+        &x,
+        Segments::offsets(&b, &e).check_later(&check),
+        ctx.alloc_zeros::<u64>(3).unwrap().view_mut(..).unwrap(),
+        &mut out,
+    )
+    .unwrap();
+    expect_invalid(
+        ctx.take_offset_check(&check),
+        "segment 1: its offsets reach past the end",
+    );
+    // Lengths are checked at the call, deferred or not.
+    let off4 = ctx.htod(&[0u64, 1, 2, 3, 4]).unwrap();
+    expect_invalid(
+        ctx.segmented_reduce_with(&x, Segments::csr(&off4).check_later(&check), op, &mut out),
+        "one more entry",
+    );
+    // Fixed rows need no device check: check_later leaves them as they are.
+    ctx.segmented_reduce_with(
+        &x,
+        Segments::Fixed(50).check_later(&check),
+        op,
+        out.view_mut(..2).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ctx.dtoh(&out).unwrap()[..2], [50.0, 50.0]);
+    ctx.take_offset_check(&check).unwrap();
 }
 
 fn empty_u64(ctx: &Context) -> gpu_reduce::DeviceBuffer<u64> {

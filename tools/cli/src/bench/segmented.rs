@@ -5,7 +5,7 @@
 //! and the read limit (the read-only streaming kernel over the same values) in the same run. On
 //! the simulator the cases shrink a thousandfold (and there is no CUB).
 
-use gpu_reduce::{BackendKind, Context, DeviceBuffer, Reduction, Result};
+use gpu_reduce::{BackendKind, Context, DeviceBuffer, Reduction, Result, Segments};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 use super::{Cubs, Family, Measurement, StreamExt, case_measurement, xor_words};
@@ -94,8 +94,17 @@ pub fn segmented_cases(
             offsets.push(offsets.last().copied().unwrap_or(0) + l);
         }
         let offs: DeviceBuffer<u64> = ctx.htod(&offsets)?;
+        // The CSR cases check their offsets on the device into `check`, read once after the
+        // timed runs (as CUB, whose calls check nothing, no read-back is timed); a second row
+        // times the form that reads its check back on every call.
+        let check = ctx.offset_check()?;
         let run = |out: &mut DeviceBuffer<f32>| match &shape {
-            Shape::Csr(_) => ctx.segmented_reduce_csr(&x, &offs, Reduction::Sum, out),
+            Shape::Csr(_) => ctx.segmented_reduce_with(
+                &x,
+                Segments::csr(&offs).check_later(&check),
+                Reduction::Sum,
+                out,
+            ),
             Shape::Rows(_, c) => ctx.segmented_reduce_fixed(&x, *c, Reduction::Sum, out),
         };
         run(&mut out)?;
@@ -109,6 +118,7 @@ pub fn segmented_cases(
         };
         let ok = sums_ok(&ctx.dtoh(&out)?);
         let t = ctx.time_ms(warmup, iters, || run(&mut out))?;
+        let ok = ok && ctx.take_offset_check(&check).is_ok();
         let bytes = n * 4
             + match shape {
                 Shape::Csr(_) => offsets.len() as u64 * 8,
@@ -126,6 +136,25 @@ pub fn segmented_cases(
             ok,
             sim,
         ));
+        if let Shape::Csr(_) = shape {
+            let checked = |out: &mut DeviceBuffer<f32>| {
+                ctx.segmented_reduce_csr(&x, &offs, Reduction::Sum, out)
+            };
+            checked(&mut out)?;
+            let ok = sums_ok(&ctx.dtoh(&out)?);
+            let t = ctx.time_ms(warmup, iters, || checked(&mut out))?;
+            rows.push(case_measurement(
+                "segmented",
+                "f32",
+                &format!("{name}, offsets checked on return"),
+                Family::Ours,
+                n,
+                bytes,
+                &t,
+                ok,
+                sim,
+            ));
+        }
         // CUB over the same values and offsets, into an output of its own (zeroed first, so
         // a call that wrote nothing cannot pass the check), moving the same bytes.
         for (label, c) in cubs.iter() {
