@@ -15,7 +15,9 @@ use kernels::half::SumF32;
 use kernels::ops::{
     ArgAcc, ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum, SumCompensated,
 };
+use kernels::reduce::moments::MEAN_VAR_POLICY;
 use kernels::reduce::policy::{BLOCK, POLICY};
+use kernels::reduce::transform::MeanVar;
 use kernels::reduce::{ReduceInstance, SimReduceFn};
 
 use crate::error::{Error, Result};
@@ -327,7 +329,14 @@ impl Context {
             Job::Two(_, _, y) => self.read(y)?,
             Job::One(..) => (0, crate::runtime::Access::Free),
         };
-        let tiles = POLICY.tiles(n, std::mem::size_of::<T>() as u64);
+        // The mean-and-variance kernel has a tile count of its own (fewer: one or two tiles
+        // per resident block, see `MEAN_VAR_POLICY`); scratch for the reduction's covers it.
+        let policy = if name == <MeanVar as ReduceInstance<f32>>::KERNEL.name {
+            MEAN_VAR_POLICY
+        } else {
+            POLICY
+        };
+        let tiles = policy.tiles(n, std::mem::size_of::<T>() as u64);
         let ws = self.workspace::<ReduceWorkspace>();
         // A poisoned lock only means another thread panicked mid-call; the workspace itself is
         // still consistent (the kernel resets its counter), so keep going.
