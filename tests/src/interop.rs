@@ -311,9 +311,11 @@ pub fn check_graph_capture(ctx: &Context) {
     }
 }
 
-/// CPU time of this process in seconds (Linux: /proc/self/stat, clock ticks of 10 ms).
+/// CPU time of the calling thread in seconds (Linux: /proc/thread-self/stat, clock ticks of
+/// 10 ms). The thread's own, not the process's: the test harness runs other tests on other
+/// threads at the same time unless told `--test-threads=1`.
 fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
     let after = &stat[stat.rfind(')').unwrap() + 2..];
     let f: Vec<&str> = after.split_whitespace().collect();
     // Fields 14 and 15 of the file (utime, stime) are 12 and 13 after the command name.
