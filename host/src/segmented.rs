@@ -39,7 +39,7 @@ use crate::runtime::{Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, 
 
 /// A segmented reduction's kernels as the host calls them (`Out` is what they write per
 /// segment): the general one, and the one for fixed-size rows longer than
-/// [`WARP_MAX`](kernels::reduce::segmented::WARP_MAX) (the same bits for those rows).
+/// [`WARP_MAX`] (the same bits for those rows).
 #[derive(Clone, Copy, Debug)]
 pub struct SegmentedKernel<T, Out> {
     /// Offsets of any kind, and fixed-size rows up to `WARP_MAX` elements.
