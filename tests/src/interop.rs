@@ -233,8 +233,11 @@ pub fn check_graph_capture(ctx: &Context) {
     )
     .unwrap();
 
+    // Thread-local: the capturing thread (where the library's calls run) may make no unsafe
+    // call, as in global mode, while the test harness's other threads, running other tests,
+    // may (global mode failed their copies and invalidated this capture).
     stream
-        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
         .unwrap();
     let captured = (|| -> gpu_reduce::Result<()> {
         ctx.reduce_into(&x, Reduction::Sum, &mut sum)?;
