@@ -152,6 +152,16 @@ pub enum DeviceOffsets<'a> {
     Csr(DeviceView<'a, u64>),
 }
 
+impl<'a> From<DeviceOffsets<'a>> for Segments<'a> {
+    /// The same offsets as a [`Segments`] form of their own (checked on return).
+    fn from(offsets: DeviceOffsets<'a>) -> Self {
+        match offsets {
+            DeviceOffsets::Offsets { begin, end } => Segments::Offsets { begin, end },
+            DeviceOffsets::Csr(o) => Segments::Csr(o),
+        }
+    }
+}
+
 /// A device flag that segmented reductions over device offsets report bad offsets into when
 /// called with [`Segments::check_later`], instead of reading their check back (which blocks).
 /// It keeps the lowest bad segment of any launch since it was last taken;
@@ -265,13 +275,7 @@ impl Context {
         let count = out.len();
         let n = input.len();
         let (segments, check) = match segments {
-            Segments::CheckLater { offsets, check } => (
-                match offsets {
-                    DeviceOffsets::Offsets { begin, end } => Segments::Offsets { begin, end },
-                    DeviceOffsets::Csr(o) => Segments::Csr(o),
-                },
-                Some(check),
-            ),
+            Segments::CheckLater { offsets, check } => (offsets.into(), Some(check)),
             s => (s, None),
         };
         let (begin, end, segment_len) = match segments {

@@ -179,8 +179,8 @@ impl<T> DeviceBuffer<T> {
 
 impl<T> From<CudaSlice<T>> for DeviceBuffer<T> {
     /// Take over a cudarc allocation (no copy). The buffer is ordered on the slice's stream
-    /// from then on; use it with a context on that stream ([`Context::from_stream`](crate::Context::from_stream)
-    /// (crate::Context::from_stream)) for no synchronisation at all.
+    /// from then on; use it with a context on that stream
+    /// ([`Context::from_stream`](crate::Context::from_stream)) for no synchronisation at all.
     fn from(slice: CudaSlice<T>) -> Self {
         DeviceBuffer::from_slice(slice)
     }

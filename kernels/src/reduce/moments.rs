@@ -9,9 +9,9 @@
 //! simulator).
 //!
 //! Error of a thread's part: f64 sums of at most ~21,000 terms (2^32 elements over 792 tiles
-//! of 256 threads), so `m2`'s absolute error is about `c·2^-52·((mean - k)² + var)`, far below the f32 rounding unless `k` lies ~10^4
-//! standard deviations from the mean; the Chan merges above it keep the `log2(n)` bound of
-//! [`MeanVarAcc`].
+//! of 256 threads), so `m2`'s absolute error is about `c·2^-52·((mean - k)² + var)`, far below
+//! the f32 rounding unless `k` lies ~10^4 standard deviations from the mean; the Chan merges
+//! above it keep the `log2(n)` bound of [`MeanVarAcc`].
 
 use super::finish_tiles;
 use super::policy::BLOCK as REDUCE_BLOCK;
@@ -235,7 +235,7 @@ pub unsafe fn mean_var_device(
 /// reduction's 2048 tiles, 683 blocks of three tiles left SMs of five and of six blocks and
 /// three finishes per block. Same runs on an H100 (`BENCHMARKS.md`), % of the read limit at
 /// 2^24 / 2^26 / 2^28: 2048 tiles 75.0-75.4 / 90.0-90.8 / 98.5; 1584 tiles 77.8-78.2 /
-/// 92.4-92.5 / 98.7-99.2; 792 tiles 80.9-83.4 / 93.6-94.3 / 98.9-99.2. Like every tile count,
+/// 92.4-92.5 / 98.7-99.2; 792 tiles 81-86 / 93.6-95.4 / 98.6-99.5. Like every tile count,
 /// a constant: the bits depend on `n` alone, on any GPU (one with another SM count only
 /// balances less well).
 pub const MEAN_VAR_POLICY: super::policy::ReducePolicy = super::policy::ReducePolicy {
