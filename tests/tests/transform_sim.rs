@@ -26,3 +26,16 @@ fn deterministic_across_grids() {
 fn dot_product() {
     check_dot(&sim(), 100_001);
 }
+
+#[test]
+fn mean_and_variance_long() {
+    // Past 792 tiles x 256 threads x 4 vectors (3.2M f32), so every thread's first step has
+    // four loads in flight and the loop runs after it.
+    check_mean_var(&sim(), 3_300_007);
+}
+
+#[test]
+fn deterministic_across_grids_long() {
+    // The variance's first step of four loads in every thread, under every grid.
+    check_transform_deterministic(&sim(), 3_300_007);
+}

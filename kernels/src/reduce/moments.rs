@@ -190,6 +190,25 @@ pub unsafe fn mean_var_device(
         // needs many blocks per SM to keep enough bytes in flight).
         let mut st = Shifted::new();
         let mut v = gtid;
+        // The first step with four loads in flight (the same elements in the same order, so
+        // the same bits): every block starts at once, waits for its first loads, then spends
+        // ~a microsecond converting and summing in f64 with nothing else in flight; four
+        // (all that 40 registers hold: ptxas serialises six or eight) keep DRAM busier there.
+        // H100, 2^26, seven alternations: median 0.0978 ms against 0.0991 (95.1% of the read
+        // limit against 94.3%).
+        if v + 3 * threads < vectors {
+            let (a, b, c, d) = (
+                load(v),
+                load(v + threads),
+                load(v + 2 * threads),
+                load(v + 3 * threads),
+            );
+            st.add4(a);
+            st.add4(b);
+            st.add4(c);
+            st.add4(d);
+            v += 4 * threads;
+        }
         while v + threads < vectors {
             let (a, b) = (load(v), load(v + threads));
             st.add4(a);
