@@ -194,8 +194,8 @@ pub unsafe fn mean_var_device(
         // the same bits): every block starts at once, waits for its first loads, then spends
         // ~a microsecond converting and summing in f64 with nothing else in flight; four
         // (all that 40 registers hold: ptxas serialises six or eight) keep DRAM busier there.
-        // H100, 2^26, seven alternations: median 0.0978 ms against 0.0991 (95.1% of the read
-        // limit against 94.3%).
+        // H100, 2^26, nine alternations: median 0.0981 ms against 0.0991 (95.1% of the read
+        // limit against 94.3%; BENCHMARKS.md).
         if v + 3 * threads < vectors {
             let (a, b, c, d) = (
                 load(v),
