@@ -28,8 +28,9 @@ use cudarc::driver::PushKernelArg;
 use kernels::Kernel;
 use kernels::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
 use kernels::reduce::segmented::{
-    BAD_DECREASING, BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, OWNER_WORDS, SEGMENTS_PER_BLOCK,
-    SegmentedReduceInstance, SimSegmentedFn, WARP_MAX, rows_chunks_per_row, rows_workspace_bytes,
+    BAD_DECREASING, BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, LISTED_MAX, OWNER_WORDS,
+    SEGMENTS_PER_BLOCK, SegmentedReduceInstance, SimSegmentedFn, WARP_MAX, listed_workspace_bytes,
+    rows_chunks_per_row, rows_workspace_bytes,
 };
 
 use crate::error::{Error, Result};
@@ -238,6 +239,10 @@ struct SegmentedWorkspace {
     /// The row count of the last launch that used `rows`: the layout it left its counters
     /// cleared in.
     rows_count: u64,
+    /// The listed kernel's control words, counters (zero between launches) and partials.
+    listed: Option<DeviceBuffer<u64>>,
+    /// The segment count of the last launch that used `listed` (the layout it left cleared).
+    listed_count: u64,
     /// Test override of the physical grid (0: automatic).
     grid_override: u32,
 }
@@ -385,110 +390,116 @@ impl Context {
             0
         };
 
-        // The work list's room: multi-chunk segments of non-overlapping segments number at most
-        // n / chunk and hold at most 2n / chunk chunks; when overlapping segments need more,
-        // the kernel reduces the rest block by block (same bits, less parallel).
         let chunk = CHUNK_VECS * (16 / std::mem::size_of::<T>() as u64);
-        let entry_cap = (count as u64).min(n as u64 / chunk + 1);
-        // Even, so the partials after the owner words stay 16-byte aligned.
-        let partial_cap = 2 * (n as u64 / chunk) + 2;
-        // Cleared between launches: control words, entries and owner records.
-        let cleared = CTL_WORDS + entry_cap * ENTRY_WORDS + OWNER_WORDS * partial_cap;
-        let list_words = usize::try_from(cleared + 2 * partial_cap)
-            .map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
-        let list = match self.graph_scratch(list_words * 8)? {
-            // Captured: scratch of the graph's own, its control and owner words cleared in the
-            // graph (a replay must not meet the last replay's list).
-            Some(base) => {
-                self.memset_raw(base, 8 * cleared as usize)?;
-                base
-            }
-            None => {
-                if ws.list.as_ref().is_none_or(|l| l.len() < list_words) {
-                    ws.list = None; // free the old one first
-                    ws.list = Some(self.alloc_zeros::<u64>(list_words.max(1024))?);
-                    ws.layout = (entry_cap, partial_cap);
+        // A few long segments: the listed kernel (the same bits) knows where every chunk lies
+        // after one round of loads, where the work list takes several round trips.
+        if offsets && count as u64 <= LISTED_MAX && n as u64 >= count as u64 * chunk {
+            self.launch_listed(lib, k, &mut ws, input, (begin, end), out, index_out, status)?;
+        } else {
+            // The work list's room: multi-chunk segments of non-overlapping segments number at most
+            // n / chunk and hold at most 2n / chunk chunks; when overlapping segments need more,
+            // the kernel reduces the rest block by block (same bits, less parallel).
+            let entry_cap = (count as u64).min(n as u64 / chunk + 1);
+            // Even, so the partials after the owner words stay 16-byte aligned.
+            let partial_cap = 2 * (n as u64 / chunk) + 2;
+            // Cleared between launches: control words, entries and owner records.
+            let cleared = CTL_WORDS + entry_cap * ENTRY_WORDS + OWNER_WORDS * partial_cap;
+            let list_words = usize::try_from(cleared + 2 * partial_cap)
+                .map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
+            let list = match self.graph_scratch(list_words * 8)? {
+                // Captured: scratch of the graph's own, its control and owner words cleared in the
+                // graph (a replay must not meet the last replay's list).
+                Some(base) => {
+                    self.memset_raw(base, 8 * cleared as usize)?;
+                    base
                 }
-                let Some(l) = &ws.list else {
-                    unreachable!("allocated just above")
-                };
-                let addr = self.scratch_addr(l);
-                if ws.layout != (entry_cap, partial_cap) {
-                    self.memset_raw(addr, 8 * cleared as usize)?;
-                    ws.layout = (entry_cap, partial_cap);
+                None => {
+                    if ws.list.as_ref().is_none_or(|l| l.len() < list_words) {
+                        ws.list = None; // free the old one first
+                        ws.list = Some(self.alloc_zeros::<u64>(list_words.max(1024))?);
+                        ws.layout = (entry_cap, partial_cap);
+                    }
+                    let Some(l) = &ws.list else {
+                        unreachable!("allocated just above")
+                    };
+                    let addr = self.scratch_addr(l);
+                    if ws.layout != (entry_cap, partial_cap) {
+                        self.memset_raw(addr, 8 * cleared as usize)?;
+                        ws.layout = (entry_cap, partial_cap);
+                    }
+                    addr
                 }
-                addr
-            }
-        };
+            };
 
-        // Blocks: one per group, plus one per chunk a long segment could have, up to what the
-        // device holds at once (more would only wait for the first ones to finish). Blocks
-        // draw groups as they start and only ever wait for groups already drawn, so any grid
-        // is deadlock-free.
-        let groups = (count as u64).div_ceil(SEGMENTS_PER_BLOCK as u64);
-        let limit = match (ws.grid_override, &self.backend) {
-            (0, Backend::Cuda(_)) => {
-                let sms = self.info().multiprocessors.max(1);
-                sms * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?
-            }
-            (0, Backend::Sim) => SIM_GRID,
-            (g, _) => g,
-        };
-        let grid = (groups + n as u64 / chunk).min(limit.max(1) as u64) as u32;
-        {
-            // The ordering guards live until the kernel is queued.
-            let (input_addr, _input_access) = self.read(&input)?;
-            let begin_read = begin.as_ref().map(|b| self.read(b)).transpose()?;
-            let end_read = end.as_ref().map(|e| self.read(e)).transpose()?;
-            let (begin_addr, end_addr) = (
-                begin_read.as_ref().map_or(0, |r| r.0),
-                end_read.as_ref().map_or(0, |r| r.0),
-            );
-            let (out_addr, _out_access) = self.write(&mut out)?;
-            let index_write = index_out.as_mut().map(|ix| self.write(ix)).transpose()?;
-            let index_addr = index_write.as_ref().map_or(0, |r| r.0);
-            let (n, count) = (n as u64, count as u64);
-            let sim = k.sim;
-            // SAFETY: the arguments of `segmented_device` in order; the same values for the
-            // simulator, as addresses of this context's (host) memory. Offsets views hold
-            // `count` entries each (checked above), the outputs `count` elements; fixed-length
-            // segments cover exactly the input.
-            unsafe {
-                self.launch(
-                    lib,
-                    k.name,
-                    LaunchShape::linear(grid, BLOCK, 0),
-                    |b| {
-                        b.arg(&input_addr)
-                            .arg(&n)
-                            .arg(&begin_addr)
-                            .arg(&end_addr)
-                            .arg(&segment_len)
-                            .arg(&count)
-                            .arg(&out_addr)
-                            .arg(&index_addr)
-                            .arg(&status)
-                            .arg(&list)
-                            .arg(&entry_cap)
-                            .arg(&partial_cap);
-                    },
-                    || {
-                        sim(
-                            input_addr as *const T,
-                            n,
-                            begin_addr as *const u64,
-                            end_addr as *const u64,
-                            segment_len,
-                            count,
-                            out_addr as *mut Out,
-                            index_addr as *mut u64,
-                            status as *mut u64,
-                            list as *mut u64,
-                            entry_cap,
-                            partial_cap,
-                        )
-                    },
-                )?;
+            // Blocks: one per group, plus one per chunk a long segment could have, up to what the
+            // device holds at once (more would only wait for the first ones to finish). Blocks
+            // draw groups as they start and only ever wait for groups already drawn, so any grid
+            // is deadlock-free.
+            let groups = (count as u64).div_ceil(SEGMENTS_PER_BLOCK as u64);
+            let limit = match (ws.grid_override, &self.backend) {
+                (0, Backend::Cuda(_)) => {
+                    let sms = self.info().multiprocessors.max(1);
+                    sms * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?
+                }
+                (0, Backend::Sim) => SIM_GRID,
+                (g, _) => g,
+            };
+            let grid = (groups + n as u64 / chunk).min(limit.max(1) as u64) as u32;
+            {
+                // The ordering guards live until the kernel is queued.
+                let (input_addr, _input_access) = self.read(&input)?;
+                let begin_read = begin.as_ref().map(|b| self.read(b)).transpose()?;
+                let end_read = end.as_ref().map(|e| self.read(e)).transpose()?;
+                let (begin_addr, end_addr) = (
+                    begin_read.as_ref().map_or(0, |r| r.0),
+                    end_read.as_ref().map_or(0, |r| r.0),
+                );
+                let (out_addr, _out_access) = self.write(&mut out)?;
+                let index_write = index_out.as_mut().map(|ix| self.write(ix)).transpose()?;
+                let index_addr = index_write.as_ref().map_or(0, |r| r.0);
+                let (n, count) = (n as u64, count as u64);
+                let sim = k.sim;
+                // SAFETY: the arguments of `segmented_device` in order; the same values for the
+                // simulator, as addresses of this context's (host) memory. Offsets views hold
+                // `count` entries each (checked above), the outputs `count` elements; fixed-length
+                // segments cover exactly the input.
+                unsafe {
+                    self.launch(
+                        lib,
+                        k.name,
+                        LaunchShape::linear(grid, BLOCK, 0),
+                        |b| {
+                            b.arg(&input_addr)
+                                .arg(&n)
+                                .arg(&begin_addr)
+                                .arg(&end_addr)
+                                .arg(&segment_len)
+                                .arg(&count)
+                                .arg(&out_addr)
+                                .arg(&index_addr)
+                                .arg(&status)
+                                .arg(&list)
+                                .arg(&entry_cap)
+                                .arg(&partial_cap);
+                        },
+                        || {
+                            sim(
+                                input_addr as *const T,
+                                n,
+                                begin_addr as *const u64,
+                                end_addr as *const u64,
+                                segment_len,
+                                count,
+                                out_addr as *mut Out,
+                                index_addr as *mut u64,
+                                status as *mut u64,
+                                list as *mut u64,
+                                entry_cap,
+                                partial_cap,
+                            )
+                        },
+                    )?;
+                }
             }
         }
         if !offsets || check.is_some() {
@@ -620,6 +631,119 @@ impl Context {
                         scratch as *mut u64,
                         0,
                         0,
+                    )
+                },
+            )
+        }
+    }
+
+    /// The general kernel's listed form (`entry_cap` 0: `listed_device`) over `out.len()` (at
+    /// most `LISTED_MAX`) offsets segments, reporting bad offsets to `status`. Never blocks.
+    #[allow(clippy::too_many_arguments)] // the general path's state, passed on
+    fn launch_listed<T: DeviceElement, Out: Copy>(
+        &self,
+        lib: &'static KernelLibrary,
+        k: &Kernel<SimSegmentedFn<T, Out>>,
+        ws: &mut SegmentedWorkspace,
+        input: DeviceView<'_, T>,
+        (begin, end): (Option<DeviceView<'_, u64>>, Option<DeviceView<'_, u64>>),
+        mut out: DeviceViewMut<'_, Out>,
+        mut index_out: Option<DeviceViewMut<'_, u64>>,
+        status: u64,
+    ) -> Result<()> {
+        let (Some(begin), Some(end)) = (begin, end) else {
+            unreachable!("the listed kernel takes offsets")
+        };
+        let count = out.len() as u64;
+        let n = input.len() as u64;
+        let elem = std::mem::size_of::<T>() as u64;
+        let chunk = CHUNK_VECS * (16 / elem);
+        // Non-overlapping segments have at most n / chunk + 1 chunks each beyond the first
+        // (`chunks_of`); overlapping ones past that are reduced block by block (same bits).
+        let cap = n / chunk + count + 1;
+        // Accumulators are at most 16 bytes (what a shuffle moves).
+        let bytes = usize::try_from(listed_workspace_bytes(count, cap, 16))
+            .map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
+        let cleared = 16 + (4 * count as usize).div_ceil(16) * 16;
+        let scratch = match self.graph_scratch(bytes)? {
+            // Captured: the graph's own scratch, its control words and counters cleared in it.
+            Some(base) => {
+                self.memset_raw(base, cleared)?;
+                base
+            }
+            None => {
+                let words = bytes.div_ceil(8);
+                if ws.listed.as_ref().is_none_or(|b| b.len() < words) {
+                    ws.listed = None; // free the old one first
+                    ws.listed = Some(self.alloc_zeros::<u64>(words.max(1024))?);
+                    ws.listed_count = count;
+                }
+                let Some(b) = &ws.listed else {
+                    unreachable!("allocated just above")
+                };
+                let addr = self.scratch_addr(b);
+                // Another segment count puts counters where partials were: clear them first.
+                if ws.listed_count != count {
+                    self.memset_raw(addr, cleared)?;
+                    ws.listed_count = count;
+                }
+                addr
+            }
+        };
+        let limit = match (ws.grid_override, &self.backend) {
+            (0, Backend::Cuda(_)) => {
+                let sms = self.info().multiprocessors.max(1);
+                sms * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?
+            }
+            (0, Backend::Sim) => SIM_GRID,
+            (g, _) => g,
+        };
+        let grid = (n / chunk + count).min(limit.max(1) as u64).max(1) as u32;
+        let (input_addr, _input_access) = self.read(&input)?;
+        let (begin_addr, _begin_access) = self.read(&begin)?;
+        let (end_addr, _end_access) = self.read(&end)?;
+        let (out_addr, _out_access) = self.write(&mut out)?;
+        let index_write = index_out.as_mut().map(|ix| self.write(ix)).transpose()?;
+        let index_addr = index_write.as_ref().map_or(0, |r| r.0);
+        let zero = 0u64;
+        let sim = k.sim;
+        // SAFETY: the arguments of the segmented kernels in order (entry_cap 0 selects
+        // `listed_device`, which reads all but segment_len); the offsets hold `count` entries each (checked by the
+        // caller), the outputs `count` elements, the scratch `listed_workspace_bytes`; the
+        // table takes 8 bytes per segment of dynamic shared memory.
+        unsafe {
+            self.launch(
+                lib,
+                k.name,
+                LaunchShape::linear(grid, BLOCK, 8 * count as u32),
+                |b| {
+                    b.arg(&input_addr)
+                        .arg(&n)
+                        .arg(&begin_addr)
+                        .arg(&end_addr)
+                        .arg(&zero)
+                        .arg(&count)
+                        .arg(&out_addr)
+                        .arg(&index_addr)
+                        .arg(&status)
+                        .arg(&scratch)
+                        .arg(&zero)
+                        .arg(&cap);
+                },
+                || {
+                    sim(
+                        input_addr as *const T,
+                        n,
+                        begin_addr as *const u64,
+                        end_addr as *const u64,
+                        0,
+                        count,
+                        out_addr as *mut Out,
+                        index_addr as *mut u64,
+                        status as *mut u64,
+                        scratch as *mut u64,
+                        0,
+                        cap,
                     )
                 },
             )

@@ -188,9 +188,10 @@ pub fn check_cudarc_memory(ctx_own: &Context) {
     }
 }
 
-/// A reduction, a scan, a segmented reduction over long rows (its work list), one over CSR
-/// offsets checked later (the general kernel's work list, no read-back) and a reduce by key
-/// captured into a CUDA graph on the context's stream, replayed with new input data each time.
+/// A reduction, a scan, a segmented reduction over long rows (its own kernel), two over CSR
+/// offsets checked later (no read-back; a few segments take the listed form, many the general
+/// kernel's work list) and a reduce by key captured into a CUDA graph on the context's stream,
+/// replayed with new input data each time.
 pub fn check_graph_capture(ctx: &Context) {
     let (_, stream) = ctx.cuda().expect("a CUDA context");
     let stream = stream.clone();
@@ -215,6 +216,10 @@ pub fn check_graph_capture(ctx: &Context) {
     let csr = ctx.htod(&csr_host).unwrap();
     let check = ctx.offset_check().unwrap();
     let mut csr_sums = ctx.alloc_zeros::<i64>(csr_host.len() - 1).unwrap();
+    // More segments than the listed form takes (short ones, then one long): the work list.
+    let many_host: Vec<u64> = (0..3000u64).map(|s| s * 100).chain([n as u64]).collect();
+    let many = ctx.htod(&many_host).unwrap();
+    let mut many_sums = ctx.alloc_zeros::<i64>(many_host.len() - 1).unwrap();
     // Warm: kernels loaded, the context's own scratch made (none of this is captured).
     ctx.htod_into(&random_i64(n, 99), &mut x).unwrap();
     ctx.reduce_into(&x, Reduction::Sum, &mut sum).unwrap();
@@ -222,6 +227,8 @@ pub fn check_graph_capture(ctx: &Context) {
     ctx.segmented_reduce_fixed(&x, row_len, Reduction::Sum, &mut row_sums)
         .unwrap();
     ctx.segmented_reduce_csr(&x, &csr, Reduction::Sum, &mut csr_sums)
+        .unwrap();
+    ctx.segmented_reduce_csr(&x, &many, Reduction::Sum, &mut many_sums)
         .unwrap();
     ctx.reduce_by_key_into(
         &keys,
@@ -248,6 +255,12 @@ pub fn check_graph_capture(ctx: &Context) {
             Segments::csr(&csr).check_later(&check),
             Reduction::Sum,
             &mut csr_sums,
+        )?;
+        ctx.segmented_reduce_with(
+            &x,
+            Segments::csr(&many).check_later(&check),
+            Reduction::Sum,
+            &mut many_sums,
         )?;
         // Its checked form reads back: a clear error under capture.
         match ctx.segmented_reduce_csr(&x, &csr, Reduction::Sum, &mut csr_sums) {
@@ -299,6 +312,11 @@ pub fn check_graph_capture(ctx: &Context) {
             .map(|w| host[w[0] as usize..w[1] as usize].iter().sum())
             .collect();
         assert_eq!(ctx.dtoh(&csr_sums).unwrap(), want_csr, "round {round}");
+        let want_many: Vec<i64> = many_host
+            .windows(2)
+            .map(|w| host[w[0] as usize..w[1] as usize].iter().sum())
+            .collect();
+        assert_eq!(ctx.dtoh(&many_sums).unwrap(), want_many, "round {round}");
         ctx.take_offset_check(&check).unwrap();
         let want_runs: Vec<i64> = host.chunks(7).map(|r| r.iter().sum()).collect();
         assert_eq!(

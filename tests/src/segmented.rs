@@ -8,7 +8,7 @@
 //! checked against order-free references, float sums against an f64 sum.
 
 use gpu_reduce::kernels::ops::{ArgAcc, ArgMax, ArgMin, Max, Min, Product, ReduceOp, Sum};
-use gpu_reduce::kernels::reduce::segmented::{BLOCK, CHUNK_VECS, WARP_MAX};
+use gpu_reduce::kernels::reduce::segmented::{BLOCK, CHUNK_VECS, LISTED_MAX, WARP_MAX};
 use gpu_reduce::{Context, Error, Reduction, SegmentedElement, Segments};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
@@ -451,6 +451,94 @@ pub fn check_work_list_full(ctx: &Context) {
             assert_eq!(g.to_bits(), want.to_bits(), "copy {s} of {copies}");
         }
     }
+}
+
+/// A few long offsets segments take the listed form of the kernel (at most `LISTED_MAX`
+/// segments over an input of at least a chunk per segment); more segments take the work list.
+/// The same segments both ways (the second time behind `LISTED_MAX` empty ones), every
+/// operator bit for bit against the model: lengths around the warp path's end and the chunk
+/// cuts, every start alignment, an overlapping segment. Then the listed form under other
+/// grids, and its report of bad offsets (returned, and checked later).
+pub fn check_listed<T: SegElem>(ctx: &Context) {
+    let c = CHUNK_VECS as usize * 16 / std::mem::size_of::<T>();
+    let w = WARP_MAX as usize;
+    let lens = [
+        0,
+        1,
+        33,
+        w,
+        w + 1,
+        c - 1,
+        c + 1,
+        c + c / 2 - 3,
+        c + c / 2 + 5,
+        2 * c + 7,
+        3 * c + 1,
+        5,
+    ];
+    let mut ranges = Vec::new();
+    let mut at = 3usize;
+    for l in lens {
+        ranges.push((at, at + l));
+        at += l;
+    }
+    ranges.push((10, 10 + 2 * c)); // overlaps the first segments
+    let n = at.max(ranges.len() * c) + 11;
+    assert!(ranges.len() as u64 <= LISTED_MAX);
+    check_ranges::<T>(ctx, &ranges, n, "listed");
+    let mut padded = ranges.clone();
+    padded.extend(std::iter::repeat_n((n, n), LISTED_MAX as usize));
+    check_ranges::<T>(ctx, &padded, n, "work list");
+
+    // Any grid: the same bits (the model's).
+    let data: Vec<T> = data_for(n, Reduction::Sum, 5);
+    let x = ctx.htod(&data).unwrap();
+    let begin: Vec<u64> = ranges.iter().map(|r| r.0 as u64).collect();
+    let mut end: Vec<u64> = ranges.iter().map(|r| r.1 as u64).collect();
+    let (db, de) = (ctx.htod(&begin).unwrap(), ctx.htod(&end).unwrap());
+    for grid in [Some(1), Some(2), Some(7), None] {
+        ctx.set_segmented_grid_limit(grid);
+        let mut out = ctx.alloc_zeros::<T>(ranges.len()).unwrap();
+        ctx.segmented_reduce(&x, &db, &de, Reduction::Sum, &mut out)
+            .unwrap();
+        for (s, (g, &(b, e))) in ctx.dtoh(&out).unwrap().iter().zip(&ranges).enumerate() {
+            let want = model_op(&data[b..e], b, Reduction::Sum).unwrap();
+            assert_eq!(g.bits(), want.bits(), "grid {grid:?}, segment {s}");
+        }
+    }
+    ctx.set_segmented_grid_limit(None);
+
+    // Bad offsets: segment 9 decreasing, 4 past the end; the lowest is named, the good
+    // segments are still reduced and the bad ones give the identity.
+    end[9] = begin[9] - 1;
+    end[4] = n as u64 + 1;
+    let de = ctx.htod(&end).unwrap();
+    let mut out = ctx.alloc_zeros::<T>(ranges.len()).unwrap();
+    expect_invalid(
+        ctx.segmented_reduce(&x, &db, &de, Reduction::Sum, &mut out),
+        "segment 4: offsets",
+    );
+    let check = ctx.offset_check().unwrap();
+    ctx.segmented_reduce_with(
+        &x,
+        Segments::offsets(&db, &de).check_later(&check),
+        Reduction::Sum,
+        &mut out,
+    )
+    .unwrap();
+    let got = ctx.dtoh(&out).unwrap();
+    for (s, &(b, e)) in ranges.iter().enumerate() {
+        let want = if s == 4 || s == 9 {
+            model_op(&data[..0], 0, Reduction::Sum).unwrap()
+        } else {
+            model_op(&data[b..e], b, Reduction::Sum).unwrap()
+        };
+        assert_eq!(got[s].bits(), want.bits(), "bad offsets: segment {s}");
+    }
+    expect_invalid(
+        ctx.take_offset_check(&check),
+        "segment 4: its offsets reach past",
+    );
 }
 
 /// Many segments, almost all empty (identity), a few not.

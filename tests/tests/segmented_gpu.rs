@@ -80,3 +80,13 @@ fn same_bits_as_the_simulator() {
 fn work_list_full_same_bits() {
     check_work_list_full(&gpu());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn listed_form_same_bits_as_work_list() {
+    let ctx = gpu();
+    check_listed::<f32>(&ctx);
+    check_listed::<i64>(&ctx);
+    check_listed::<f64>(&ctx);
+    check_listed::<u32>(&ctx);
+}

@@ -63,3 +63,10 @@ fn bad_input_is_an_error() {
 fn work_list_full_same_bits() {
     check_work_list_full(&sim());
 }
+
+#[test]
+fn listed_form_same_bits_as_work_list() {
+    let ctx = sim();
+    check_listed::<f32>(&ctx);
+    check_listed::<i64>(&ctx);
+}
