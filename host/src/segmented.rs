@@ -239,7 +239,7 @@ struct SegmentedWorkspace {
     /// The row count of the last launch that used `rows`: the layout it left its counters
     /// cleared in.
     rows_count: u64,
-    /// The listed kernel's control words, counters (zero between launches) and partials.
+    /// The listed form's control words, counters (zero between launches) and partials.
     listed: Option<DeviceBuffer<u64>>,
     /// The segment count of the last launch that used `listed` (the layout it left cleared).
     listed_count: u64,
@@ -391,14 +391,14 @@ impl Context {
         };
 
         let chunk = CHUNK_VECS * (16 / std::mem::size_of::<T>() as u64);
-        // A few long segments: the listed kernel (the same bits) knows where every chunk lies
-        // after one round of loads, where the work list takes several round trips.
+        // A few long segments: the kernel's listed form (the same bits) knows where every
+        // chunk lies after one round of loads, where the work list takes several round trips.
         if offsets && count as u64 <= LISTED_MAX && n as u64 >= count as u64 * chunk {
             self.launch_listed(lib, k, &mut ws, input, (begin, end), out, index_out, status)?;
         } else {
-            // The work list's room: multi-chunk segments of non-overlapping segments number at most
-            // n / chunk and hold at most 2n / chunk chunks; when overlapping segments need more,
-            // the kernel reduces the rest block by block (same bits, less parallel).
+            // The work list's room: multi-chunk segments of non-overlapping segments number at
+            // most n / chunk and hold at most 2n / chunk chunks; when overlapping segments need
+            // more, the kernel reduces the rest block by block (same bits, less parallel).
             let entry_cap = (count as u64).min(n as u64 / chunk + 1);
             // Even, so the partials after the owner words stay 16-byte aligned.
             let partial_cap = 2 * (n as u64 / chunk) + 2;
@@ -407,8 +407,8 @@ impl Context {
             let list_words = usize::try_from(cleared + 2 * partial_cap)
                 .map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
             let list = match self.graph_scratch(list_words * 8)? {
-                // Captured: scratch of the graph's own, its control and owner words cleared in the
-                // graph (a replay must not meet the last replay's list).
+                // Captured: scratch of the graph's own, its control and owner words cleared in
+                // the graph (a replay must not meet the last replay's list).
                 Some(base) => {
                     self.memset_raw(base, 8 * cleared as usize)?;
                     base
@@ -708,9 +708,10 @@ impl Context {
         let zero = 0u64;
         let sim = k.sim;
         // SAFETY: the arguments of the segmented kernels in order (entry_cap 0 selects
-        // `listed_device`, which reads all but segment_len); the offsets hold `count` entries each (checked by the
-        // caller), the outputs `count` elements, the scratch `listed_workspace_bytes`; the
-        // table takes 8 bytes per segment of dynamic shared memory.
+        // `listed_device`, which reads all but segment_len); the offsets hold `count` entries
+        // each (checked by the caller), the outputs `count` elements, the scratch
+        // `listed_workspace_bytes`; the table takes 8 bytes per segment of dynamic shared
+        // memory.
         unsafe {
             self.launch(
                 lib,
