@@ -227,24 +227,25 @@ impl<'a> Segments<'a> {
 #[derive(Default)]
 struct SegmentedWorkspace {
     status: Option<DeviceBuffer<u64>>,
-    /// The kernel's work list (control words, entries, chunk partials): zero between launches
-    /// (the kernel's last block clears what it used).
-    list: Option<DeviceBuffer<u64>>,
-    /// (entry capacity, chunk-slot capacity) of the last launch: the layout of `list` that the
-    /// kernel left cleared. Another layout puts owner words where entries or partials were, so
-    /// it clears them first.
-    layout: (u64, u64),
-    /// The long-rows kernel's counters (zero between launches) and chunk partials.
-    rows: Option<DeviceBuffer<u64>>,
-    /// The row count of the last launch that used `rows`: the layout it left its counters
-    /// cleared in.
-    rows_count: u64,
-    /// The listed form's control words, counters (zero between launches) and partials.
-    listed: Option<DeviceBuffer<u64>>,
-    /// The segment count of the last launch that used `listed` (the layout it left cleared).
-    listed_count: u64,
+    /// The work list (control words, entries, owner records, chunk partials), laid out by
+    /// (entry capacity, chunk-slot capacity).
+    list: ClearedScratch<(u64, u64)>,
+    /// The long-rows kernel's counters and chunk partials, laid out by the row count.
+    rows: ClearedScratch<u64>,
+    /// The listed form's control words, counters and partials, laid out by the segment count.
+    listed: ClearedScratch<u64>,
     /// Test override of the physical grid (0: automatic).
     grid_override: u32,
+}
+
+/// A kernel's scratch whose leading words (counters, control words) are zero between launches:
+/// the kernel clears what it used, a fresh buffer starts zeroed, and `layout` (the last
+/// launch's) says where those words lay. Another layout can put them where partials were, so
+/// it clears them first.
+#[derive(Default)]
+struct ClearedScratch<L> {
+    buf: Option<DeviceBuffer<u64>>,
+    layout: L,
 }
 
 /// Physical blocks on the simulator at most (any grid gives the same bits; more only costs
@@ -406,45 +407,21 @@ impl Context {
             let cleared = CTL_WORDS + entry_cap * ENTRY_WORDS + OWNER_WORDS * partial_cap;
             let list_words = usize::try_from(cleared + 2 * partial_cap)
                 .map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
-            let list = match self.graph_scratch(list_words * 8)? {
-                // Captured: scratch of the graph's own, its control and owner words cleared in
-                // the graph (a replay must not meet the last replay's list).
-                Some(base) => {
-                    self.memset_raw(base, 8 * cleared as usize)?;
-                    base
-                }
-                None => {
-                    if ws.list.as_ref().is_none_or(|l| l.len() < list_words) {
-                        ws.list = None; // free the old one first
-                        ws.list = Some(self.alloc_zeros::<u64>(list_words.max(1024))?);
-                        ws.layout = (entry_cap, partial_cap);
-                    }
-                    let Some(l) = &ws.list else {
-                        unreachable!("allocated just above")
-                    };
-                    let addr = self.scratch_addr(l);
-                    if ws.layout != (entry_cap, partial_cap) {
-                        self.memset_raw(addr, 8 * cleared as usize)?;
-                        ws.layout = (entry_cap, partial_cap);
-                    }
-                    addr
-                }
-            };
+            // Control words, entries and owner records cleared.
+            let list = self.cleared_scratch(
+                &mut ws.list,
+                (entry_cap, partial_cap),
+                list_words * 8,
+                8 * cleared as usize,
+            )?;
 
             // Blocks: one per group, plus one per chunk a long segment could have, up to what the
             // device holds at once (more would only wait for the first ones to finish). Blocks
             // draw groups as they start and only ever wait for groups already drawn, so any grid
             // is deadlock-free.
             let groups = (count as u64).div_ceil(SEGMENTS_PER_BLOCK as u64);
-            let limit = match (ws.grid_override, &self.backend) {
-                (0, Backend::Cuda(_)) => {
-                    let sms = self.info().multiprocessors.max(1);
-                    sms * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?
-                }
-                (0, Backend::Sim) => SIM_GRID,
-                (g, _) => g,
-            };
-            let grid = (groups + n as u64 / chunk).min(limit.max(1) as u64) as u32;
+            let limit = self.segmented_resident(lib, k.name, ws.grid_override)?;
+            let grid = (groups + n as u64 / chunk).min(limit as u64) as u32;
             {
                 // The ordering guards live until the kernel is queued.
                 let (input_addr, _input_access) = self.read(&input)?;
@@ -550,37 +527,11 @@ impl Context {
         let counter_bytes = (4 * rows as usize).div_ceil(16) * 16;
         let ws = self.workspace::<SegmentedWorkspace>();
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+        // Each row's last block clears its counter.
         let scratch = if bytes == 0 {
             0
         } else {
-            match self.graph_scratch(bytes)? {
-                // Captured: the graph's own scratch, its counters cleared in the graph.
-                Some(base) => {
-                    self.memset_raw(base, counter_bytes)?;
-                    base
-                }
-                None => {
-                    // Counters are zero between launches (each row's last block clears its
-                    // own); a fresh buffer starts zeroed.
-                    let words = bytes.div_ceil(8);
-                    if ws.rows.as_ref().is_none_or(|b| b.len() < words) {
-                        ws.rows = None; // free the old one first
-                        ws.rows = Some(self.alloc_zeros::<u64>(words.max(1024))?);
-                        ws.rows_count = rows;
-                    }
-                    let Some(b) = &ws.rows else {
-                        unreachable!("allocated just above")
-                    };
-                    let addr = self.scratch_addr(b);
-                    // Another row count moves the partials over where counters were (or the
-                    // reverse): clear the counters first.
-                    if ws.rows_count != rows {
-                        self.memset_raw(addr, counter_bytes)?;
-                        ws.rows_count = rows;
-                    }
-                    addr
-                }
-            }
+            self.cleared_scratch(&mut ws.rows, rows, bytes, counter_bytes)?
         };
         let units = rows * rows_chunks_per_row(segment_len, elem);
         let cap = match (ws.grid_override, &self.backend) {
@@ -665,40 +616,11 @@ impl Context {
         let bytes = usize::try_from(listed_workspace_bytes(count, cap, 16))
             .map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
         let cleared = 16 + (4 * count as usize).div_ceil(16) * 16;
-        let scratch = match self.graph_scratch(bytes)? {
-            // Captured: the graph's own scratch, its control words and counters cleared in it.
-            Some(base) => {
-                self.memset_raw(base, cleared)?;
-                base
-            }
-            None => {
-                let words = bytes.div_ceil(8);
-                if ws.listed.as_ref().is_none_or(|b| b.len() < words) {
-                    ws.listed = None; // free the old one first
-                    ws.listed = Some(self.alloc_zeros::<u64>(words.max(1024))?);
-                    ws.listed_count = count;
-                }
-                let Some(b) = &ws.listed else {
-                    unreachable!("allocated just above")
-                };
-                let addr = self.scratch_addr(b);
-                // Another segment count puts counters where partials were: clear them first.
-                if ws.listed_count != count {
-                    self.memset_raw(addr, cleared)?;
-                    ws.listed_count = count;
-                }
-                addr
-            }
-        };
-        let limit = match (ws.grid_override, &self.backend) {
-            (0, Backend::Cuda(_)) => {
-                let sms = self.info().multiprocessors.max(1);
-                sms * self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?
-            }
-            (0, Backend::Sim) => SIM_GRID,
-            (g, _) => g,
-        };
-        let grid = (n / chunk + count).min(limit.max(1) as u64).max(1) as u32;
+        // Control words and counters cleared (the last block out and each segment's last
+        // chunk clear them).
+        let scratch = self.cleared_scratch(&mut ws.listed, count, bytes, cleared)?;
+        let limit = self.segmented_resident(lib, k.name, ws.grid_override)?;
+        let grid = (n / chunk + count).min(limit as u64).max(1) as u32;
         let (input_addr, _input_access) = self.read(&input)?;
         let (begin_addr, _begin_access) = self.read(&begin)?;
         let (end_addr, _end_access) = self.read(&end)?;
@@ -749,6 +671,56 @@ impl Context {
                 },
             )
         }
+    }
+
+    /// The address of `s`'s buffer (at least `bytes`) with its first `cleared` bytes zero for
+    /// a launch of `layout`; under graph capture, scratch of the graph's own, cleared inside the
+    /// graph (a replay must not meet the last replay's words).
+    fn cleared_scratch<L: PartialEq + Copy>(
+        &self,
+        s: &mut ClearedScratch<L>,
+        layout: L,
+        bytes: usize,
+        cleared: usize,
+    ) -> Result<u64> {
+        if let Some(base) = self.graph_scratch(bytes)? {
+            self.memset_raw(base, cleared)?;
+            return Ok(base);
+        }
+        let words = bytes.div_ceil(8);
+        if s.buf.as_ref().is_none_or(|b| b.len() < words) {
+            s.buf = None; // free the old one first
+            s.buf = Some(self.alloc_zeros::<u64>(words.max(1024))?);
+            s.layout = layout;
+        }
+        let Some(b) = &s.buf else {
+            unreachable!("allocated just above")
+        };
+        let addr = self.scratch_addr(b);
+        if s.layout != layout {
+            self.memset_raw(addr, cleared)?;
+            s.layout = layout;
+        }
+        Ok(addr)
+    }
+
+    /// Blocks of the segmented kernel `name` the device holds at once (more would only wait
+    /// for the first ones to finish), or the test override; at least 1.
+    fn segmented_resident(
+        &self,
+        lib: &'static KernelLibrary,
+        name: &'static str,
+        grid_override: u32,
+    ) -> Result<u32> {
+        Ok(match (grid_override, &self.backend) {
+            (0, Backend::Cuda(_)) => {
+                let sms = self.info().multiprocessors.max(1);
+                sms * self.kernel(lib, name)?.blocks_per_sm(BLOCK)?
+            }
+            (0, Backend::Sim) => SIM_GRID,
+            (g, _) => g,
+        }
+        .max(1))
     }
 
     fn segmented_kernel_for<T: SegmentedElement>(op: Reduction) -> Result<SegmentedKernel<T, T>> {
