@@ -245,6 +245,48 @@ pub(crate) unsafe fn finish_tiles<A: crate::gpu::ShflValue, F: Fn(A, A) -> A + C
     combine: F,
     scratch: crate::gpu::SharedArray<A>,
 ) {
+    unsafe {
+        finish_tiles_map(
+            tiles,
+            tile_acc,
+            partials,
+            retire_count,
+            out,
+            done,
+            seq,
+            identity,
+            combine,
+            scratch,
+            |a| a,
+        )
+    }
+}
+
+/// [`finish_tiles`] whose result goes through `map` on its way to `out`: for a kernel whose
+/// partials are not yet its output type (the variance adds plain sums and divides once, here).
+///
+/// # Safety
+/// As [`finish_tiles`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the reduction's workspace, passed straight through
+pub(crate) unsafe fn finish_tiles_map<
+    A: crate::gpu::ShflValue,
+    B,
+    F: Fn(A, A) -> A + Copy,
+    M: FnOnce(A) -> B,
+>(
+    tiles: u64,
+    tile_acc: A,
+    partials: *mut A,
+    retire_count: *mut u32,
+    out: *mut B,
+    done: *mut u32,
+    seq: u32,
+    identity: A,
+    combine: F,
+    scratch: crate::gpu::SharedArray<A>,
+    map: M,
+) {
     let is_last = crate::static_shared!(REDUCE_IS_LAST: [u32; 1]);
     let tid = gpu::thread_idx_x() as u64;
     let grid = gpu::grid_dim_x() as u64;
@@ -255,7 +297,7 @@ pub(crate) unsafe fn finish_tiles<A: crate::gpu::ShflValue, F: Fn(A, A) -> A + C
         // combines it with identities only.
         if tid == 0 {
             unsafe {
-                out.write(combine(identity, tile_acc));
+                out.write(map(combine(identity, tile_acc)));
                 if !done.is_null() {
                     gpu::store_release_sys_u32(done, seq);
                 }
@@ -297,7 +339,7 @@ pub(crate) unsafe fn finish_tiles<A: crate::gpu::ShflValue, F: Fn(A, A) -> A + C
     let total = block_reduce(acc, identity, combine, scratch);
     if tid == 0 {
         unsafe {
-            out.write(total);
+            out.write(map(total));
             // Ready for the next launch without a memset.
             retire_count.write(0);
             if !done.is_null() {

@@ -3,26 +3,33 @@
 //! with Chan's formula, one division per merge, and that latency held the loads back (83% of
 //! the read limit at 2^26 on an H100). Here each thread keeps *shifted sums* instead,
 //! `s1 = Σ(x - k)` and `s2 = Σ(x - k)²` in f64 with `k` its first element — no division per
-//! element — and turns them into a [`MeanVarAcc`] once per tile (`mean = k + s1/c`,
-//! `m2 = s2 - s1²/c`); threads, tiles and the partials then merge with [`MeanVar`]'s Chan
-//! formula in the fixed tree of every reduction (the same bits for any grid, GPU and the
-//! simulator).
+//! element. At the end every thread moves its sums to one shift `K` for the whole input, its
+//! first element (`s1 + c·d`, `s2 + d·(2·s1 + c·d)` with `d = k - K`: exact algebra, no
+//! division), so threads, tiles and the partials add plain f64 pairs in the fixed tree of every
+//! reduction (the same bits for any grid, GPU and the simulator), and the last block divides
+//! once: `mean = K + S1/n`, `m2 = S2 - S1·(S1/n)`. A Chan merge per step of that tree (a
+//! division, and a reduction no load hides) cost ~4 µs a launch on an H100.
 //!
-//! Error of a thread's part: f64 sums of at most ~21,000 terms (2^32 elements over 792 tiles
-//! of 256 threads), so `m2`'s absolute error is about `c·2^-52·((mean - k)² + var)`, far below
-//! the f32 rounding unless `k` lies ~10^4 standard deviations from the mean; the Chan merges
-//! above it keep the `log2(n)` bound of [`MeanVarAcc`].
+//! Error. A thread's part: f64 sums of at most ~21,000 terms (2^32 elements over 792 tiles of
+//! 256 threads) around one of its own elements, so `m2`'s absolute error is about
+//! `c·2^-52·((mean - k)² + var)`, far below the f32 rounding unless `k` lies ~10^4 standard
+//! deviations from the mean. Above it, about 20 levels of f64 additions (warp, block, 792
+//! partials) of sums around `K` lose about `70·2^-53·n·(var + (mean - K)²)` to cancellation in
+//! `S2 - S1²/n`: in the variance, `2^-46·(var + (x[0] - mean)²)`. Samuelson's inequality caps
+//! `(x[0] - mean)²` at `(n - 1)·var`, so up to n = 2^29 this stays below the
+//! `4·log2(n)·2^-24·(1 + mean²/var)·var` of [`MeanVarAcc`] for any data; beyond, the bound is
+//! their sum (an input whose first element lies ~2^15 standard deviations out, at 2^32
+//! elements, could reach it).
 
-use super::finish_tiles;
+use super::finish_tiles_map;
 use super::policy::BLOCK as REDUCE_BLOCK;
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 use super::{ReduceInstance, SimReduceFn};
-use crate::block::block_reduce_warp_totals;
+use crate::block::block_reduce;
 use crate::gpu;
-use crate::gpu::{FULL_MASK, ShflValue};
+use crate::gpu::ShflValue;
 use crate::ops::ReduceOp;
 use crate::reduce::transform::{MeanVar, MeanVarAcc};
-use crate::warp::warp_reduce;
 
 /// One thread's shifted sums.
 #[derive(Clone, Copy)]
@@ -70,18 +77,18 @@ impl Shifted {
         self.count += 1;
     }
 
-    /// Count, mean and m2 (one division; a rounding that makes m2 negative gives 0).
+    /// The sums moved to the shift `shift` (all of a thread's sums are then around one
+    /// value, and add as plain numbers).
     #[inline(always)]
-    fn finish(self) -> MeanVarAcc {
+    fn rebase(self, shift: f64) -> Sums {
         if self.count == 0 {
-            return <MeanVar as ReduceOp<f32>>::identity();
+            return Sums::ZERO;
         }
-        let q = self.s1 / self.count as f64;
-        let m2 = self.s2 - self.s1 * q;
-        MeanVarAcc {
-            count: self.count,
-            mean: (self.k + q) as f32,
-            m2: if m2 < 0.0 { 0.0 } else { m2 as f32 },
+        let c = self.count as f64;
+        let d = self.k - shift;
+        Sums {
+            s1: self.s1 + c * d,
+            s2: self.s2 + d * (2.0 * self.s1 + c * d),
         }
     }
 }
@@ -91,6 +98,34 @@ impl Shifted {
 struct Sums {
     s1: f64,
     s2: f64,
+}
+
+impl Sums {
+    const ZERO: Self = Self { s1: 0.0, s2: 0.0 };
+
+    #[inline(always)]
+    fn add(a: Self, b: Self) -> Self {
+        Self {
+            s1: a.s1 + b.s1,
+            s2: a.s2 + b.s2,
+        }
+    }
+
+    /// `n` elements' sums around `shift` as count, mean and m2 (one division; a rounding that
+    /// makes m2 negative gives 0).
+    #[inline(always)]
+    fn finish(self, n: u64, shift: f64) -> MeanVarAcc {
+        if n == 0 {
+            return <MeanVar as ReduceOp<f32>>::identity();
+        }
+        let q = self.s1 / n as f64;
+        let m2 = self.s2 - self.s1 * q;
+        MeanVarAcc {
+            count: n as u32,
+            mean: (shift + q) as f32,
+            m2: if m2 < 0.0 { 0.0 } else { m2 as f32 },
+        }
+    }
 }
 
 impl ShflValue for Sums {
@@ -107,41 +142,6 @@ impl ShflValue for Sums {
             s2: f64::from_bits(w[2] as u64 | (w[3] as u64) << 32),
         }
     }
-}
-
-/// A warp's 32 shifted sums as one [`MeanVarAcc`], valid in every lane. The lanes move their
-/// sums to one shift, the first lane with elements' `k` (`s1 + c·d`, `s2 + d·(2·s1 + c·d)`
-/// with `d = k_lane - k`: exact algebra, no division), add them in the butterfly's fixed order,
-/// and divide once. Chan's merge (a division and three shuffled words per step) is left for
-/// the 8 warps of a block: per tile this is the part of the work that no load hides.
-///
-/// Error: `k` is one of the warp's own elements, so `(mean - k)² <= m2` of the warp's
-/// elements, and the f64 sums' rounding stays below `c·2^-52·m2`-ish — far under f32's.
-#[inline(always)]
-fn warp_finish(st: Shifted) -> MeanVarAcc {
-    let with = gpu::ballot_sync(FULL_MASK, st.count > 0);
-    if with == 0 {
-        return <MeanVar as ReduceOp<f32>>::identity();
-    }
-    let k = gpu::shfl_sync(FULL_MASK, st.k, with.trailing_zeros(), 32);
-    let c = st.count as f64;
-    let d = if st.count > 0 { st.k - k } else { 0.0 };
-    let own = Sums {
-        s1: st.s1 + c * d,
-        s2: st.s2 + d * (2.0 * st.s1 + c * d),
-    };
-    let sums = warp_reduce(own, |a: Sums, b: Sums| Sums {
-        s1: a.s1 + b.s1,
-        s2: a.s2 + b.s2,
-    });
-    let count = warp_reduce(st.count, |a: u32, b: u32| a + b);
-    Shifted {
-        count,
-        k,
-        s1: sums.s1,
-        s2: sums.s2,
-    }
-    .finish()
 }
 
 /// [`MeanVar`] over `n` f32 at `input`, in `tiles` tiles; the interface (workspace, outputs,
@@ -162,9 +162,13 @@ pub unsafe fn mean_var_device(
     seq: u32,
 ) {
     let scratch = crate::static_shared!(MOMENTS_SCRATCH: [u128; 32]);
-    let scratch = unsafe { scratch.cast::<MeanVarAcc>() };
-    let combine = <MeanVar as ReduceOp<f32>>::combine;
-    let identity = <MeanVar as ReduceOp<f32>>::identity();
+    let scratch = unsafe { scratch.cast::<Sums>() };
+    // The partials are sums, 16 bytes a tile: the host's workspace has room for 16 bytes a
+    // tile at 8-byte alignment (any reduction's accumulator fits there).
+    let partials = partials.cast::<Sums>();
+    // The whole input's shift, its first element: one load all threads share (a cache hit
+    // for all but the first), issued before the loop so that its latency hides behind it.
+    let shift = if n > 0 { unsafe { input.read() } } else { 0.0 };
     let tid = gpu::thread_idx_x() as u64;
     let grid = gpu::grid_dim_x() as u64;
     let tiles = tiles as u64;
@@ -183,7 +187,7 @@ pub unsafe fn mean_var_device(
     let load = |v: u64| unsafe { gpu::load_nc_v4_b32(body.add(4 * v as usize)) };
 
     let mut tile = gpu::block_idx_x() as u64;
-    let mut tile_acc = identity;
+    let mut tile_acc = Sums::ZERO;
     while tile < tiles {
         let gtid = tile * REDUCE_BLOCK as u64 + tid;
         // Two loads in flight per step, into one set of sums (few registers: the kernel
@@ -224,14 +228,14 @@ pub unsafe fn mean_var_device(
         if gtid < n - tail_start {
             st.add1(unsafe { input.add((tail_start + gtid) as usize).read() });
         }
-        tile_acc = block_reduce_warp_totals(warp_finish(st), identity, combine, scratch);
+        tile_acc = block_reduce(st.rebase(shift as f64), Sums::ZERO, Sums::add, scratch);
         if tid == 0 && tiles > 1 {
             unsafe { partials.add(tile as usize).write(tile_acc) };
         }
         tile += grid;
     }
     unsafe {
-        finish_tiles(
+        finish_tiles_map(
             tiles,
             tile_acc,
             partials,
@@ -239,9 +243,10 @@ pub unsafe fn mean_var_device(
             out,
             done,
             seq,
-            identity,
-            combine,
+            Sums::ZERO,
+            Sums::add,
             scratch,
+            |s: Sums| s.finish(n, shift as f64),
         )
     };
 }
@@ -249,7 +254,7 @@ pub unsafe fn mean_var_device(
 /// The mean-and-variance kernel's tiles: the reduction's [`POLICY`](super::policy::POLICY)
 /// with at most 792 of them. With six blocks per SM (40 registers) an H100 or H200 (132 SMs)
 /// holds 792 blocks, so from 2^18 elements on every block takes one tile: all finish together,
-/// each tile's finish (the warps' shifted sums merged with Chan's formula, no load in flight)
+/// each tile's finish (its threads' sums moved to one shift and added, no load in flight)
 /// comes once per block, and the last block merges 792 partials, not 2048. With the
 /// reduction's 2048 tiles, 683 blocks of three tiles left SMs of five and of six blocks and
 /// three finishes per block. Same runs on an H100 (`BENCHMARKS.md`), % of the read limit at
