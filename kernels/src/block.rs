@@ -19,7 +19,7 @@ pub fn block_reduce<T: ShflValue, F: Fn(T, T) -> T + Copy>(
 }
 
 /// The second half of [`block_reduce`], for callers that reduce within each warp their own way
-/// (the variance adds shifted sums there and merges with Chan's formula only across warps):
+/// (for a warp total computed some other way):
 /// lane 0's `warp_total` of every warp, combined in warp order by warp 0 through `scratch`
 /// (at least 32 `T`). The result is valid in thread 0; ends with a barrier.
 #[inline(always)]

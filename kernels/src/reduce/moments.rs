@@ -235,7 +235,8 @@ pub unsafe fn mean_var_device(
         tile += grid;
     }
     unsafe {
-        finish_tiles_map(
+        // Four of a thread's partials in flight at once (792 tiles: three or four a thread).
+        finish_tiles_map::<4, _, _, _, _>(
             tiles,
             tile_acc,
             partials,
