@@ -18,8 +18,7 @@ pub fn block_reduce<T: ShflValue, F: Fn(T, T) -> T + Copy>(
     block_reduce_warp_totals(warp_reduce(value, op), identity, op, scratch)
 }
 
-/// The second half of [`block_reduce`], for callers that reduce within each warp their own way
-/// (for a warp total computed some other way):
+/// The second half of [`block_reduce`], for callers that reduce within each warp their own way:
 /// lane 0's `warp_total` of every warp, combined in warp order by warp 0 through `scratch`
 /// (at least 32 `T`). The result is valid in thread 0; ends with a barrier.
 #[inline(always)]
