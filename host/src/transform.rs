@@ -179,9 +179,11 @@ impl Context {
         T::norm2(self, x.into())
     }
 
-    /// Count, mean and variance of f32 data in one pass (Chan et al.'s pairwise merge in a
-    /// fixed tree; see `kernels::reduce::transform::MeanVarAcc` for the error). `None` for
-    /// empty input; at most 2^32 - 1 elements.
+    /// Count, mean and variance of f32 data in one pass (f64 sums of deviations from the
+    /// input's first element in a fixed tree, one division at the end; see
+    /// `kernels::reduce::moments` for the error: `|variance error| <= 4·log2(n)·2^-24·(1 +
+    /// mean²/variance)·variance + 2^-46·(variance + (x[0] - mean)²)`). The same bits on any
+    /// GPU and grid. `None` for empty input; at most 2^32 - 1 elements.
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {

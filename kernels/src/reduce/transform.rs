@@ -119,7 +119,9 @@ impl ReduceOp<f64> for ScaledSsq {
 /// merged with Chan, Golub and LeVeque's pairwise update: `n = na + nb`, `δ = mean_b - mean_a`,
 /// `mean = mean_a + δ·nb/n`, `m2 = m2_a + m2_b + δ²·na·nb/n`. The reduction's fixed tree of
 /// merges keeps the error of `m2` at about `log2(n)·ε·m2` (plus `n·ε²` terms), not the
-/// `n·ε·(sum x²)` of the one-pass textbook formula (Chan et al. 1983; Higham ch. 1.9).
+/// `n·ε·(sum x²)` of the one-pass textbook formula (Chan et al. 1983; Higham ch. 1.9). The
+/// library's f32 mean and variance kernel (`moments.rs`) produces this accumulator but adds
+/// shifted f64 sums instead of merging (faster; its own bound).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C)]
 pub struct MeanVarAcc {
