@@ -158,7 +158,7 @@ pub unsafe fn reduce2_device<T: Element, O: MapOp2<T>>(
         tile += grid;
     }
     unsafe {
-        finish_tiles(
+        finish_tiles::<1, _, _, _, _>(
             tiles,
             tile_acc,
             partials,
@@ -169,6 +169,7 @@ pub unsafe fn reduce2_device<T: Element, O: MapOp2<T>>(
             O::identity(),
             O::combine,
             scratch,
+            |a| a,
         )
     };
 }

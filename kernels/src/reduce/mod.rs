@@ -208,7 +208,7 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
     }
 
     unsafe {
-        finish_tiles(
+        finish_tiles::<1, _, _, _, _>(
             tiles,
             tile_acc,
             partials,
@@ -219,6 +219,7 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
             O::identity(),
             O::combine,
             scratch,
+            |a| a,
         )
     };
 }
@@ -229,51 +230,17 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
 /// a ticket (or the only block) combines the partials in tile order and writes `out`, resets
 /// `retire_count`, and raises `done` with `seq`.
 ///
+/// The result goes through `map` on its way to `out` (the identity for most kernels; the
+/// variance's partials are plain sums, divided once here). The last block reads `LOADS`
+/// partials a thread before combining them: four are faster for the variance (H100, 2^24:
+/// 88-90% of the read limit against 84-87% with one) but left the f32 sum's 2^28 ~0.7% slower
+/// (its code scheduled differently), so the other reductions read one at a time.
+///
 /// # Safety
 /// As [`reduce_device`]; called by every thread of every block.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the reduction's workspace, passed straight through
-pub(crate) unsafe fn finish_tiles<A: crate::gpu::ShflValue, F: Fn(A, A) -> A + Copy>(
-    tiles: u64,
-    tile_acc: A,
-    partials: *mut A,
-    retire_count: *mut u32,
-    out: *mut A,
-    done: *mut u32,
-    seq: u32,
-    identity: A,
-    combine: F,
-    scratch: crate::gpu::SharedArray<A>,
-) {
-    unsafe {
-        finish_tiles_map::<1, _, _, _, _>(
-            tiles,
-            tile_acc,
-            partials,
-            retire_count,
-            out,
-            done,
-            seq,
-            identity,
-            combine,
-            scratch,
-            |a| a,
-        )
-    }
-}
-
-/// [`finish_tiles`] whose result goes through `map` on its way to `out` (for a kernel whose
-/// partials are not yet its output type: the variance adds plain sums and divides once, here),
-/// with `LOADS` partials read by a thread at once in the last block. More than one is faster
-/// for the variance (H100, 2^24: 88-90% of the read limit with four against 84-87% with one)
-/// but left the f32 sum's 2^28 ~0.7% slower (loop code scheduled differently), so
-/// [`finish_tiles`] reads one at a time.
-///
-/// # Safety
-/// As [`finish_tiles`].
-#[inline(always)]
-#[allow(clippy::too_many_arguments)] // the reduction's workspace, passed straight through
-pub(crate) unsafe fn finish_tiles_map<
+pub(crate) unsafe fn finish_tiles<
     const LOADS: usize,
     A: crate::gpu::ShflValue,
     B,

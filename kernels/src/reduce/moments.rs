@@ -21,7 +21,7 @@
 //! their sum (an input whose first element lies ~2^15 standard deviations out, at 2^32
 //! elements, could reach it).
 
-use super::finish_tiles_map;
+use super::finish_tiles;
 use super::policy::BLOCK as REDUCE_BLOCK;
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 use super::{ReduceInstance, SimReduceFn};
@@ -236,7 +236,7 @@ pub unsafe fn mean_var_device(
     }
     unsafe {
         // Four of a thread's partials in flight at once (792 tiles: three or four a thread).
-        finish_tiles_map::<4, _, _, _, _>(
+        finish_tiles::<4, _, _, _, _>(
             tiles,
             tile_acc,
             partials,
