@@ -1,6 +1,6 @@
 //! Reduce by key (CUB's `DeviceReduce::ReduceByKey`): runs of equal consecutive keys become
-//! one unique key and one aggregate each, in one pass (the scan by key's decoupled look-back,
-//! counting runs on the fly: `kernels::reduce::by_key`).
+//! one unique key and one aggregate each, in one pass (run counts through the scan's decoupled
+//! look-back, the values carried between tiles in a fixed order: `kernels::reduce::by_key`).
 
 use cudarc::driver::PushKernelArg;
 use kernels::Kernel;
@@ -51,9 +51,6 @@ struct ByKeyWorkspace {
     prefetch: Option<u32>,
 }
 
-/// The most elements one reduce by key takes: runs are counted in 32 bits on the device.
-pub const REDUCE_BY_KEY_MAX_LEN: usize = u32::MAX as usize;
-
 fn invalid(msg: String) -> Error {
     Error::InvalidArgument(msg)
 }
@@ -78,12 +75,13 @@ impl Context {
     /// Reduce by key: every maximal run of equal consecutive `keys` becomes one entry,
     /// `unique_keys[r]` = the run's key and `aggregates[r]` = the reduction of its `values`
     /// with `op`, in order; returns the number of runs. `keys` and `values` must have the same
-    /// length (at most [`REDUCE_BY_KEY_MAX_LEN`]); each output must have room for every run (the
-    /// input length always suffices), else the call fails naming both numbers, after writing
-    /// the runs that fit. One pass over the data (one launch); blocks until the count is known
-    /// (see [`Context::reduce_by_key_into`] for the stream-ordered form). Integer aggregates are
-    /// exact (sums wrap); a float run spanning three or more tiles of the one-pass scan may
-    /// differ in the last bits between launches (as with CUB).
+    /// length (any length, more than 2^32 included); each output must have room for every run
+    /// (the input length always suffices), else the call fails naming both numbers, after
+    /// writing the runs that fit. One pass over the data (one launch); blocks until the count is
+    /// known (see [`Context::reduce_by_key_into`] for the stream-ordered form). Integer
+    /// aggregates are exact (sums wrap); float aggregates are the same bits on every run, grid
+    /// and GPU model, and on the simulator: a run's values are combined in an order fixed by
+    /// the keys and the tiling alone (`kernels::reduce::by_key`), unlike CUB's.
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
@@ -192,13 +190,6 @@ impl Context {
             return Err(invalid(format!(
                 "reduce by key: {} keys for {} values",
                 keys.len(),
-                values.len()
-            )));
-        }
-        if values.len() > REDUCE_BY_KEY_MAX_LEN {
-            return Err(invalid(format!(
-                "reduce by key of {} elements: at most {REDUCE_BY_KEY_MAX_LEN} (runs are counted \
-                 in 32 bits)",
                 values.len()
             )));
         }
@@ -319,7 +310,6 @@ impl Context {
                         .arg(&a.counter)
                         .arg(&a.flags)
                         .arg(&a.aggregates)
-                        .arg(&a.prefixes)
                         .arg(&a.epoch)
                         .arg(&delay_ns)
                         .arg(&prefetch);
@@ -336,7 +326,6 @@ impl Context {
                         a.counter as *mut u32,
                         a.flags as *mut u32,
                         a.aggregates as *mut Headed<T>,
-                        a.prefixes as *mut Headed<T>,
                         a.epoch,
                         delay_ns,
                         prefetch,

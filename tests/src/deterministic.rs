@@ -1,12 +1,16 @@
-//! Float scans give the same bits on every run, grid, GPU and the simulator (issue 16): the
-//! cross-tile prefixes are combined in a fixed order (`kernels::scan::fixed_order`).
+//! Every float result the library returns is the same bits on every run, grid, GPU and the
+//! simulator: scans (issue 16: the cross-tile prefixes in a fixed order), reductions, dot,
+//! norm, mean/variance, segmented reduce, 16-bit sums, the sharded sum over 1..N GPUs and
+//! reduce by key (issue 32: the value carried between tiles in a fixed order).
 //!
-//! The bits of fixed-seed cases are recorded in `tests/data/scan_bits.txt` (an FNV-1a hash of
+//! The bits of fixed-seed cases are recorded in `tests/data/float_bits.txt` (an FNV-1a hash of
 //! every output element's bits, and the last element's bits): the simulator (CI) and every GPU
 //! must reproduce them. A change of the kernels' combining order changes them on purpose; then
-//! `GPU_REDUCE_RECORD_BITS=1` rewrites the file from the simulator run (review the diff).
+//! `GPU_REDUCE_RECORD_BITS=1` rewrites the cases of the run's size from the simulator (review
+//! the diff; larger recorded cases are kept as they were).
 
-use gpu_reduce::{Context, ScanKind, ScanOperator};
+use gpu_reduce::multi::MultiContext;
+use gpu_reduce::{BackendKind, Context, Reduction, ScanKind, ScanOperator};
 use std::fmt::Write as _;
 
 /// Data independent of any crate's RNG (splitmix64), so the recorded bits stay valid.
@@ -50,6 +54,17 @@ fn run_keys(n: usize, max_run: u64, seed: u64) -> Vec<u32> {
     keys
 }
 
+/// CSR offsets of segments of 0..=`max_len` elements over `n` (the last one takes the rest).
+fn csr_offsets(n: usize, max_len: u64, seed: u64) -> Vec<u64> {
+    let mut r = splitmix(seed);
+    let mut offsets = vec![0u64];
+    while (*offsets.last().unwrap() as usize) < n {
+        let next = offsets.last().unwrap() + r() % (max_len + 1);
+        offsets.push(next.min(n as u64));
+    }
+    offsets
+}
+
 /// FNV-1a over the little-endian bytes of every element's bits.
 fn fnv(words: impl Iterator<Item = u64>, bytes: usize) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
@@ -59,6 +74,29 @@ fn fnv(words: impl Iterator<Item = u64>, bytes: usize) -> u64 {
         }
     }
     h
+}
+
+/// A float's bits, widened.
+pub trait FloatBits: Copy {
+    fn bits64(self) -> u64;
+}
+impl FloatBits for f32 {
+    fn bits64(self) -> u64 {
+        self.to_bits() as u64
+    }
+}
+impl FloatBits for f64 {
+    fn bits64(self) -> u64 {
+        self.to_bits()
+    }
+}
+
+/// The fingerprint of a few scalar results (the last one is `last`).
+fn bits_of(values: &[u64]) -> Bits {
+    Bits {
+        hash: fnv(values.iter().copied(), 8),
+        last: values.last().copied().unwrap_or(0),
+    }
 }
 
 /// One recorded case's fingerprint: hash of all output bits, bits of the last element.
@@ -86,6 +124,36 @@ fn bits_f64(v: &[f64]) -> Bits {
 /// large one (thousands of tiles) on GPUs, and once on the simulator when recorded.
 pub const SMALL: usize = (1 << 20) + 12_345;
 pub const LARGE: usize = 100_000_000;
+/// The reduce by key of issue 32's report: 2,000,003 u64 keys in runs of 1..500,000.
+pub const ISSUE_32: usize = 2_000_003;
+
+/// Reduce by key of `n` keys `K` in runs of 1..=`max_run` and values `T` with the sum; the
+/// run count's bits first, then every aggregate's. `into`: the stream-ordered form.
+fn reduce_by_key_bits<K, T>(ctx: &Context, keys: Vec<K>, vals: Vec<T>, into: bool) -> Bits
+where
+    K: gpu_reduce::DeviceElement,
+    T: gpu_reduce::ReduceByKeyElement<K> + FloatBits,
+{
+    let n = vals.len();
+    let (k, v) = (ctx.htod(&keys).unwrap(), ctx.htod(&vals).unwrap());
+    let mut uk = ctx.alloc_zeros::<K>(n).unwrap();
+    let mut agg = ctx.alloc_zeros::<T>(n).unwrap();
+    let runs = if into {
+        let mut count = ctx.alloc_zeros::<u64>(1).unwrap();
+        ctx.reduce_by_key_into(&k, &v, &mut uk, &mut agg, &mut count, ScanOperator::Sum)
+            .unwrap();
+        ctx.dtoh(&count).unwrap()[0] as usize
+    } else {
+        ctx.reduce_by_key(&k, &v, &mut uk, &mut agg, ScanOperator::Sum)
+            .unwrap()
+    };
+    let a = ctx.dtoh(&agg).unwrap();
+    let words = std::iter::once(runs as u64).chain(a[..runs].iter().map(|x| x.bits64()));
+    Bits {
+        hash: fnv(words, 8),
+        last: a[..runs].last().map_or(0, |x| x.bits64()),
+    }
+}
 
 /// Run case `name` at `n` elements on `ctx`.
 pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
@@ -113,31 +181,164 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
                 .unwrap();
             bits_f32(&ctx.dtoh(&out).unwrap())
         }
+        "f32_sum" => bits_of(&[ctx
+            .sum(&ctx.htod(&uniform_f32(n, 30)).unwrap())
+            .unwrap()
+            .bits64()]),
+        "f64_sum" => bits_of(&[ctx
+            .sum(&ctx.htod(&uniform_f64(n, 31)).unwrap())
+            .unwrap()
+            .bits64()]),
+        "f32_sum_unaligned" => {
+            // A view one element in: another head/body/tail cut of the same tiles.
+            let x = ctx.htod(&uniform_f32(n + 1, 32)).unwrap();
+            bits_of(&[ctx.sum(x.view(1..).unwrap()).unwrap().bits64()])
+        }
+        "f16_bf16_sum" => {
+            let h: Vec<half::f16> = uniform_f32(n, 33)
+                .into_iter()
+                .map(half::f16::from_f32)
+                .collect();
+            let b: Vec<half::bf16> = uniform_f32(n, 34)
+                .into_iter()
+                .map(half::bf16::from_f32)
+                .collect();
+            let sh = ctx.sum(&ctx.htod(&h).unwrap()).unwrap();
+            let sb = ctx.sum(&ctx.htod(&b).unwrap()).unwrap();
+            bits_of(&[sh.bits64(), sb.bits64()])
+        }
+        "f32_dot_norm_var" => {
+            let x = ctx.htod(&uniform_f32(n, 35)).unwrap();
+            let y = ctx.htod(&uniform_f32(n, 36)).unwrap();
+            let m = ctx.mean_var(&x).unwrap().expect("non-empty");
+            bits_of(&[
+                ctx.dot(&x, &y).unwrap().bits64(),
+                ctx.norm2(&x).unwrap().bits64(),
+                ctx.sum_of_squares(&x).unwrap().bits64(),
+                m.mean.bits64(),
+                m.variance.bits64(),
+            ])
+        }
+        "f64_dot_norm" => {
+            let x = ctx.htod(&uniform_f64(n, 37)).unwrap();
+            let y = ctx.htod(&uniform_f64(n, 38)).unwrap();
+            bits_of(&[
+                ctx.dot(&x, &y).unwrap().bits64(),
+                ctx.norm2(&x).unwrap().bits64(),
+            ])
+        }
+        "f32_segmented_sum" | "f64_segmented_sum" => {
+            // Segments of 0..3000 elements, some empty.
+            let mut offsets = csr_offsets(n, 3000, 39);
+            let len = offsets.len();
+            // A run of empty segments, then one long one (several chunks: the work list).
+            let at = offsets[len / 4];
+            offsets[len / 4..len / 2].fill(at);
+            let segs = offsets.len() - 1;
+            let off = ctx.htod(&offsets).unwrap();
+            if name.starts_with("f32") {
+                let x = ctx.htod(&uniform_f32(n, 40)).unwrap();
+                let mut out = ctx.alloc_zeros::<f32>(segs).unwrap();
+                ctx.segmented_reduce_csr(&x, &off, Reduction::Sum, &mut out)
+                    .unwrap();
+                bits_f32(&ctx.dtoh(&out).unwrap())
+            } else {
+                let x = ctx.htod(&uniform_f64(n, 41)).unwrap();
+                let mut out = ctx.alloc_zeros::<f64>(segs).unwrap();
+                ctx.segmented_reduce_csr(&x, &off, Reduction::Sum, &mut out)
+                    .unwrap();
+                bits_f64(&ctx.dtoh(&out).unwrap())
+            }
+        }
+        "f32_multi_sum" => {
+            // Three ranks on the simulator, one on a GPU: the same bits for any rank count.
+            let m = match ctx.backend_kind() {
+                BackendKind::Sim => MultiContext::sim(3).unwrap(),
+                BackendKind::Cuda => MultiContext::new(vec![Context::new(0).unwrap()]).unwrap(),
+            };
+            let x = uniform_f32(n, 42);
+            let lengths = match m.world() {
+                1 => vec![n],
+                _ => vec![n / 3 + 7, n / 3 - 7, n - 2 * (n / 3)],
+            };
+            let b = m.upload(&x, &lengths).unwrap();
+            bits_of(&[m.reduce(&b, Reduction::Sum).unwrap().bits64()])
+        }
+        "f32_reduce_by_key_sum" => {
+            // Issue 32's report: u64 keys in runs of 1..500,000 (up to ~120 tiles, several
+            // windows of the fixed order).
+            let keys: Vec<u64> = run_keys(n, 500_000, 43)
+                .into_iter()
+                .map(u64::from)
+                .collect();
+            reduce_by_key_bits(ctx, keys, uniform_f32(n, 44), false)
+        }
+        "f32_reduce_by_key_sum_into" => {
+            let keys: Vec<u64> = run_keys(n, 500_000, 43)
+                .into_iter()
+                .map(u64::from)
+                .collect();
+            reduce_by_key_bits(ctx, keys, uniform_f32(n, 44), true)
+        }
+        "f64_reduce_by_key_sum" => {
+            reduce_by_key_bits(ctx, run_keys(n, 9000, 45), uniform_f64(n, 46), false)
+        }
         _ => panic!("no case {name}"),
     }
 }
 
 /// The small cases (every recorded kind).
-pub const CASES: [&str; 4] = [
+pub const CASES: [&str; 16] = [
     "f32_inclusive_sum",
     "f32_exclusive_sum",
     "f64_inclusive_sum",
     "f32_inclusive_sum_by_key",
+    "f32_sum",
+    "f64_sum",
+    "f32_sum_unaligned",
+    "f16_bf16_sum",
+    "f32_dot_norm_var",
+    "f64_dot_norm",
+    "f32_segmented_sum",
+    "f64_segmented_sum",
+    "f32_multi_sum",
+    "f32_reduce_by_key_sum",
+    "f32_reduce_by_key_sum_into",
+    "f64_reduce_by_key_sum",
 ];
 
+/// Every recorded (case, n): all cases at `SMALL`, issue 32's reduce by key at its size, and
+/// the scans and sums at `LARGE` (thousands of tiles; on GPUs, and on the simulator when
+/// recorded).
+pub fn recorded_cases() -> Vec<(&'static str, usize)> {
+    let mut v: Vec<(&str, usize)> = CASES.iter().map(|&c| (c, SMALL)).collect();
+    v.push(("f32_reduce_by_key_sum", ISSUE_32));
+    for c in [
+        "f32_inclusive_sum",
+        "f32_exclusive_sum",
+        "f64_inclusive_sum",
+        "f32_inclusive_sum_by_key",
+        "f32_sum",
+        "f32_reduce_by_key_sum",
+    ] {
+        v.push((c, LARGE));
+    }
+    v
+}
+
 fn data_file() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/scan_bits.txt")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/float_bits.txt")
 }
 
 /// The recorded fingerprints: `name n hash last` per line (hex), `#` comments.
 pub fn recorded() -> Vec<(String, usize, Bits)> {
     // Compiled in: GPU test binaries run in bundles, away from the source tree.
-    let text = include_str!("../data/scan_bits.txt");
+    let text = include_str!("../data/float_bits.txt");
     text.lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            assert_eq!(f.len(), 4, "bad line in scan_bits.txt: {l}");
+            assert_eq!(f.len(), 4, "bad line in float_bits.txt: {l}");
             let hex = |s: &str| u64::from_str_radix(s, 16).expect("hex");
             (
                 f[0].to_string(),
@@ -157,19 +358,25 @@ pub fn recorded() -> Vec<(String, usize, Bits)> {
 pub fn check_recorded_bits(ctx: &Context, max_n: usize) {
     if std::env::var("GPU_REDUCE_RECORD_BITS").is_ok_and(|v| v == "1") {
         assert!(
-            ctx.backend_kind() == gpu_reduce::BackendKind::Sim,
+            ctx.backend_kind() == BackendKind::Sim,
             "record the bits from the simulator"
         );
+        let old = recorded();
         let mut text = String::from(
-            "# Fixed-order scan fingerprints (tests/src/deterministic.rs): case, n, FNV-1a of all\n\
-             # output bits, bits of the last element. Written by the simulator; every GPU must match.\n",
+            "# Float fingerprints (tests/src/deterministic.rs): case, n, FNV-1a of all output\n\
+             # bits, bits of the last element. Written by the simulator; every GPU must match.\n",
         );
-        // Both sizes, whatever `max_n` (the large one takes ~1 min in a release build).
-        for n in [SMALL, LARGE] {
-            for name in CASES {
-                let b = run_case(ctx, name, n);
-                writeln!(text, "{name} {n} {:016x} {:016x}", b.hash, b.last).unwrap();
-            }
+        for (name, n) in recorded_cases() {
+            // Cases above `max_n` keep their recorded bits (a release build records them all).
+            let b = if n <= max_n {
+                run_case(ctx, name, n)
+            } else {
+                match old.iter().find(|(c, m, _)| c == name && *m == n) {
+                    Some((_, _, b)) => *b,
+                    None => run_case(ctx, name, n),
+                }
+            };
+            writeln!(text, "{name} {n} {:016x} {:016x}", b.hash, b.last).unwrap();
         }
         std::fs::write(data_file(), text).unwrap();
         return;
@@ -213,6 +420,46 @@ pub fn check_repeatable(ctx: &Context, noise: Option<&Context>, n: usize, reps: 
         match first {
             None => first = Some(b),
             Some(f) => assert_eq!(b, f, "run {r} of {reps}: different bits"),
+        }
+        if let Some((c, _, _)) = busy.as_ref() {
+            c.synchronize().unwrap();
+        }
+    }
+}
+
+/// `reps` reductions by key of issue 32's shape (u64 keys in runs of 1..`max_run`, f32 sums)
+/// give the same run count and aggregate bits, with a scan beside them on a second stream of
+/// the same device every other run (`noise`), and the same as the recorded-case helper's.
+pub fn check_reduce_by_key_repeatable(
+    ctx: &Context,
+    noise: Option<&Context>,
+    n: usize,
+    max_run: u64,
+    reps: usize,
+) {
+    let keys: Vec<u64> = run_keys(n, max_run, 47)
+        .into_iter()
+        .map(u64::from)
+        .collect();
+    let vals = uniform_f32(n, 48);
+    let busy = noise.map(|c| {
+        let b = c.htod(&uniform_f32(n, 49)).unwrap();
+        let o = c.alloc_zeros::<f32>(n).unwrap();
+        (c, b, o)
+    });
+    let mut busy = busy;
+    let mut first = None;
+    for r in 0..reps {
+        if r % 2 == 1
+            && let Some((c, b, o)) = busy.as_mut()
+        {
+            c.scan(&*b, &mut *o, ScanOperator::Sum, ScanKind::Inclusive)
+                .unwrap();
+        }
+        let b = reduce_by_key_bits(ctx, keys.clone(), vals.clone(), r % 3 == 2);
+        match first {
+            None => first = Some(b),
+            Some(f) => assert_eq!(b, f, "reduce by key run {r} of {reps}: different bits"),
         }
         if let Some((c, _, _)) = busy.as_ref() {
             c.synchronize().unwrap();

@@ -1,5 +1,5 @@
-//! Float scans give the same bits every time, and the recorded bits (issue 16), on the CPU
-//! simulator.
+//! Every float result gives the same bits every time, and the recorded bits (issues 16 and
+//! 32), on the CPU simulator.
 
 use integration_tests::deterministic::*;
 use integration_tests::sim;
@@ -13,6 +13,12 @@ fn recorded_bits() {
 #[test]
 fn repeatable() {
     check_repeatable(&sim(), None, SMALL, 4);
+}
+
+#[test]
+fn reduce_by_key_repeatable() {
+    // Runs up to ~120 tiles: the fixed order's windows of 32 tiles, several per run.
+    check_reduce_by_key_repeatable(&sim(), None, ISSUE_32, 500_000, 3);
 }
 
 #[test]

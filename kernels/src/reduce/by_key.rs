@@ -6,14 +6,25 @@
 //! Each warp copies its stretch of keys and values into shared memory with coalesced 16-byte
 //! `cp.async` copies (no registers hold data in flight), then each thread reads its own
 //! consecutive elements from there, turns its keys into a bit mask of run heads and folds its
-//! values into one (head count, value after the last head) pair. Only those pairs are scanned
-//! across the block and across tiles, with the operator
-//! `(c1, a) ⊕ (c2, b) = (c1 + c2, if c2 > 0 { b } else { a ⊕ b })` (associative whenever ⊕
-//! is) on the scan's decoupled look-back ([`crate::scan::lookback`]). Then each thread walks
-//! its elements again (from shared memory) starting at its exclusive pair: the count before an
-//! element is its run index, so a head writes its key to `unique[run]` and the finished
-//! aggregate of the run before it to `aggregates[run - 1]`; the last element writes the last
-//! aggregate and the run count. No compaction pass, no second launch.
+//! values into one (head count, value after the last head) pair. The pairs are scanned across
+//! the block with the operator `(c1, a) ⊕ (c2, b) = (c1 + c2, if c2 > 0 { b } else { a ⊕ b })`
+//! (associative whenever ⊕ is). Across tiles the two halves travel apart:
+//!
+//! - the **run count** before the tile (a u64: any length) comes from the scan's decoupled
+//!   look-back ([`crate::scan::lookback`]); integer sums are exact in any association, so the
+//!   timing-dependent point where the look-back stops changes nothing;
+//! - the **value carried in** (the run that enters the tile from before) is combined in a fixed
+//!   order ([`carry_in`]): windows of 32 tile aggregates counted back from the tile, each
+//!   reduced by the same warp tree, windows combined right to left, back to the nearest tile
+//!   that holds a head. The association is a function of the tile index and the keys alone, so
+//!   float aggregates are the same bits on every run, grid, GPU and the simulator.
+//!
+//! Only a tile that ends a run (holds a head, or the last element) needs the carry; the others
+//! only publish. Then each thread walks its elements again (from shared memory) starting at its
+//! exclusive pair: the count before an element is its run index, so a head writes its key to
+//! `unique[run]` and the finished aggregate of the run before it to `aggregates[run - 1]`; the
+//! last element writes the last aggregate and the run count. No compaction pass, no second
+//! launch.
 //!
 //! Why this shape, measured on an H100 (2^27 u32 keys + f32 values, runs 1..100 / 1..1e4,
 //! against CUB): the scan by key's pair per element in registers (2048-element tiles, 64
@@ -21,11 +32,8 @@
 //! memory, 16 elements (92 registers) 0.44x / 0.49x and 32 (113 registers, two blocks per SM)
 //! 0.51x / 0.63x, where a thread's own 16-byte loads 128 bytes apart made twice the L2
 //! sectors (every sector fetched by two instructions) and the registers capped the bytes in
-//! flight per SM.
-//!
-//! Integer aggregates are exact (sums wrap). A float run that spans three or more tiles may
-//! differ in the last bits from launch to launch: as in the scan, where a tile's look-back
-//! stops depends on timing, and so does the association of the run's tile aggregates.
+//! flight per SM. The scans' fixed-order checkpoints for the whole pair measured 0.55-0.64x:
+//! every tile needs the run count, so every tile waited on the checkpoint chain.
 
 use crate::gpu::{self, FULL_MASK, SharedArray};
 use crate::ops::{Element, ReduceOp};
@@ -34,7 +42,7 @@ use crate::ops::{Max, Min, Sum};
 use crate::scan::lookback::TileStatus;
 use crate::scan::policy::ACTIVE;
 use crate::scan::{Headed, next_tile};
-use crate::warp::warp_inclusive_scan;
+use crate::warp::{warp_inclusive_scan, warp_reduce_rev};
 
 const WARPS: usize = ACTIVE.block as usize / 32;
 /// 16-byte chunks of shared memory per warp: its stretch of keys, then of values.
@@ -78,6 +86,71 @@ fn then<T: Element, O: ReduceOp<T, Acc = T>>(a: Option<Headed<T>>, b: Headed<T>)
     }
 }
 
+/// The value carried into tile `tile` (>= 1): the combination, in tile order, of the tile
+/// aggregates (`(heads, value after the last head)`, published in `values`' fixed slots) back
+/// to and including the nearest tile with a head. Called by the 32 lanes of one warp; every
+/// lane returns it. Fixed order: window `w` holds tiles `tile - 32w - 1 - l` (lane `l`), reduced
+/// by [`warp_reduce_rev`] (lanes past the head tile give the identity, which the head tile's
+/// value absorbs exactly); windows are combined right to left. So the bits depend on the tile
+/// index and the keys only, never on timing. Waits only on the tiles it combines, which belong
+/// to blocks already running (tile 0 always holds a head).
+///
+/// # Safety
+/// `values` spans the launch's tiles; each tile publishes its aggregate in its slot.
+#[inline(always)]
+unsafe fn carry_in<T: Element, O: ReduceOp<T, Acc = T>>(
+    values: &TileStatus<Headed<T>>,
+    tile: u64,
+    poll_ns: u32,
+) -> T {
+    let lane = gpu::lane_id() as u64;
+    let identity = Headed {
+        head: 0,
+        value: O::identity(),
+    };
+    let mut carry: Option<Headed<T>> = None;
+    let mut end = tile;
+    loop {
+        // Before tile 0 there is nothing; tile 0 holds a head, so such lanes lie past the stop.
+        let valid = end > lane;
+        let mut got = None;
+        let (heads, stop) = loop {
+            if valid && got.is_none() {
+                got = unsafe { values.read_fixed(end - 1 - lane) };
+            }
+            let head = !valid || got.is_some_and(|g: Headed<T>| g.head != 0);
+            let heads = gpu::ballot_sync(FULL_MASK, head);
+            let missing = gpu::ballot_sync(FULL_MASK, valid && got.is_none());
+            let stop = if heads != 0 {
+                heads.trailing_zeros()
+            } else {
+                31
+            };
+            // Lanes up to the nearest head must be in; farther ones are not combined.
+            if missing & (u32::MAX >> (31 - stop)) == 0 {
+                break (heads, stop);
+            }
+            gpu::nanosleep(poll_ns);
+        };
+        let mine = if lane <= stop as u64 {
+            got.unwrap_or(identity)
+        } else {
+            identity
+        };
+        let window = warp_reduce_rev(mine, counted::<T, O>);
+        // Earlier tiles on the left.
+        let c = match carry {
+            Some(later) => counted::<T, O>(window, later),
+            None => window,
+        };
+        if heads != 0 {
+            return c.value;
+        }
+        carry = Some(c);
+        end -= 32;
+    }
+}
+
 /// Copy the warp's stretch of `len` elements of `src` from element `start` into the chunks of
 /// `tile` from `base`: `cp.async` when `fast` (all in range, 16-byte aligned), else one
 /// element at a time (`fill` past `n`). Coalesced either way.
@@ -118,7 +191,7 @@ unsafe fn stage<X: Element>(
     }
 }
 
-/// Reduce by key of the `n` (< 2^32) `keys`/`values`: run `r` (the `r`-th maximal run of equal
+/// Reduce by key of the `n` `keys`/`values` (any length): run `r` (the `r`-th maximal run of equal
 /// consecutive keys) gets `unique[r]` = its key and `aggregates_out[r]` = the reduction of its
 /// values with `O`, for `r < capacity` (runs past it are counted, not written);
 /// `num_runs[0]` = the number of runs (0 writes nothing when `n == 0`: the host does not
@@ -129,7 +202,9 @@ unsafe fn stage<X: Element>(
 /// thread, `ACTIVE.reduce_by_key_items(size of K, size of T)` (the host cuts tiles by the
 /// same). Launch with `ACTIVE.block` threads a block and
 /// `ceil(n / ACTIVE.reduce_by_key_tile_elems(size of K, size of T))` blocks, counter 0 at
-/// launch, a fresh epoch.
+/// launch, a fresh epoch; `flags` holds 16 bytes a tile (the run counts' look-back), and
+/// `aggregates` [`fixed_order_bytes_per_tile`](crate::scan::fixed_order::fixed_order_bytes_per_tile)
+/// `(Headed<T>::WORDS) / 2` (one fixed slot a tile: the values' fixed order).
 ///
 /// # Safety
 /// Pointers valid for the sizes above; the outputs do not overlap the inputs.
@@ -153,7 +228,6 @@ pub unsafe fn reduce_by_key_device<
     counter: *mut u32,
     flags: *mut u32,
     aggregates: *mut Headed<T>,
-    prefixes: *mut Headed<T>,
     epoch: u32,
     delay_ns: u32,
     prefetch: u32,
@@ -169,6 +243,7 @@ pub unsafe fn reduce_by_key_device<
     let smem = crate::static_shared!(RBK_TILE: [[u32; 4]; WARPS * WARP_CHUNKS]);
     let warp_slots = crate::static_shared!(RBK_WARP_AGGS: [u128; 32]);
     let prefix_slot = crate::static_shared!(RBK_TILE_PREFIX: [u128; 1]);
+    let run_base = crate::static_shared!(RBK_RUN_BASE: [u64; 1]);
     // SAFETY: a `Headed<T>` is at most 16 bytes and 16-byte aligned slots hold it.
     let warp_aggs: SharedArray<Headed<T>> = unsafe { warp_slots.cast::<Headed<T>>() };
     let tile_prefix: SharedArray<Headed<T>> = unsafe { prefix_slot.cast::<Headed<T>>() };
@@ -326,30 +401,65 @@ pub unsafe fn reduce_by_key_device<
         aggregate = counted::<T, O>(aggregate, a);
     }
 
-    // Warp 0 publishes the tile's aggregate, looks back, publishes its inclusive prefix.
+    // Warp 0: the run count before the tile (look-back: exact in any order) and the value
+    // carried into it (fixed order: the same bits every run).
     if warp == 0 {
-        let status = TileStatus {
+        let counts = TileStatus::<u64> {
             flags,
-            aggregates,
-            prefixes,
+            aggregates: core::ptr::null_mut(),
+            prefixes: core::ptr::null_mut(),
             epoch,
             first_delay_ns: delay_ns,
             two_word_slots: true,
-            // The look-back: fixed-order prefixes measured 0.55-0.64x CUB here (its 4096-element
-            // tiles go by faster than a checkpoint is published), against 0.90-1.0x.
             fixed_order: false,
         };
-        if tile > 0 {
+        let values = TileStatus::<Headed<T>> {
+            flags: core::ptr::null_mut(),
+            aggregates,
+            prefixes: core::ptr::null_mut(),
+            epoch,
+            first_delay_ns: 0,
+            two_word_slots: false,
+            fixed_order: true,
+        };
+        let heads = aggregate.head as u64;
+        if lane == 0 {
+            // The value first: a tile that sees the count has most likely the value too.
+            unsafe { values.publish_fixed(tile, aggregate) };
+        }
+        let base = if tile > 0 {
             if lane == 0 {
-                unsafe { status.publish_aggregate(tile, aggregate) };
+                unsafe { counts.publish_aggregate(tile, heads) };
             }
-            let p = unsafe { status.exclusive_prefix(tile, identity, counted::<T, O>) };
+            let p = unsafe { counts.exclusive_prefix(tile, 0, u64::wrapping_add) };
             if lane == 0 {
-                unsafe { status.publish_prefix(tile, counted::<T, O>(p, aggregate)) };
-                unsafe { tile_prefix.write(0, p) };
+                unsafe { counts.publish_prefix(tile, p + heads) };
             }
-        } else if lane == 0 {
-            unsafe { status.publish_prefix(0, aggregate) };
+            p
+        } else {
+            if lane == 0 {
+                unsafe { counts.publish_prefix(0, heads) };
+            }
+            0
+        };
+        // Only a tile that finishes a run writes an aggregate that needs what came before.
+        let ends_run = aggregate.head != 0 || (tile + 1) * tile_elems >= n;
+        let carry = if tile > 0 && ends_run {
+            unsafe { carry_in::<T, O>(&values, tile, ACTIVE.poll_delay_ns) }
+        } else {
+            O::identity()
+        };
+        if lane == 0 {
+            unsafe {
+                tile_prefix.write(
+                    0,
+                    Headed {
+                        head: 0,
+                        value: carry,
+                    },
+                );
+                run_base.write(0, base);
+            }
         }
     }
     gpu::sync_threads();
@@ -370,11 +480,11 @@ pub unsafe fn reduce_by_key_device<
         before = Some(then::<T, O>(before, left));
     }
     // `before` is None only for element 0, which is a head: `acc` is set before any use.
-    // Run indices fit 32 bits (n < 2^32), so does what of the capacity matters.
-    let capacity = capacity.min(u32::MAX as u64) as u32;
+    // `run`: the global run index, any length (runs before the tile, then heads in it).
+    let base = unsafe { run_base.read(0) };
     let (mut run, mut acc) = match before {
-        Some(b) => (b.head, b.value),
-        None => (0, O::identity()),
+        Some(b) => (base + b.head as u64, b.value),
+        None => (base, O::identity()),
     };
     // Whether element n - 1 is here (then it is the last of the `valid` ones).
     let holds_last = first + ITEMS as u64 >= n;
@@ -393,7 +503,7 @@ pub unsafe fn reduce_by_key_device<
                 if head && run < capacity {
                     unsafe { unique.add(run as usize).write(key_at(e)) };
                 }
-                run += head as u32;
+                run += head as u64;
                 acc = if head {
                     x[j]
                 } else if (e as u32) < valid {
@@ -409,12 +519,12 @@ pub unsafe fn reduce_by_key_device<
         if run <= capacity {
             unsafe { aggregates_out.add(run as usize - 1).write(acc) };
         }
-        unsafe { num_runs.write(run as u64) };
+        unsafe { num_runs.write(run) };
     }
 }
 
 /// The simulator's entry point of a reduce-by-key kernel: keys, values, unique out, aggregates
-/// out, capacity, run count out, n, counter, flags, aggregates, prefixes, epoch, first delay,
+/// out, capacity, run count out, n, counter, flags, tile aggregates, epoch, first delay,
 /// prefetch distance in tiles.
 #[cfg(not(target_arch = "nvptx64"))]
 pub type SimReduceByKeyFn<K, T> = unsafe fn(
@@ -427,7 +537,6 @@ pub type SimReduceByKeyFn<K, T> = unsafe fn(
     u64,
     *mut u32,
     *mut u32,
-    *mut Headed<T>,
     *mut Headed<T>,
     u32,
     u32,
@@ -454,8 +563,7 @@ macro_rules! reduce_by_key_kernels {
             pub unsafe fn $name(
                 keys: *const $k, values: *const $t, unique: *mut $k, aggregates_out: *mut $t,
                 capacity: u64, num_runs: *mut u64, n: u64, counter: *mut u32, flags: *mut u32,
-                aggregates: *mut $crate::scan::Headed<$t>,
-                prefixes: *mut $crate::scan::Headed<$t>, epoch: u32, delay_ns: u32,
+                aggregates: *mut $crate::scan::Headed<$t>, epoch: u32, delay_ns: u32,
                 prefetch: u32,
             ) {
                 unsafe {
@@ -471,7 +579,7 @@ macro_rules! reduce_by_key_kernels {
                         },
                     >(
                         keys, values, unique, aggregates_out, capacity, num_runs, n, counter,
-                        flags, aggregates, prefixes, epoch, delay_ns, prefetch,
+                        flags, aggregates, epoch, delay_ns, prefetch,
                     )
                 }
             }

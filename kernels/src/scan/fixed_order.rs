@@ -56,7 +56,7 @@ impl<A: ShflValue> TileStatus<A> {
 
     /// Publish `v` in slot `i` (one thread).
     #[inline(always)]
-    unsafe fn publish_fixed(&self, i: u64, v: A) {
+    pub(crate) unsafe fn publish_fixed(&self, i: u64, v: A) {
         let w = v.to_words();
         let t = (self.fixed_tag() as u64) << 32;
         let s = self.fixed_slot(i);
@@ -70,7 +70,7 @@ impl<A: ShflValue> TileStatus<A> {
 
     /// Slot `i`'s value if published.
     #[inline(always)]
-    unsafe fn read_fixed(&self, i: u64) -> Option<A> {
+    pub(crate) unsafe fn read_fixed(&self, i: u64) -> Option<A> {
         let s = self.fixed_slot(i);
         let t = self.fixed_tag();
         let tag = |x: u64| (x >> 32) as u32 == t;
