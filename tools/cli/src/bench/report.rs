@@ -65,6 +65,21 @@ fn cub_peer<'a>(sweep: &'a Sweep, m: &Measurement, label: &str) -> Option<&'a Me
     })
 }
 
+/// The "vs CUB" ratio: the median of `m`'s CUB row of `label` over `m`'s (> 1: `m` is faster);
+/// `None` without such a row.
+pub(crate) fn vs_cub(sweep: &Sweep, m: &Measurement, label: &str) -> Option<f64> {
+    cub_peer(sweep, m, label).map(|c| c.median_ms / m.median_ms)
+}
+
+/// The "% of memory limit" share: `m`'s GB/s over its limit's ([`limit_for`]), as a fraction;
+/// `None` on the simulator (no GB/s), without a limit row, or for the device copy itself.
+pub(crate) fn of_limit(sweep: &Sweep, m: &Measurement) -> Option<f64> {
+    match (m.gb_per_s, limit_for(sweep, m).and_then(|l| l.gb_per_s)) {
+        (Some(g), Some(l)) if m.op != "memory" || m.method.starts_with("read-only") => Some(g / l),
+        _ => None,
+    }
+}
+
 /// Which CUB the header names: `3.0.1` (its CUB_VERSION as major.minor.patch), and the one built
 /// against a CCCL checkout when there is one.
 fn cub_versions(m: &super::Machine) -> String {
@@ -130,9 +145,7 @@ pub fn markdown(sweep: &Sweep) -> String {
         _ => 2,
     };
     rows.sort_by(|a, b| (op_rank(&a.op), &a.dtype, a.n).cmp(&(op_rank(&b.op), &b.dtype, b.n)));
-    let ratio = |c: Option<&Measurement>, r: &Measurement| {
-        c.map(|c| format!("{:.3}x", c.median_ms / r.median_ms))
-    };
+    let ratio = |x: Option<f64>| x.map(|x| format!("{x:.3}x"));
     for r in rows {
         let is_cub = r.family == Family::Cub;
         let is_cccl_cub = is_cub && r.method.starts_with(CUB_CCCL);
@@ -140,9 +153,9 @@ pub fn markdown(sweep: &Sweep) -> String {
         let cub = if (is_cub && !is_cccl_cub) || r.op == "memory" {
             None
         } else {
-            cub_peer(sweep, r, CUB)
+            vs_cub(sweep, r, CUB)
         };
-        let vs_cub = match ratio(cub, r) {
+        let vs_cub_col = match ratio(cub) {
             Some(x) => x,
             // No shim (no nvcc where it ran, or the simulator): say so rather than leave a gap.
             None if !is_cub && r.op != "memory" && m.cub_version.is_none() => {
@@ -157,15 +170,11 @@ pub fn markdown(sweep: &Sweep) -> String {
         } else {
             format!(
                 " {} |",
-                ratio(cub_peer(sweep, r, CUB_CCCL), r).unwrap_or_default()
+                ratio(vs_cub(sweep, r, CUB_CCCL)).unwrap_or_default()
             )
         };
-        let of_limit = match (r.gb_per_s, limit_for(sweep, r).and_then(|l| l.gb_per_s)) {
-            (Some(g), Some(l)) if r.op != "memory" || r.method.starts_with("read-only") => {
-                format!("{:.1}%", 100.0 * g / l)
-            }
-            _ => String::new(),
-        };
+        let of_limit_col =
+            of_limit(sweep, r).map_or(String::new(), |x| format!("{:.1}%", 100.0 * x));
         let spread = match (r.p10_ms, r.p90_ms) {
             (Some(a), Some(b)) => format!("{a:.4}-{b:.4}"),
             _ => String::new(),
@@ -179,8 +188,8 @@ pub fn markdown(sweep: &Sweep) -> String {
             r.median_ms,
             spread,
             r.gb_per_s.map_or("n/a".into(), |g| format!("{g:.0}")),
-            vs_cub,
-            of_limit,
+            vs_cub_col,
+            of_limit_col,
             if r.checked { "ok" } else { "WRONG" }
         ));
     }
