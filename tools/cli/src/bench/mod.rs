@@ -7,6 +7,7 @@
 //! figures.
 
 pub mod by_key;
+pub mod guard;
 pub mod halves;
 pub mod plot;
 pub mod report;
@@ -116,7 +117,7 @@ pub struct Measurement {
 }
 
 /// What a sweep covers.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepConfig {
     pub ops: Vec<Op>,
     pub dtypes: Vec<Dtype>,
@@ -128,7 +129,7 @@ pub struct SweepConfig {
 }
 
 /// The machine a sweep ran on.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Machine {
     /// "cuda" or "sim".
     pub backend: String,
