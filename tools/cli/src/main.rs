@@ -185,6 +185,26 @@ enum Command {
         /// Cap the reductions' physical grid (tuning experiments; never changes a result).
         #[arg(long, hide = true)]
         reduce_grid_limit: Option<u32>,
+        /// Run the whole sweep this many times in one process; the reports are of the first,
+        /// the speed guard (--save-baseline, --compare) takes each cell's median and range over
+        /// all [default: 1; with --compare, the baseline's].
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        repeat: Option<u32>,
+        /// Save a speed baseline to FILE (JSON): for each of our measurements, its speed against
+        /// CUB and its share of the memory limit, median and range over the --repeat sweeps
+        /// (3 or more recommended).
+        #[arg(long, value_name = "FILE", conflicts_with = "compare")]
+        save_baseline: Option<std::path::PathBuf>,
+        /// Run the sweep of a baseline saved by --save-baseline again (its ops, dtypes, sizes,
+        /// iters, warm-up, seed and ladder) and compare: exits 1 when a cell is slower than the
+        /// baseline by more than the run-to-run spread (at least 1%), or missing or wrong.
+        /// Prints the table and writes it to OUT/guard.md.
+        #[arg(
+            long,
+            value_name = "FILE",
+            conflicts_with_all = ["ops", "dtypes", "sizes", "ladder", "iters", "warmup", "seed"]
+        )]
+        compare: Option<std::path::PathBuf>,
     },
 }
 
@@ -346,7 +366,15 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             out,
             quiet,
             reduce_grid_limit,
+            repeat,
+            save_baseline,
+            compare,
         } => {
+            use gpu_reduce_tools::bench::guard::Baseline;
+            // Read first: a bad file is an error before any device work.
+            let baseline = compare
+                .map(|p| Baseline::read(&p).map(|b| (p, b)))
+                .transpose()?;
             let ctx = open(backend, device)?;
             ctx.set_reduce_grid_limit(reduce_grid_limit);
             let gpu = ctx.backend_kind() == BackendKind::Cuda;
@@ -365,9 +393,29 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
                 ladder,
                 seed,
             };
+            let config = baseline.as_ref().map_or(config, |(_, b)| b.config.clone());
+            let repeat = repeat.map_or(baseline.as_ref().map_or(1, |(_, b)| b.repeat), |r| {
+                r as usize
+            });
+            let guard = match (save_baseline, baseline) {
+                (Some(p), _) => Guard::Save(p),
+                (None, Some((p, b))) => Guard::Compare(p, Box::new(b)),
+                (None, None) => Guard::None,
+            };
             // An empty GPU_REDUCE_CCCL means none.
             let cccl = cccl.filter(|d| !d.as_os_str().is_empty());
-            bench(&ctx, &config, cub_lib, cccl.as_deref(), &out, quiet)
+            bench(
+                &ctx,
+                BenchArgs {
+                    config,
+                    cub_lib,
+                    cccl,
+                    out,
+                    quiet,
+                    repeat,
+                    guard,
+                },
+            )
         }
         Command::Scan {
             n,
@@ -656,17 +704,53 @@ fn reduce(
     })
 }
 
-fn bench(
-    ctx: &Context,
-    config: &gpu_reduce_tools::bench::SweepConfig,
+/// What `host bench` was asked for.
+struct BenchArgs {
+    config: gpu_reduce_tools::bench::SweepConfig,
     cub_lib: Option<std::path::PathBuf>,
-    cccl: Option<&std::path::Path>,
-    out: &std::path::Path,
+    cccl: Option<std::path::PathBuf>,
+    out: std::path::PathBuf,
     quiet: bool,
-) -> Result<ExitCode, gpu_reduce::Error> {
-    use gpu_reduce_tools::bench;
+    repeat: usize,
+    guard: Guard,
+}
+
+/// The speed guard's part in a `host bench`.
+enum Guard {
+    None,
+    /// `--save-baseline FILE`.
+    Save(std::path::PathBuf),
+    /// `--compare FILE`, read.
+    Compare(
+        std::path::PathBuf,
+        Box<gpu_reduce_tools::bench::guard::Baseline>,
+    ),
+}
+
+fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> {
+    use gpu_reduce_tools::bench::{self, guard};
     use gpu_reduce_tools::cub::version_string;
+    let BenchArgs {
+        config,
+        cub_lib,
+        cccl,
+        out,
+        quiet,
+        repeat,
+        guard: mode,
+    } = args;
+    let (config, out, cccl) = (&config, out.as_path(), cccl.as_deref());
     println!("backend: {}", backend_line(ctx));
+    if let Guard::Compare(p, b) = &mode {
+        println!(
+            "guard: comparing with the baseline {} ({} sweeps on {}, {}): its ops, types, sizes, \
+             iters, warm-up and seed; {repeat} sweeps now",
+            p.display(),
+            b.repeat,
+            b.machine.device,
+            b.machine.date
+        );
+    }
     let cub = find_cub(ctx, cub_lib.as_deref(), out);
     let cub_cccl = cccl.and_then(|dir| find_cub_cccl(ctx, dir, out));
     for (label, c) in [(bench::CUB, &cub), (bench::CUB_CCCL, &cub_cccl)] {
@@ -681,7 +765,7 @@ fn bench(
     std::fs::create_dir_all(out).map_err(|e| {
         gpu_reduce::Error::InvalidArgument(format!("cannot create {}: {e}", out.display()))
     })?;
-    let steps = (config.sizes.len() * config.dtypes.len()) as u64;
+    let steps = (config.sizes.len() * config.dtypes.len() * repeat) as u64;
     let bar = if quiet {
         indicatif::ProgressBar::hidden()
     } else {
@@ -698,39 +782,98 @@ fn bench(
         toolkit: cub.as_ref(),
         cccl: cub_cccl.as_ref(),
     };
-    let mut sweep = bench::run_sweep_cubs(
-        ctx,
-        cubs,
-        config,
-        &command,
-        |m| bar.set_message(m.to_string()),
-        || bar.inc(1),
-        // Above the bar, and with --quiet (its hidden bar) too.
-        |line| bar.suspend(|| println!("{line}")),
-    )?;
-    bar.finish_and_clear();
-    if cub_cccl.is_some() {
-        sweep.machine.cccl = cccl.map(|d| d.display().to_string());
+    let mut sweeps = Vec::with_capacity(repeat);
+    for i in 0..repeat {
+        if repeat > 1 {
+            bar.suspend(|| println!("sweep {} of {repeat}", i + 1));
+        }
+        let mut sweep = bench::run_sweep_cubs(
+            ctx,
+            cubs,
+            config,
+            &command,
+            |m| bar.set_message(m.to_string()),
+            || bar.inc(1),
+            // Above the bar, and with --quiet (its hidden bar) too.
+            |line| bar.suspend(|| println!("{line}")),
+        )?;
+        if cub_cccl.is_some() {
+            sweep.machine.cccl = cccl.map(|d| d.display().to_string());
+        }
+        sweeps.push(sweep);
     }
-    let md = bench::report::markdown(&sweep);
+    bar.finish_and_clear();
+    let sweep = &sweeps[0];
+    let md = bench::report::markdown(sweep);
     let (json_path, md_path) = (out.join("results.json"), out.join("results.md"));
-    bench::report::write_json(&sweep, &json_path)?;
+    bench::report::write_json(sweep, &json_path)?;
     std::fs::write(&md_path, &md).map_err(|e| {
         gpu_reduce::Error::InvalidArgument(format!("cannot write {}: {e}", md_path.display()))
     })?;
-    let plots = bench::plot::write_plots(&sweep, out)?;
+    let plots = bench::plot::write_plots(sweep, out)?;
     println!("{md}");
     println!(
-        "wrote {}, {} and {} plot files in {}",
+        "wrote {}, {} and {} plot files in {}{}",
         json_path.display(),
         md_path.display(),
         plots.len(),
-        out.display()
+        out.display(),
+        if repeat > 1 {
+            " (of the first sweep)"
+        } else {
+            ""
+        }
     );
-    Ok(if sweep.all_checked() {
+    let all_checked = sweeps.iter().all(|s| s.all_checked());
+    if !all_checked {
+        eprintln!("some results did not match the CPU reference (WRONG in the table)");
+    }
+    let guard_ok = match mode {
+        Guard::None => true,
+        // A baseline of wrong results would pass wrong results later.
+        Guard::Save(_) if !all_checked => {
+            eprintln!("guard: baseline not saved, a check failed");
+            false
+        }
+        Guard::Save(p) => {
+            let b = guard::Baseline::from_sweeps(&sweeps)?;
+            b.write(&p)?;
+            println!(
+                "guard: saved the baseline {} ({} cells over {repeat} sweeps{})",
+                p.display(),
+                b.cells.len(),
+                if repeat < 3 {
+                    "; 3 or more sweeps give a truer spread"
+                } else {
+                    ""
+                }
+            );
+            true
+        }
+        Guard::Compare(p, b) => {
+            let now = guard::cell_stats(&sweeps);
+            let c = guard::compare(&b, &sweep.machine, repeat, &now);
+            let text = format!(
+                "guard: baseline {} ({} sweeps, {}, {}) against this run ({repeat} sweeps, {}, {})\n{}",
+                p.display(),
+                b.repeat,
+                b.machine.device,
+                b.machine.date,
+                sweep.machine.device,
+                sweep.machine.date,
+                c.markdown()
+            );
+            print!("{text}");
+            let path = out.join("guard.md");
+            std::fs::write(&path, &text).map_err(|e| {
+                gpu_reduce::Error::InvalidArgument(format!("cannot write {}: {e}", path.display()))
+            })?;
+            c.passed()
+        }
+    };
+    Ok(if all_checked && guard_ok {
         ExitCode::SUCCESS
     } else {
-        eprintln!("some results did not match the CPU reference (WRONG in the table)");
         ExitCode::FAILURE
     })
 }

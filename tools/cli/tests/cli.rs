@@ -109,3 +109,70 @@ fn bench_on_the_simulator_writes_its_reports() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bench_guard_saves_a_baseline_and_compares_on_the_simulator() {
+    use gpu_reduce_tools::bench::guard::Baseline;
+    let dir = std::env::temp_dir().join(format!("gpu-reduce-cli-guard-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (base, out) = (dir.join("base.json"), dir.join("out"));
+    let (base, out) = (base.to_str().unwrap(), out.to_str().unwrap());
+    let sim = ["bench", "--backend", "sim", "--quiet", "--out", out];
+    let with = |extra: &[&str]| host(&[&sim[..], extra].concat());
+    let (code, text) = with(&[
+        "--sizes",
+        "1000",
+        "--dtypes",
+        "i32",
+        "--ops",
+        "reduce",
+        "--iters",
+        "1",
+        "--warmup",
+        "0",
+        "--repeat",
+        "2",
+        "--save-baseline",
+        base,
+    ]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("saved the baseline"), "{text}");
+    let b = Baseline::read(base.as_ref()).unwrap();
+    assert_eq!((b.repeat, b.config.sizes.as_slice()), (2, &[1000][..]));
+    assert!(b.cells.iter().all(|c| c.runs == 2 && c.cell.n == 1000));
+    assert!(b.cells.iter().any(|c| c.cell.op == "reduce"), "{b:?}");
+
+    // The baseline's sweep again, twice as it was: every cell there and checked.
+    let (code, text) = with(&["--compare", base]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("sweep 2 of 2") && text.contains("simulated"),
+        "{text}"
+    );
+    let summary = format!(
+        "guard: {} cells, 0 slower, 0 missing -> PASS",
+        b.cells.len()
+    );
+    assert!(text.contains(&summary), "{text}");
+    let md = std::fs::read_to_string(dir.join("out/guard.md")).unwrap();
+    assert!(md.contains(&summary), "{md}");
+
+    // A cell this sweep does not measure fails the guard.
+    let mut b2 = b.clone();
+    let mut extra = b.cells[0].clone();
+    extra.cell.n = 999;
+    b2.cells.push(extra);
+    let base2 = dir.join("base2.json");
+    b2.write(&base2).unwrap();
+    let (code, text) = with(&["--compare", base2.to_str().unwrap(), "--repeat", "1"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("1 missing -> FAIL"), "{text}");
+
+    // The config is the baseline's: no sweep options beside --compare.
+    let (code, text) = with(&["--compare", base, "--sizes", "2^10"]);
+    assert_eq!(code, 2, "{text}");
+    let (code, text) = with(&["--compare", base, "--save-baseline", base]);
+    assert_eq!(code, 2, "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
