@@ -26,8 +26,6 @@ use lookback::TileStatus;
 use policy::ACTIVE;
 use tile::{TileIo, scan_tile};
 
-/// Rows per thread of the scan's tiles ([`policy`]).
-const ROWS: usize = ACTIVE.rows as usize;
 /// Rows per thread of the scan by key's tiles ([`policy`]).
 const BY_KEY_ROWS: usize = ACTIVE.by_key_rows as usize;
 
@@ -58,7 +56,12 @@ pub(crate) unsafe fn next_tile(counter: *mut u32) -> u64 {
 /// Pointers valid for the sizes above; `input` and `output` naturally aligned.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
-pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: bool>(
+pub unsafe fn scan_device<
+    T: Element,
+    O: ReduceOp<T, Acc = T>,
+    const EXCLUSIVE: bool,
+    const ROWS: usize,
+>(
     input: *const T,
     output: *mut T,
     n: u64,
@@ -387,7 +390,7 @@ macro_rules! scan_kernels {
                 input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
                 aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
             ) {
-                unsafe { $crate::scan::scan_device::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
+                unsafe { $crate::scan::scan_device::<$t, $op, false, { $crate::scan::policy::ACTIVE.rows_for(::core::mem::size_of::<$t>() as u64) as usize }>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
             }
         }
         $crate::kernel! {
@@ -396,7 +399,7 @@ macro_rules! scan_kernels {
                 input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
                 aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
             ) {
-                unsafe { $crate::scan::scan_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
+                unsafe { $crate::scan::scan_device::<$t, $op, true, { $crate::scan::policy::ACTIVE.rows_for(::core::mem::size_of::<$t>() as u64) as usize }>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
             }
         }
         $crate::launch_bounds!($incl, $crate::scan::policy::ACTIVE.block,
@@ -414,12 +417,12 @@ macro_rules! scan_kernels {
 }
 
 /// Blocks per SM a scan kernel over `elem_bytes`-byte elements asks ptxas to fit
-/// (`.minnctapersm`): two for elements of up to 4 bytes, whose tiles need ~128 registers a
-/// thread; left alone at 129 (sm_90 PTX of the fixed-order f32 inclusive sum), one block fit
-/// per SM and the scan ran at 0.86x CUB instead of 1.1x (H100). Capped at 128 it does not
-/// spill. 8-byte elements need more than 128 and keep one block per SM.
-pub const fn scan_min_blocks(elem_bytes: usize) -> u32 {
-    if elem_bytes <= 4 { 2 } else { 1 }
+/// (`.minnctapersm`): two, whose tiles need ~128 registers a thread; left alone at 129 (sm_90
+/// PTX of the fixed-order f32 inclusive sum), one block fit per SM and the scan ran at 0.86x
+/// CUB instead of 1.1x (H100). 8-byte elements fit at half the rows
+/// ([`ScanPolicy::rows_for`](policy::ScanPolicy::rows_for)).
+pub const fn scan_min_blocks(_elem_bytes: usize) -> u32 {
+    2
 }
 
 /// Export `scan_by_key_device::<K, T, Op>` as a kernel and register it with
@@ -437,6 +440,10 @@ macro_rules! scan_by_key_kernels {
                 unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op>(keys, values, output, n, exclusive, counter, flags, aggregates, prefixes, epoch) }
             }
         }
+        // As the scans: left alone, ptxas gave the u32 + f32 sum 134 registers (one block per
+        // SM; H100 2^27: 0.59x CUB).
+        $crate::launch_bounds!($name, $crate::scan::policy::ACTIVE.block,
+            $crate::scan::scan_min_blocks(::core::mem::size_of::<$t>()));
         #[cfg(not(target_arch = "nvptx64"))]
         impl $crate::scan::ScanByKeyInstance<$k, $t> for $op {
             const KERNEL: $crate::Kernel<$crate::scan::SimScanByKeyFn<$k, $t>> =

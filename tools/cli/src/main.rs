@@ -205,6 +205,10 @@ enum Command {
             conflicts_with_all = ["ops", "dtypes", "sizes", "ladder", "iters", "warmup", "seed"]
         )]
         compare: Option<std::path::PathBuf>,
+        /// With --compare: compare against FILE, another saved baseline (e.g. of a new build,
+        /// saved on the same machine), instead of running the sweep; no device is used.
+        #[arg(long, value_name = "FILE", requires = "compare")]
+        against: Option<std::path::PathBuf>,
     },
 }
 
@@ -369,12 +373,34 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             repeat,
             save_baseline,
             compare,
+            against,
         } => {
-            use gpu_reduce_tools::bench::guard::Baseline;
+            use gpu_reduce_tools::bench::guard::{self, Baseline};
             // Read first: a bad file is an error before any device work.
             let baseline = compare
                 .map(|p| Baseline::read(&p).map(|b| (p, b)))
                 .transpose()?;
+            if let (Some((p, b)), Some(a)) = (&baseline, against) {
+                let now = Baseline::read(&a)?;
+                let c = guard::compare(b, &now.machine, now.repeat, &now.cells);
+                print!(
+                    "guard: baseline {} ({} sweeps, {}, {}) against {} ({} sweeps, {}, {})\n{}",
+                    p.display(),
+                    b.repeat,
+                    b.machine.device,
+                    b.machine.date,
+                    a.display(),
+                    now.repeat,
+                    now.machine.device,
+                    now.machine.date,
+                    c.markdown()
+                );
+                return Ok(if c.passed() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                });
+            }
             let ctx = open(backend, device)?;
             ctx.set_reduce_grid_limit(reduce_grid_limit);
             let gpu = ctx.backend_kind() == BackendKind::Cuda;
