@@ -98,12 +98,13 @@ impl<A: ShflValue> TileStatus<A> {
     /// # Safety
     /// `tile` < the grid size < 2^32; the slots are within `aggregates`.
     #[inline(always)]
-    pub unsafe fn fixed_order_prefix<F: Fn(A, A) -> A + Copy>(
+    pub unsafe fn fixed_order_prefix<F: Fn(A, A) -> A + Copy, Z: Fn(A) -> bool + Copy>(
         &self,
         tile: u64,
         aggregate: A,
         identity: A,
         op: F,
+        (may_absorb, absorbs): (bool, Z),
     ) -> A {
         let lane = gpu::lane_id() as u64;
         let grid = gpu::grid_dim_x() as u64;
@@ -149,20 +150,46 @@ impl<A: ShflValue> TileStatus<A> {
             let own_done = gpu::ballot_sync(FULL_MASK, need_own && own.is_none()) == 0;
             let missing = prev.is_none() || (lane == 1 && h >= 2 && c2.is_none());
             let rebuilt = h >= 1 && gpu::ballot_sync(FULL_MASK, missing) == 0;
-            if own_done && (h == 0 || have_c1 || rebuilt) {
+            // Absorbing values (compiled away when `may_absorb` is false): F(h, i) (and, for a
+            // group's last tile, G(h)) absorbing needs no C(h - 1); G(h - 1) absorbing is
+            // C(h - 1) without C(h - 2).
+            let shortcut = may_absorb
+                && h >= 1
+                && ((own_done
+                    && i > 0
+                    && absorbs(warp_reduce_in_order(own.unwrap_or(identity), op))
+                    && (i < GROUP - 1
+                        || absorbs(warp_reduce_in_order(
+                            if lane == i {
+                                aggregate
+                            } else {
+                                own.unwrap_or(identity)
+                            },
+                            op,
+                        ))))
+                    || (gpu::ballot_sync(FULL_MASK, prev.is_none()) == 0
+                        && absorbs(warp_reduce_in_order(prev.unwrap_or(identity), op))));
+            if own_done && (h == 0 || have_c1 || rebuilt || shortcut) {
                 break;
             }
             gpu::nanosleep(POLL_DELAY);
         }
 
+        let own = own.unwrap_or(identity);
+        // `absorbs(x)`: `y ⊕ x == x` bit for bit for every `y`, so the result is the same
+        // whether or not C(h - 1) is combined in front.
+        let own_tree = (may_absorb && i > 0).then(|| warp_reduce_in_order(own, op));
+        let last_tree = (may_absorb && i == GROUP - 1)
+            .then(|| warp_reduce_in_order(if lane == i { aggregate } else { own }, op));
+        let skip_base = own_tree.is_some_and(absorbs) && last_tree.is_none_or(absorbs);
         // C(h - 1), read or rebuilt.
-        let base = if h == 0 {
+        let base = if h == 0 || skip_base {
             identity
         } else if gpu::shfl_sync(FULL_MASK, c1.is_some() as u32, 0, 32) != 0 {
             gpu::shfl_sync(FULL_MASK, c1.unwrap_or(identity), 0, 32)
         } else {
             let g = warp_reduce_in_order(prev.unwrap_or(identity), op);
-            let c = if h >= 2 {
+            let c = if h >= 2 && !(may_absorb && absorbs(g)) {
                 op(gpu::shfl_sync(FULL_MASK, c2.unwrap_or(identity), 1, 32), g)
             } else {
                 g
@@ -173,11 +200,16 @@ impl<A: ShflValue> TileStatus<A> {
             }
             c
         };
-        let own = own.unwrap_or(identity);
         if i == GROUP - 1 {
             // The group's last tile: C(h) = C(h - 1) ⊕ G(h), its own aggregate in lane 31.
-            let g = warp_reduce_in_order(if lane == i { aggregate } else { own }, op);
-            let c = if h == 0 { g } else { op(base, g) };
+            let g = last_tree.unwrap_or_else(|| {
+                warp_reduce_in_order(if lane == i { aggregate } else { own }, op)
+            });
+            let c = if h == 0 || (may_absorb && absorbs(g)) {
+                g
+            } else {
+                op(base, g)
+            };
             if lane == 0 {
                 unsafe { self.publish_fixed(checkpoint(h), c) };
             }
@@ -185,7 +217,11 @@ impl<A: ShflValue> TileStatus<A> {
         if i == 0 {
             return base;
         }
-        let f = warp_reduce_in_order(own, op);
-        if h == 0 { f } else { op(base, f) }
+        let f = own_tree.unwrap_or_else(|| warp_reduce_in_order(own, op));
+        if h == 0 || (may_absorb && absorbs(f)) {
+            f
+        } else {
+            op(base, f)
+        }
     }
 }

@@ -27,9 +27,9 @@ pub const STATUS_AGGREGATE: u32 = 1;
 pub const STATUS_PREFIX: u32 = 2;
 // Look-back timing and width: `super::policy` says what each is and why.
 const PER_LANE: usize = ACTIVE.lookback_per_lane as usize;
-pub(super) const FIRST_DELAY_FROM: u64 = ACTIVE.delay_from_tile;
-pub(super) const FIRST_DELAY_MIN_TILES: u32 = ACTIVE.delay_min_tiles;
-const POLL_DELAY: u32 = ACTIVE.poll_delay_ns;
+pub(crate) const FIRST_DELAY_FROM: u64 = ACTIVE.delay_from_tile;
+pub(crate) const FIRST_DELAY_MIN_TILES: u32 = ACTIVE.delay_min_tiles;
+pub(crate) const POLL_DELAY: u32 = ACTIVE.poll_delay_ns;
 /// Predecessors a warp reads per look-back round.
 pub const LOOKBACK_WINDOW: u64 = 32 * PER_LANE as u64;
 /// Epochs are 30-bit: `epoch << 2` must fit a u32.
@@ -99,6 +99,22 @@ impl<A: ShflValue> TileStatus<A> {
         }
     }
 
+    /// The status (0 while not published) and value of `tile`'s two-word slot: published once
+    /// both halves carry this launch's same status word.
+    /// # Safety
+    /// `tile` is within `flags`; two-word slots.
+    #[inline(always)]
+    pub(crate) unsafe fn read_slot(&self, tile: usize) -> (u32, A) {
+        let [lo, hi] = unsafe { gpu::load_relaxed_v2_u64(self.slot(tile)) };
+        let (a, b) = ((lo >> 32) as u32, (hi >> 32) as u32);
+        let status = if a == b && a >> 2 == self.epoch {
+            a & 3
+        } else {
+            0
+        };
+        (status, A::from_words([lo as u32, hi as u32, 0, 0]))
+    }
+
     /// Publish `tile`'s aggregate (one thread).
     /// # Safety
     /// `tile` is within the arrays.
@@ -159,16 +175,11 @@ impl<A: ShflValue> TileStatus<A> {
                     status[j] = if !valid(j) {
                         STATUS_PREFIX
                     } else if self.slots() {
-                        // Published once both halves carry this launch's same status word.
-                        let [lo, hi] = unsafe { gpu::load_relaxed_v2_u64(self.slot(pred(j))) };
-                        packed[j] = lo as u32;
-                        packed_hi[j] = hi as u32;
-                        let (a, b) = ((lo >> 32) as u32, (hi >> 32) as u32);
-                        if a == b && a >> 2 == self.epoch {
-                            a & 3
-                        } else {
-                            0
-                        }
+                        let (st, v) = unsafe { self.read_slot(pred(j)) };
+                        let w = v.to_words();
+                        packed[j] = w[0];
+                        packed_hi[j] = w[1];
+                        st
                     } else if Self::PACKED {
                         // Relaxed is enough: the value travels in the word it is read with.
                         let w = unsafe {

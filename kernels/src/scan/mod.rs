@@ -27,6 +27,9 @@ use policy::ACTIVE;
 use tile::{TileIo, scan_tile};
 
 /// Rows per thread of the scan by key's tiles ([`policy`]).
+/// Rows per thread of the scan's tiles ([`policy`]).
+const ROWS: usize = ACTIVE.rows as usize;
+/// Rows per thread of the scan by key's tiles ([`policy`]).
 const BY_KEY_ROWS: usize = ACTIVE.by_key_rows as usize;
 
 /// The block's tile id from the launch's counter; the block that draws the last ticket puts the
@@ -56,12 +59,7 @@ pub(crate) unsafe fn next_tile(counter: *mut u32) -> u64 {
 /// Pointers valid for the sizes above; `input` and `output` naturally aligned.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
-pub unsafe fn scan_device<
-    T: Element,
-    O: ReduceOp<T, Acc = T>,
-    const EXCLUSIVE: bool,
-    const ROWS: usize,
->(
+pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: bool>(
     input: *const T,
     output: *mut T,
     n: u64,
@@ -125,17 +123,33 @@ pub unsafe fn scan_device<
         // Same bits on every run (scan::fixed_order).
         fixed_order: true,
     };
+    // No value absorbs what comes before it under a plain operator.
+    let ops = (O::combine, false, |_| false);
+    let (warp_aggs, tile_prefix) = unsafe { (warp_aggs.cast::<T>(), tile_prefix.cast::<T>()) };
     unsafe {
-        scan_tile::<ROWS, _, _, _, _>(
-            tile,
-            aligned,
-            io,
-            status,
-            seed,
-            O::combine,
-            warp_aggs.cast::<T>(),
-            tile_prefix.cast::<T>(),
-        )
+        if size_of::<T>() == 8 {
+            scan_tile::<ROWS, true, _, _, _, _, _>(
+                tile,
+                aligned,
+                io,
+                status,
+                seed,
+                ops,
+                warp_aggs,
+                tile_prefix,
+            )
+        } else {
+            scan_tile::<ROWS, false, _, _, _, _, _>(
+                tile,
+                aligned,
+                io,
+                status,
+                seed,
+                ops,
+                warp_aggs,
+                tile_prefix,
+            )
+        }
     };
 }
 
@@ -323,13 +337,15 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
         fixed_order: true,
     };
     unsafe {
-        scan_tile::<BY_KEY_ROWS, _, _, _, _>(
+        scan_tile::<BY_KEY_ROWS, false, _, _, _, _, _>(
             tile,
             aligned,
             io,
             status,
             None,
-            segmented::<T, O>,
+            // A range holding a segment head: the segmented operator returns it unchanged,
+            // whatever came before (so the fixed order need not wait for it).
+            (segmented::<T, O>, true, |h: Headed<T>| h.head != 0),
             warp_aggs.cast::<Headed<T>>(),
             tile_prefix.cast::<Headed<T>>(),
         )
@@ -390,7 +406,7 @@ macro_rules! scan_kernels {
                 input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
                 aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
             ) {
-                unsafe { $crate::scan::scan_device::<$t, $op, false, { $crate::scan::policy::ACTIVE.rows_for(::core::mem::size_of::<$t>() as u64) as usize }>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
+                unsafe { $crate::scan::scan_device::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
             }
         }
         $crate::kernel! {
@@ -399,7 +415,7 @@ macro_rules! scan_kernels {
                 input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
                 aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
             ) {
-                unsafe { $crate::scan::scan_device::<$t, $op, true, { $crate::scan::policy::ACTIVE.rows_for(::core::mem::size_of::<$t>() as u64) as usize }>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
+                unsafe { $crate::scan::scan_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
             }
         }
         $crate::launch_bounds!($incl, $crate::scan::policy::ACTIVE.block,
@@ -419,8 +435,8 @@ macro_rules! scan_kernels {
 /// Blocks per SM a scan kernel over `elem_bytes`-byte elements asks ptxas to fit
 /// (`.minnctapersm`): two, whose tiles need ~128 registers a thread; left alone at 129 (sm_90
 /// PTX of the fixed-order f32 inclusive sum), one block fit per SM and the scan ran at 0.86x
-/// CUB instead of 1.1x (H100). 8-byte elements fit at half the rows
-/// ([`ScanPolicy::rows_for`](policy::ScanPolicy::rows_for)).
+/// CUB instead of 1.1x (H100). 8-byte elements fit with their row prefixes in shared memory
+/// ([`tile::scan_tile`]'s `SHARED_ROWS`; 172 registers and one block per SM without).
 pub const fn scan_min_blocks(_elem_bytes: usize) -> u32 {
     2
 }

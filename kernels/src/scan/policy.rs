@@ -18,9 +18,6 @@ pub struct ScanPolicy {
     /// threads x 16 rows 0.984x, not kept because the f64 kernel cannot launch 512 threads at
     /// its 158 registers.
     pub rows: u32,
-    /// Rows of the scans of 8-byte elements: at 16 rows the f64 sum needed 158-172 registers
-    /// (one block per SM) and ran at 0.80-0.83x CUB (H100, 2^24 and 2^28).
-    pub rows_wide: u32,
     /// Rows of the scan by key: its (head flag, value) pairs and scalar key loads take more
     /// registers per element; at 16 rows its kernels spilled and each instance was ~110 kB of
     /// PTX (72 of them were 8 MB, 60% of the library's PTX). 8 rows keeps them in registers.
@@ -73,7 +70,6 @@ pub struct ScanPolicy {
 pub const SM90: ScanPolicy = ScanPolicy {
     block: 256,
     rows: 16,
-    rows_wide: 8,
     by_key_rows: 8,
     reduce_by_key_thread_bytes: 128,
     reduce_by_key_min_blocks: 5,
@@ -112,24 +108,14 @@ const _: () = assert!(
     ACTIVE.block.is_multiple_of(32)
         && ACTIVE.block <= 1024
         && ACTIVE.rows >= 1
-        && ACTIVE.rows_wide >= 1
         && ACTIVE.by_key_rows >= 1
         && ACTIVE.lookback_per_lane >= 1
 );
 
 impl ScanPolicy {
-    /// Rows per thread of the scan's tiles for elements of `elem_bytes` bytes.
-    pub const fn rows_for(&self, elem_bytes: u64) -> u64 {
-        if elem_bytes >= 8 {
-            self.rows_wide as u64
-        } else {
-            self.rows as u64
-        }
-    }
-
     /// Elements per tile of the scan for elements of `elem_bytes` bytes.
     pub const fn tile_elems(&self, elem_bytes: u64) -> u64 {
-        self.block as u64 * self.rows_for(elem_bytes) * 16 / elem_bytes
+        self.block as u64 * self.rows as u64 * 16 / elem_bytes
     }
 
     /// Elements per tile of the 16-bit scans (`scan::half`): their threads load 8 bytes (four
@@ -171,7 +157,6 @@ mod tests {
     #[test]
     fn tiles_are_64_kib_and_by_key_tiles_half() {
         assert_eq!(ACTIVE.tile_elems(4) * 4, 64 * 1024);
-        assert_eq!(ACTIVE.tile_elems(8) * 8, 32 * 1024);
         assert_eq!(ACTIVE.by_key_tile_elems(8) * 8, 32 * 1024);
         // Reduce by key: 16 u32 keys + f32 values a thread (32 KiB tiles); 8 of 12 or 16 bytes.
         assert_eq!(ACTIVE.reduce_by_key_items(4, 4), 16);

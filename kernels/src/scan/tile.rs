@@ -38,18 +38,19 @@ pub struct TileIo<A, L, S> {
 /// The loads and stores are valid for the tile's in-range elements; `status` spans the launch.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the tile's inputs, each used once
-pub unsafe fn scan_tile<const ROWS: usize, A, F, L, S>(
+pub unsafe fn scan_tile<const ROWS: usize, const SHARED_ROWS: bool, A, F, Z, L, S>(
     tile: u64,
     aligned: bool,
     io: TileIo<A, L, S>,
     status: TileStatus<A>,
     seed: Option<A>,
-    op: F,
+    (op, may_absorb, absorbs): (F, bool, Z),
     warp_aggregates: SharedArray<A>,
     tile_prefix: SharedArray<A>,
 ) where
     A: ShflValue,
     F: Fn(A, A) -> A + Copy,
+    Z: Fn(A) -> bool + Copy,
     L: Fn(u64, bool) -> [A; 4],
     S: Fn(u64, bool, [A; 4], [A; 4]),
 {
@@ -80,6 +81,13 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, L, S>(
     // is what comes before this thread's first element of the row, within the warp's stretch.
     let mut carry = io.identity;
     let mut row_prefix = [io.identity; ROWS];
+    // `SHARED_ROWS`: the row prefixes wait in shared memory instead of registers (8-byte
+    // elements: 172 registers and one block per SM with them in registers, 128 and two without).
+    let shared_rows = SHARED_ROWS.then(|| {
+        const { assert!(!SHARED_ROWS || ROWS * ACTIVE.block as usize * size_of::<A>() <= 32768) };
+        unsafe { crate::static_shared!(SCAN_ROW_PREFIX: [u128; 2048]).cast::<A>() }
+    });
+    let row_at = |k: usize| k * ACTIVE.block as usize + gpu::thread_idx_x() as usize;
     for k in 0..ROWS {
         for j in 1..4 {
             if j < io.per_vec {
@@ -89,7 +97,10 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, L, S>(
         let incl = warp_inclusive_scan(vals[k][io.per_vec - 1], op);
         let excl = gpu::shfl_up_sync(FULL_MASK, incl, 1, 32);
         let excl = if lane == 0 { io.identity } else { excl };
-        row_prefix[k] = op(carry, excl);
+        match shared_rows {
+            Some(r) => unsafe { r.write(row_at(k), op(carry, excl)) },
+            None => row_prefix[k] = op(carry, excl),
+        }
         carry = op(carry, gpu::shfl_sync(FULL_MASK, incl, 31, 32));
     }
     if lane == 0 {
@@ -110,7 +121,9 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, L, S>(
     // decoupled look-back (publishing the aggregate, then the inclusive prefix).
     if warp == 0 {
         let prefix = if status.fixed_order {
-            unsafe { status.fixed_order_prefix(tile, aggregate, io.identity, op) }
+            unsafe {
+                status.fixed_order_prefix(tile, aggregate, io.identity, op, (may_absorb, absorbs))
+            }
         } else if tile == 0 {
             if lane == 0 {
                 unsafe { status.publish_prefix(0, aggregate) };
@@ -140,7 +153,11 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, L, S>(
     let before_warp = op(unsafe { tile_prefix.read(0) }, warp_exclusive);
 
     let results = |k: usize| {
-        let pre = op(before_warp, row_prefix[k]);
+        let row = match shared_rows {
+            Some(r) => unsafe { r.read(row_at(k)) },
+            None => row_prefix[k],
+        };
+        let pre = op(before_warp, row);
         let mut incl = [io.identity; 4];
         let mut excl = [io.identity; 4];
         for j in 0..4 {
