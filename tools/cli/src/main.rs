@@ -193,7 +193,8 @@ enum Command {
         /// Save a speed baseline to FILE (JSON): for each of our measurements, its speed against
         /// CUB and its share of the memory limit, median and range over the --repeat sweeps
         /// (3 or more recommended).
-        #[arg(long, value_name = "FILE", conflicts_with = "compare")]
+        /// With --compare, the run is saved as a new baseline too.
+        #[arg(long, value_name = "FILE")]
         save_baseline: Option<std::path::PathBuf>,
         /// Run the sweep of a baseline saved by --save-baseline again (its ops, dtypes, sizes,
         /// iters, warm-up, seed and ladder) and compare: exits 1 when a cell is slower than the
@@ -424,8 +425,8 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
                 r as usize
             });
             let guard = match (save_baseline, baseline) {
-                (Some(p), _) => Guard::Save(p),
-                (None, Some((p, b))) => Guard::Compare(p, Box::new(b)),
+                (save, Some((p, b))) => Guard::Compare(p, Box::new(b), save),
+                (Some(p), None) => Guard::Save(p),
                 (None, None) => Guard::None,
             };
             // An empty GPU_REDUCE_CCCL means none.
@@ -746,10 +747,11 @@ enum Guard {
     None,
     /// `--save-baseline FILE`.
     Save(std::path::PathBuf),
-    /// `--compare FILE`, read.
+    /// `--compare FILE`, read, and where to save this run as a baseline too.
     Compare(
         std::path::PathBuf,
         Box<gpu_reduce_tools::bench::guard::Baseline>,
+        Option<std::path::PathBuf>,
     ),
 }
 
@@ -876,7 +878,12 @@ fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> 
             );
             true
         }
-        Guard::Compare(p, b) => {
+        Guard::Compare(p, b, save) => {
+            if let Some(sp) = save.filter(|_| all_checked) {
+                let nb = guard::Baseline::from_sweeps(&sweeps)?;
+                nb.write(&sp)?;
+                println!("guard: saved this run as the baseline {}", sp.display());
+            }
             let now = guard::cell_stats(&sweeps);
             let c = guard::compare(&b, &sweep.machine, repeat, &now);
             let text = format!(

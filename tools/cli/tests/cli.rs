@@ -172,7 +172,17 @@ fn bench_guard_saves_a_baseline_and_compares_on_the_simulator() {
     // The config is the baseline's: no sweep options beside --compare.
     let (code, text) = with(&["--compare", base, "--sizes", "2^10"]);
     assert_eq!(code, 2, "{text}");
-    let (code, text) = with(&["--compare", base, "--save-baseline", base]);
-    assert_eq!(code, 2, "{text}");
+    // Compare and save this run as the next baseline in one go; then compare two saved
+    // baselines offline (no sweep).
+    let base3 = dir.join("base3.json");
+    let b3 = base3.to_str().unwrap();
+    let (code, text) = with(&["--compare", base, "--save-baseline", b3]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("saved this run as the baseline"), "{text}");
+    let (code, text) = with(&["--compare", base, "--against", b3]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("-> PASS"), "{text}");
+    let (code, text) = with(&["--compare", base2.to_str().unwrap(), "--against", b3]);
+    assert_eq!(code, 1, "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
