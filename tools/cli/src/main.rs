@@ -769,7 +769,7 @@ fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> 
     } = args;
     let (config, out, cccl) = (&config, out.as_path(), cccl.as_deref());
     println!("backend: {}", backend_line(ctx));
-    if let Guard::Compare(p, b) = &mode {
+    if let Guard::Compare(p, b, _) = &mode {
         println!(
             "guard: comparing with the baseline {} ({} sweeps on {}, {}): its ops, types, sizes, \
              iters, warm-up and seed; {repeat} sweeps now",
