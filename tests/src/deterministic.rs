@@ -393,33 +393,34 @@ pub fn check_recorded_bits(ctx: &Context, max_n: usize) {
     assert!(checked > 0, "no recorded case of at most {max_n} elements");
 }
 
-/// `reps` scans of the same `n` f32 give the same bits, with other work running beside them on
-/// a second stream of the same device (`noise`: different blocks take the SMs, so tiles run
-/// and publish in a different timing) every other run.
-pub fn check_repeatable(ctx: &Context, noise: Option<&Context>, n: usize, reps: usize) {
-    let x = ctx.htod(&uniform_f32(n, 21)).unwrap();
-    let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
-    let busy = noise.map(|c| {
+/// `run(r)` gives the same bits for `r` in `0..reps`, with an f32 scan of `n` elements queued
+/// before every other run on `noise`, a second stream of the same device (different blocks
+/// take the SMs, so tiles run and publish in a different timing).
+fn same_bits_with_noise(
+    noise: Option<&Context>,
+    n: usize,
+    reps: usize,
+    what: &str,
+    mut run: impl FnMut(usize) -> Bits,
+) {
+    let mut busy = noise.map(|c| {
         let b = c.htod(&uniform_f32(n, 22)).unwrap();
         let o = c.alloc_zeros::<f32>(n).unwrap();
         (c, b, o)
     });
-    let mut busy = busy;
     let mut first = None;
     for r in 0..reps {
         if r % 2 == 1
             && let Some((c, b, o)) = busy.as_mut()
         {
-            // Queued before ours, on its own stream: the two scans share the GPU.
+            // Queued before ours, on its own stream: the two share the GPU.
             c.scan(&*b, &mut *o, ScanOperator::Sum, ScanKind::Inclusive)
                 .unwrap();
         }
-        ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
-            .unwrap();
-        let b = bits_f32(&ctx.dtoh(&out).unwrap());
+        let b = run(r);
         match first {
             None => first = Some(b),
-            Some(f) => assert_eq!(b, f, "run {r} of {reps}: different bits"),
+            Some(f) => assert_eq!(b, f, "{what}: run {r} of {reps}: different bits"),
         }
         if let Some((c, _, _)) = busy.as_ref() {
             c.synchronize().unwrap();
@@ -427,9 +428,21 @@ pub fn check_repeatable(ctx: &Context, noise: Option<&Context>, n: usize, reps: 
     }
 }
 
-/// `reps` reductions by key of issue 32's shape (u64 keys in runs of 1..`max_run`, f32 sums)
-/// give the same run count and aggregate bits, with a scan beside them on a second stream of
-/// the same device every other run (`noise`), and the same as the recorded-case helper's.
+/// `reps` scans of the same `n` f32 give the same bits, with other work beside them on
+/// `noise` every other run.
+pub fn check_repeatable(ctx: &Context, noise: Option<&Context>, n: usize, reps: usize) {
+    let x = ctx.htod(&uniform_f32(n, 21)).unwrap();
+    let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
+    same_bits_with_noise(noise, n, reps, "scan", |_| {
+        ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+            .unwrap();
+        bits_f32(&ctx.dtoh(&out).unwrap())
+    });
+}
+
+/// `reps` reductions by key of issue 32's shape (u64 keys in runs of 1..`max_run`, f32 sums;
+/// every third through `reduce_by_key_into`) give the same run count and aggregate bits, with
+/// other work beside them on `noise` every other run.
 pub fn check_reduce_by_key_repeatable(
     ctx: &Context,
     noise: Option<&Context>,
@@ -442,29 +455,9 @@ pub fn check_reduce_by_key_repeatable(
         .map(u64::from)
         .collect();
     let vals = uniform_f32(n, 48);
-    let busy = noise.map(|c| {
-        let b = c.htod(&uniform_f32(n, 49)).unwrap();
-        let o = c.alloc_zeros::<f32>(n).unwrap();
-        (c, b, o)
+    same_bits_with_noise(noise, n, reps, "reduce by key", |r| {
+        reduce_by_key_bits(ctx, keys.clone(), vals.clone(), r % 3 == 2)
     });
-    let mut busy = busy;
-    let mut first = None;
-    for r in 0..reps {
-        if r % 2 == 1
-            && let Some((c, b, o)) = busy.as_mut()
-        {
-            c.scan(&*b, &mut *o, ScanOperator::Sum, ScanKind::Inclusive)
-                .unwrap();
-        }
-        let b = reduce_by_key_bits(ctx, keys.clone(), vals.clone(), r % 3 == 2);
-        match first {
-            None => first = Some(b),
-            Some(f) => assert_eq!(b, f, "reduce by key run {r} of {reps}: different bits"),
-        }
-        if let Some((c, _, _)) = busy.as_ref() {
-            c.synchronize().unwrap();
-        }
-    }
 }
 
 /// Accuracy against an exact reference on adversarial data: large values that cancel (so the

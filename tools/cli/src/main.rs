@@ -384,17 +384,10 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             if let (Some((p, b)), Some(a)) = (&baseline, against) {
                 let now = Baseline::read(&a)?;
                 let c = guard::compare(b, &now.machine, now.repeat, &now.cells);
+                let against = a.display().to_string();
                 print!(
-                    "guard: baseline {} ({} sweeps, {}, {}) against {} ({} sweeps, {}, {})\n{}",
-                    p.display(),
-                    b.repeat,
-                    b.machine.device,
-                    b.machine.date,
-                    a.display(),
-                    now.repeat,
-                    now.machine.device,
-                    now.machine.date,
-                    c.markdown()
+                    "{}",
+                    guard_report(p, b, &against, now.repeat, &now.machine, &c)
                 );
                 return Ok(if c.passed() {
                     ExitCode::SUCCESS
@@ -755,6 +748,27 @@ enum Guard {
     ),
 }
 
+/// The guard's report: which baseline against which run, then the comparison's table.
+fn guard_report(
+    base_path: &std::path::Path,
+    base: &gpu_reduce_tools::bench::guard::Baseline,
+    now: &str,
+    now_repeat: usize,
+    now_machine: &gpu_reduce_tools::bench::Machine,
+    c: &gpu_reduce_tools::bench::guard::Comparison,
+) -> String {
+    format!(
+        "guard: baseline {} ({} sweeps, {}, {}) against {now} ({now_repeat} sweeps, {}, {})\n{}",
+        base_path.display(),
+        base.repeat,
+        base.machine.device,
+        base.machine.date,
+        now_machine.device,
+        now_machine.date,
+        c.markdown()
+    )
+}
+
 fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> {
     use gpu_reduce_tools::bench::{self, guard};
     use gpu_reduce_tools::cub::version_string;
@@ -886,16 +900,7 @@ fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> 
             }
             let now = guard::cell_stats(&sweeps);
             let c = guard::compare(&b, &sweep.machine, repeat, &now);
-            let text = format!(
-                "guard: baseline {} ({} sweeps, {}, {}) against this run ({repeat} sweeps, {}, {})\n{}",
-                p.display(),
-                b.repeat,
-                b.machine.device,
-                b.machine.date,
-                sweep.machine.device,
-                sweep.machine.date,
-                c.markdown()
-            );
+            let text = guard_report(&p, &b, "this run", repeat, &sweep.machine, &c);
             print!("{text}");
             let path = out.join("guard.md");
             std::fs::write(&path, &text).map_err(|e| {
