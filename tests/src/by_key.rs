@@ -198,3 +198,31 @@ pub fn check_reduce_by_key_edges(ctx: &Context) {
         "{e}"
     );
 }
+
+/// More than 2^32 elements AND more than 2^32 runs (issue 32: run counts were 32-bit): keys
+/// `i as u32` (every element its own run, the key wrapping at 2^32 still differs from its
+/// neighbour), values 1, so run `r` has key `r as u32` and sum 1, and the count is `n`. Needs
+/// ~69 GB of device memory (inputs and outputs of 2^32 + 4099 u32 each).
+pub fn check_reduce_by_key_huge(ctx: &Context) {
+    let n = (1usize << 32) + 4099;
+    let (dk, dv) = {
+        let keys: Vec<u32> = (0..n).map(|i| i as u32).collect();
+        let dk = ctx
+            .htod(&keys)
+            .unwrap_or_else(|e| panic!("{n} u32 keys: {e}"));
+        drop(keys);
+        (dk, ctx.htod(&vec![1u32; n]).unwrap())
+    };
+    let mut uk = ctx.alloc_zeros::<u32>(n).unwrap();
+    let mut agg = ctx.alloc_zeros::<u32>(n).unwrap();
+    let mut count = ctx.alloc_zeros::<u64>(1).unwrap();
+    ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, ScanOperator::Sum)
+        .unwrap();
+    assert_eq!(ctx.dtoh(&count).unwrap()[0], n as u64, "run count");
+    drop((dk, dv));
+    let (got_k, got_a) = (ctx.dtoh(&uk).unwrap(), ctx.dtoh(&agg).unwrap());
+    for r in (0..n).step_by(1 << 20).chain(n - 5000..n) {
+        assert_eq!(got_k[r], r as u32, "unique key of run {r}");
+        assert_eq!(got_a[r], 1, "aggregate of run {r}");
+    }
+}

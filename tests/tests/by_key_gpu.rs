@@ -15,3 +15,10 @@ fn reduce_by_key_every_operator_and_key_type() {
 fn reduce_by_key_small_outputs_empty_and_bad_input() {
     check_reduce_by_key_edges(&gpu());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn reduce_by_key_more_than_2_pow_32_elements_and_runs() {
+    // ~69 GB of device memory: an 80 GB H100 or an H200.
+    check_reduce_by_key_huge(&gpu());
+}
