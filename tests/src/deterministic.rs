@@ -265,7 +265,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
             bits_of(&[m.reduce(&b, Reduction::Sum).unwrap().bits64()])
         }
         "f32_reduce_by_key_sum" => {
-            // Issue 32's report: u64 keys in runs of 1..500,000 (up to ~120 tiles, several
+            // Issue 32's report: u64 keys in runs of 1..500,000 (up to ~245 tiles of 2048, several
             // windows of the fixed order).
             let keys: Vec<u64> = run_keys(n, 500_000, 43)
                 .into_iter()

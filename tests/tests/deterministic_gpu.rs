@@ -39,7 +39,7 @@ fn accuracy_against_exact() {
 #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
 fn reduce_by_key_repeatable_many_runs_with_noise() {
     // Issue 32's report: 2,000,003 u64 keys in runs of 1..500,000, f32 sums, compared run to
-    // run (it differed before the fixed order); then 2^26 keys in runs of 1..100, 40 runs.
+    // run, 40 times (it differed before the fixed order); then 2^26 keys in runs of 1..100, 20 times.
     let ctx = gpu();
     let (cuda, _) = ctx.cuda().expect("a GPU context");
     let noise = gpu_reduce::Context::from_stream(cuda.new_stream().unwrap()).unwrap();

@@ -17,7 +17,7 @@ fn repeatable() {
 
 #[test]
 fn reduce_by_key_repeatable() {
-    // Runs up to ~120 tiles: the fixed order's windows of 32 tiles, several per run.
+    // Runs up to ~245 tiles of 2048: the fixed order's windows of 32 tiles, several per run.
     check_reduce_by_key_repeatable(&sim(), None, ISSUE_32, 500_000, 3);
 }
 

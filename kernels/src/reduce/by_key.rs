@@ -514,10 +514,10 @@ pub unsafe fn reduce_by_key_device<
                 let head = heads >> e & 1 != 0;
                 // A head: the run before it (if any, and if it fits) is finished.
                 if head && r.wrapping_sub(1) < room {
-                    unsafe { closed.add(r as usize).write(acc) };
+                    unsafe { closed.wrapping_add(r as usize).write(acc) };
                 }
                 if head && r < room {
-                    unsafe { opened.add(r as usize).write(key_at(e)) };
+                    unsafe { opened.wrapping_add(r as usize).write(key_at(e)) };
                 }
                 r += head as u32;
                 acc = if head {
@@ -533,7 +533,7 @@ pub unsafe fn reduce_by_key_device<
     // Element n - 1 is this thread's last valid one: its run ends there.
     if holds_last {
         if r.wrapping_sub(1) < room {
-            unsafe { closed.add(r as usize).write(acc) };
+            unsafe { closed.wrapping_add(r as usize).write(acc) };
         }
         unsafe { num_runs.write(from + r as u64) };
     }

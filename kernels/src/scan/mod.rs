@@ -9,8 +9,9 @@
 //! segmented operator `(f1, a) ⊕ (f2, b) = (f1 | f2, if f2 { b } else { a ⊕ b })`, which is
 //! associative whenever ⊕ is.
 //!
-//! The decoupled look-back ([`lookback`]) is the reduce by key's (its short tiles outrun the
-//! fixed order's checkpoints); there, float results may differ in the last bits between runs.
+//! The decoupled look-back ([`lookback`]) serves the reduce by key's run counts (integers, exact
+//! in any order; its short tiles outrun the fixed order's checkpoints); its float values go in a
+//! fixed order of their own ([`crate::reduce::by_key`]).
 
 pub mod fixed_order;
 pub mod half;
@@ -26,7 +27,6 @@ use lookback::TileStatus;
 use policy::ACTIVE;
 use tile::{TileIo, scan_tile};
 
-/// Rows per thread of the scan by key's tiles ([`policy`]).
 /// Rows per thread of the scan's tiles ([`policy`]).
 const ROWS: usize = ACTIVE.rows as usize;
 /// Rows per thread of the scan by key's tiles ([`policy`]).
