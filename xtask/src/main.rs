@@ -395,6 +395,8 @@ fn bundle(root: &Path, arch: &str, out: &Path, cccl: Option<&Path>) -> Res<()> {
         (Some(src), Some(trees)) => format!(", {}", copy_cccl(src, trees, &out.join("cccl"))?),
         _ => String::new(),
     };
+    // The speed guard's committed baselines (`STEPS=guard`).
+    copy_tree(&root.join("docs/baseline"), &out.join("baseline"))?;
     let run_sh = out.join("run.sh");
     std::fs::write(&run_sh, RUN_SH).map_err(|e| e.to_string())?;
     set_executable(&run_sh)?;

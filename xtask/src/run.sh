@@ -5,7 +5,8 @@
 # 003's scan table (BIT, BCAO, decoupled look-back, CUB). Logs go to $OUT (or ./out), the
 # sweep's JSON, table and plots to $OUT/bench; a short summary is printed last. STEPS (default
 # "tests reduce ladder bench scan"; also "sanitize": every kernel under compute-sanitizer's
-# memcheck, racecheck, synccheck and initcheck; "coldstart": `host info --verbose` in fresh
+# memcheck, racecheck, synccheck and initcheck; "guard": the speed guard against the bundle's
+# baseline/h100.json (README, Contributing); "coldstart": `host info --verbose` in fresh
 # processes, three with the driver's JIT cache emptied first, then three with it warm) picks steps;
 # TESTS (a glob, default *) picks the test binaries bin/test-$TESTS; BENCH_ARGS and SCAN_ARGS are passed to
 # `host bench` and `host scan`. When the bundle carries CCCL's headers (cccl/, from `cargo xtask
@@ -72,7 +73,7 @@ cccl="${GPU_REDUCE_CCCL-}"
 if [ -z "${GPU_REDUCE_CCCL+set}" ] && [ -d "$here/cccl" ]; then
     cccl="$here/cccl"
 fi
-if has bench || has scan; then
+if has bench || has scan || has guard; then
     # The toolkit's CUB (GPU_REDUCE_CCCL emptied: build.sh would take it).
     if GPU_REDUCE_CCCL="" bash "$here/cub/build.sh" "$out/libcub_shim.so" >"$out/cub-build.log" 2>&1; then
         lib="$out/libcub_shim.so"
@@ -90,6 +91,16 @@ if has bench; then
     # shellcheck disable=SC2086
     env "${cccl_env[@]}" GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench --backend cuda \
         --quiet $BENCH_ARGS --out "$out/bench" 2>&1 | tee "$out/bench.log" || rc=1
+fi
+if has guard; then
+    # The speed guard: the committed baseline's cells again, each against its run-to-run spread
+    # (README, Contributing); GUARD_BASELINE picks another baseline, GUARD_SAVE saves this run.
+    base="${GUARD_BASELINE:-$here/baseline/h100.json}"
+    save=()
+    [ -n "${GUARD_SAVE:-}" ] && save=(--save-baseline "$GUARD_SAVE")
+    echo "== host bench --compare $base ${save[*]}"
+    GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench --backend cuda --quiet --compare "$base" \
+        "${save[@]}" --out "$out/guard" 2>&1 | tee "$out/guard.log" || rc=1
 fi
 if has scan; then
     for dt in i32 f32; do
@@ -130,4 +141,5 @@ head -2 "$out/device.txt"
 [ -f "$out/bench.log" ] && grep -hE '^CUB(\(cccl\))?: |CUB(\(cccl\))? not available' "$out/bench.log"
 [ -f "$out/bench/results.md" ] && cat "$out/bench/results.md"
 for f in "$out"/scan-*.md; do [ -f "$f" ] && cat "$f"; done
+[ -f "$out/guard.log" ] && grep -hE 'SLOWER|missing|^guard: ' "$out/guard.log"
 exit $rc
