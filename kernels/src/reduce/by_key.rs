@@ -14,10 +14,11 @@
 //!   look-back ([`crate::scan::lookback`]); integer sums are exact in any association, so the
 //!   timing-dependent point where the look-back stops changes nothing;
 //! - the **value carried in** (the run that enters the tile from before) is combined in a fixed
-//!   order ([`carry_in`], by a second warp while the first looks back for the count): windows of 32 tile aggregates counted back from the tile, each
-//!   reduced by the same warp tree, windows combined right to left, back to the nearest tile
-//!   that holds a head. The association is a function of the tile index and the keys alone, so
-//!   float aggregates are the same bits on every run, grid, GPU and the simulator.
+//!   order ([`carry_in`], by a second warp while the first looks back for the count): windows
+//!   of 32 tile aggregates counted back from the tile, each reduced by the same warp tree,
+//!   windows combined right to left, back to the nearest tile that holds a head. The
+//!   association is a function of the tile index and the keys alone, so float aggregates are
+//!   the same bits on every run, grid, GPU and the simulator.
 //!
 //! Only a tile that ends a run (holds a head, or the last element) needs the carry; the others
 //! only publish. Then each thread walks its elements again (from shared memory) starting at its
@@ -205,8 +206,9 @@ unsafe fn stage<X: Element>(
 /// same). Launch with `ACTIVE.block` threads a block and
 /// `ceil(n / ACTIVE.reduce_by_key_tile_elems(size of K, size of T))` blocks, counter 0 at
 /// launch, a fresh epoch; `flags` holds 16 bytes a tile (the run counts' look-back), and
-/// `aggregates` [`fixed_order_bytes_per_tile`](crate::scan::fixed_order::fixed_order_bytes_per_tile)
-/// `(Headed<T>::WORDS) / 2` (one fixed slot a tile: the values' fixed order).
+/// `aggregates` one fixed slot a tile (the values' fixed order: half of
+/// [`fixed_order_bytes_per_tile`](crate::scan::fixed_order::fixed_order_bytes_per_tile) of
+/// `Headed<T>`'s words).
 ///
 /// # Safety
 /// Pointers valid for the sizes above; the outputs do not overlap the inputs.
@@ -487,7 +489,6 @@ pub unsafe fn reduce_by_key_device<
         before = Some(then::<T, O>(before, left));
     }
     // `before` is None only for element 0, which is a head: `acc` is set before any use.
-    // `run`: the global run index, any length (runs before the tile, then heads in it).
     let base = unsafe { run_base.read(0) };
     // The walk counts runs in 32 bits (a u64 count here spilled registers): `r` is the
     // element's run index minus `from`, where `from` = the runs before the tile, less one when
