@@ -155,15 +155,23 @@ pub fn split_modules(ptx: &str) -> Result<Vec<(String, String)>, Error> {
         if !seen.insert(name) {
             return Err(shape(format!("entry `{name}` is defined twice")));
         }
+        // Module-scope `.shared` arrays only where this module uses them: the driver's JIT
+        // gives every block of an entry all the module's `.shared` arrays, used or not (a 32
+        // KiB array of the scans cost the reduce by key two of its five blocks per SM).
+        let uses = |var: &str| {
+            std::iter::once(chunk)
+                .chain(funcs.iter().copied())
+                .any(|part| part.iter().any(|l| mentions(l, var)))
+        };
         let mut text = String::new();
-        for part in std::iter::once(&header)
-            .chain(std::iter::once(chunk))
-            .chain(funcs.iter().copied())
+        for l in header
+            .iter()
+            .filter(|l| shared_array_name(l).is_none_or(&uses))
+            .chain(chunk.iter())
+            .chain(funcs.iter().copied().flatten())
         {
-            for l in part {
-                text.push_str(l);
-                text.push('\n');
-            }
+            text.push_str(l);
+            text.push('\n');
         }
         for l in trailer {
             text.push_str(l);
@@ -172,6 +180,27 @@ pub fn split_modules(ptx: &str) -> Result<Vec<(String, String)>, Error> {
         modules.push((name.to_string(), text));
     }
     Ok(modules)
+}
+
+/// The name `NAME` of a module-scope array definition `.shared .align A .bN NAME[SIZE];`
+/// (not of an `.extern` declaration).
+fn shared_array_name(line: &str) -> Option<&str> {
+    let t = line.trim();
+    if !t.starts_with(".shared ") {
+        return None;
+    }
+    let last = t.split_whitespace().last()?;
+    let name = &last[..last.find('[')?];
+    (!name.is_empty()).then_some(name)
+}
+
+/// Whether `line` mentions the identifier `name` (not as part of a longer one).
+fn mentions(line: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    line.match_indices(name).any(|(i, _)| {
+        !line[..i].chars().next_back().is_some_and(ident)
+            && !line[i + name.len()..].chars().next().is_some_and(ident)
+    })
 }
 
 /// The marker `kernels::launch_bounds!` leaves in the PTX (file-scope inline asm):
@@ -267,6 +296,7 @@ pub(crate) mod tests {
 \t.reg .b32 \t%r<2>;
 
 // %bb.0:
+\tcvta.shared.u64 %rd1, SCRATCH;
 \t{ // callseq 0, 0
 \tcall.uni panic_fmt, ();
 \t} // callseq 0
@@ -304,7 +334,9 @@ pub(crate) mod tests {
             // Header, shared arrays and the forward declaration come before the entry.
             let decl = text.find(".func panic_fmt\n()\n.noreturn;").expect(text);
             assert!(text.find(".target sm_80").unwrap() < decl);
-            assert!(text.find("SCRATCH[512]").unwrap() < decl);
+            if name == "first" {
+                assert!(text.find("SCRATCH[512]").unwrap() < decl);
+            }
             let entry = text.find(".visible .entry").unwrap();
             assert!(decl < entry, "{text}");
             // The .func's definition comes with every module, after the entry.
@@ -318,6 +350,8 @@ pub(crate) mod tests {
         assert!(!first.contains("second"));
         let (_, second) = &mods[1];
         assert!(!second.contains("first"), "{second}");
+        // A module-scope array the module never names stays out of it.
+        assert!(!second.contains("SCRATCH"), "{second}");
         assert!(!second.contains("// @first"));
     }
 
@@ -360,6 +394,28 @@ pub(crate) mod tests {
                 other => panic!("expected a shape error ({want}), got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn shared_arrays_by_name() {
+        assert_eq!(
+            shared_array_name(".shared .align 16 .b8 RBK_TILE[32768];"),
+            Some("RBK_TILE")
+        );
+        assert_eq!(
+            shared_array_name(".extern .shared .align 16 .b8 __dynamic_smem[];"),
+            None
+        );
+        assert_eq!(shared_array_name("\tld.shared.u32 %r1, [%rd1];"), None);
+        assert!(mentions("\tcvta.shared.u64 %rd3, RBK_TILE;", "RBK_TILE"));
+        assert!(!mentions(
+            "\tcvta.shared.u64 %rd3, RBK_TILE_PREFIX;",
+            "RBK_TILE"
+        ));
+        assert!(!mentions(
+            "\tcvta.shared.u64 %rd3, SCAN_RBK_TILE;",
+            "RBK_TILE"
+        ));
     }
 
     #[test]

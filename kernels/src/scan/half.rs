@@ -21,7 +21,7 @@
 use super::lookback::TileStatus;
 use super::next_tile;
 use super::policy::ACTIVE;
-use super::tile::{TileIo, scan_tile};
+use super::tile::{TileIo, prefetch_stretch, scan_tile};
 use crate::gpu;
 use crate::half::HalfFloat;
 use crate::half::SumF32;
@@ -149,6 +149,8 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
                 }
             }
         },
+        prefetch: |first: u64, elems: u64| prefetch_stretch(input, first, elems),
+        prefetch_tiles: ACTIVE.prefetch_tiles(ACTIVE.half_tile_elems() * 2),
     };
     let status = TileStatus {
         flags,
@@ -161,7 +163,7 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
         fixed_order: true,
     };
     unsafe {
-        scan_tile::<ROWS, false, _, _, _, _, _>(
+        scan_tile::<ROWS, false, _, _, _, _, _, _>(
             tile,
             aligned,
             io,

@@ -27,8 +27,8 @@ pub const STATUS_AGGREGATE: u32 = 1;
 pub const STATUS_PREFIX: u32 = 2;
 // Look-back timing and width: `super::policy` says what each is and why.
 const PER_LANE: usize = ACTIVE.lookback_per_lane as usize;
-pub(super) const FIRST_DELAY_FROM: u64 = ACTIVE.delay_from_tile;
-pub(super) const FIRST_DELAY_MIN_TILES: u32 = ACTIVE.delay_min_tiles;
+pub(crate) const FIRST_DELAY_FROM: u64 = ACTIVE.delay_from_tile;
+pub(crate) const FIRST_DELAY_MIN_TILES: u32 = ACTIVE.delay_min_tiles;
 pub(crate) const POLL_DELAY: u32 = ACTIVE.poll_delay_ns;
 /// Predecessors a warp reads per look-back round.
 pub const LOOKBACK_WINDOW: u64 = 32 * PER_LANE as u64;

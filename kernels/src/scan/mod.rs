@@ -25,7 +25,7 @@ use crate::ops::{Element, ReduceOp};
 use crate::ops::{Max, Min, Sum};
 use lookback::TileStatus;
 use policy::ACTIVE;
-use tile::{TileIo, scan_tile};
+use tile::{TileIo, prefetch_stretch, scan_tile};
 
 /// Rows per thread of the scan's tiles ([`policy`]).
 const ROWS: usize = ACTIVE.rows as usize;
@@ -112,6 +112,9 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
                 }
             }
         },
+        prefetch: |first: u64, elems: u64| prefetch_stretch(input, first, elems),
+        prefetch_tiles: ACTIVE
+            .prefetch_tiles(ACTIVE.tile_elems(size_of::<T>() as u64) * size_of::<T>() as u64),
     };
     let status = TileStatus {
         flags,
@@ -128,7 +131,7 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     let (warp_aggs, tile_prefix) = unsafe { (warp_aggs.cast::<T>(), tile_prefix.cast::<T>()) };
     unsafe {
         if size_of::<T>() == 8 {
-            scan_tile::<ROWS, true, _, _, _, _, _>(
+            scan_tile::<ROWS, true, _, _, _, _, _, _>(
                 tile,
                 aligned,
                 io,
@@ -139,7 +142,7 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
                 tile_prefix,
             )
         } else {
-            scan_tile::<ROWS, false, _, _, _, _, _>(
+            scan_tile::<ROWS, false, _, _, _, _, _, _>(
                 tile,
                 aligned,
                 io,
@@ -325,6 +328,13 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
                 }
             }
         },
+        prefetch: |first: u64, elems: u64| {
+            prefetch_stretch(keys, first, elems);
+            prefetch_stretch(values, first, elems);
+        },
+        prefetch_tiles: ACTIVE.prefetch_tiles(
+            ACTIVE.by_key_tile_elems(size_of::<T>() as u64) * size_of::<T>() as u64,
+        ),
     };
     let status = TileStatus {
         flags,
@@ -337,7 +347,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
         fixed_order: true,
     };
     unsafe {
-        scan_tile::<BY_KEY_ROWS, false, _, _, _, _, _>(
+        scan_tile::<BY_KEY_ROWS, false, _, _, _, _, _, _>(
             tile,
             aligned,
             io,

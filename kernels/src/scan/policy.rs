@@ -64,6 +64,14 @@ pub struct ScanPolicy {
     pub delay_min_tiles: u32,
     /// Nanoseconds between unsuccessful look-back rounds.
     pub poll_delay_ns: u32,
+    /// How far ahead (bytes of the scanned values; 0: not at all) each block of a scan (plain,
+    /// 16-bit, by key, with its keys) asks L2 for a later tile's input while its own loads are
+    /// in flight, so that DRAM stays busy while blocks wait for their prefixes and store. H100,
+    /// inclusive sums at 2^24 / 2^28 against CUB in the same process: f32 1.06x / 1.09x without,
+    /// 2-4 MiB ahead 1.12-1.15x / 1.18-1.20x, 8 MiB 1.08x / 1.12x (f64: 1.02x / 1.03x, 1.08-1.09x
+    /// / 1.10-1.13x, 1.05x / 1.06x); scan by key 0.92x without, 1-1.5 MiB 0.91-0.93x, 2-4 MiB
+    /// 0.95-0.96x. Beyond a few MiB the lines are evicted before their block comes.
+    pub scan_prefetch_bytes: u32,
 }
 
 /// The policy measured on sm_90 (H100, H200).
@@ -79,6 +87,7 @@ pub const SM90: ScanPolicy = ScanPolicy {
     delay_from_tile: 256,
     delay_min_tiles: 2048,
     poll_delay_ns: 100,
+    scan_prefetch_bytes: 4 << 20,
 };
 
 // Tried and dropped (BENCHMARKS.md): persistent blocks with cp.async prefetch (0.28-0.88x CUB),
@@ -116,6 +125,12 @@ impl ScanPolicy {
     /// Elements per tile of the scan for elements of `elem_bytes` bytes.
     pub const fn tile_elems(&self, elem_bytes: u64) -> u64 {
         self.block as u64 * self.rows as u64 * 16 / elem_bytes
+    }
+
+    /// Tiles of `tile_bytes` (of values) a scan's block prefetches ahead of its own
+    /// ([`ScanPolicy::scan_prefetch_bytes`]).
+    pub const fn prefetch_tiles(&self, tile_bytes: u64) -> u64 {
+        self.scan_prefetch_bytes as u64 / tile_bytes
     }
 
     /// Elements per tile of the 16-bit scans (`scan::half`): their threads load 8 bytes (four

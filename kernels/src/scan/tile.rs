@@ -16,7 +16,7 @@ use crate::warp::warp_inclusive_scan;
 const WARPS: usize = ACTIVE.block as usize / 32;
 
 /// What one tile scan needs from its caller.
-pub struct TileIo<A, L, S> {
+pub struct TileIo<A, L, S, P> {
     /// Elements per thread per row (`16 / element size`; 4 for the 16-bit scans), at most 4.
     pub per_vec: usize,
     /// Total number of elements.
@@ -27,7 +27,27 @@ pub struct TileIo<A, L, S> {
     pub load: L,
     /// `store(first, fast, exclusive, inclusive)`: the scan results of those elements.
     pub store: S,
+    /// `prefetch(first, elems)`: ask L2 for the inputs of elements `first..first + elems` (a
+    /// warp's stretch of a later tile; every lane calls it, [`prefetch_stretch`] splits it).
+    pub prefetch: P,
+    /// How many tiles ahead to prefetch
+    /// ([`ScanPolicy::prefetch_tiles`](crate::scan::policy::ScanPolicy::prefetch_tiles)).
+    pub prefetch_tiles: u64,
     pub identity: A,
+}
+
+/// Ask L2 for `elems` elements of `base` from `first` on: one `prefetch.global.L2` per
+/// 128-byte line, the warp's lanes taking every 32nd line. Called by all 32 lanes.
+#[inline(always)]
+pub fn prefetch_stretch<X>(base: *const X, first: u64, elems: u64) {
+    let lines = elems as usize * size_of::<X>() / 128;
+    let start = base.wrapping_add(first as usize) as *const u8;
+    let mut l = gpu::lane_id() as usize;
+    while l < lines {
+        // SAFETY: a prefetch never faults; the caller keeps the range within the input.
+        unsafe { gpu::prefetch_l2(start.wrapping_add(128 * l)) };
+        l += 32;
+    }
 }
 
 /// Scan tile `tile` (the block's dynamic tile id) with `op`, fetching and publishing through
@@ -38,10 +58,10 @@ pub struct TileIo<A, L, S> {
 /// The loads and stores are valid for the tile's in-range elements; `status` spans the launch.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the tile's inputs, each used once
-pub unsafe fn scan_tile<const ROWS: usize, const SHARED_ROWS: bool, A, F, Z, L, S>(
+pub unsafe fn scan_tile<const ROWS: usize, const SHARED_ROWS: bool, A, F, Z, L, S, P>(
     tile: u64,
     aligned: bool,
-    io: TileIo<A, L, S>,
+    io: TileIo<A, L, S, P>,
     status: TileStatus<A>,
     seed: Option<A>,
     (op, may_absorb, absorbs): (F, bool, Z),
@@ -53,6 +73,7 @@ pub unsafe fn scan_tile<const ROWS: usize, const SHARED_ROWS: bool, A, F, Z, L, 
     Z: Fn(A) -> bool + Copy,
     L: Fn(u64, bool) -> [A; 4],
     S: Fn(u64, bool, [A; 4], [A; 4]),
+    P: Fn(u64, u64),
 {
     let per_vec = io.per_vec as u64;
     let lane = gpu::lane_id() as u64;
@@ -71,6 +92,13 @@ pub unsafe fn scan_tile<const ROWS: usize, const SHARED_ROWS: bool, A, F, Z, L, 
     if fast {
         for (k, v) in vals.iter_mut().enumerate() {
             *v = (io.load)(first(k), true);
+        }
+        // While these loads are in flight, ask L2 for this warp's stretch of a tile that a
+        // block starting a little later will claim: DRAM then stays busy while this block
+        // waits for its prefix and stores, when it loads nothing.
+        let ahead = io.prefetch_tiles;
+        if ahead > 0 && tile_start + (ahead + 1) * tile_elems <= io.n {
+            (io.prefetch)(warp_start + ahead * tile_elems, warp_elems);
         }
     } else {
         for (k, v) in vals.iter_mut().enumerate() {
