@@ -294,6 +294,7 @@ pub(crate) mod tests {
 )
 {
 \t.reg .b32 \t%r<2>;
+\t.reg .b64 \t%rd<2>;
 
 // %bb.0:
 \tcvta.shared.u64 %rd1, SCRATCH;
