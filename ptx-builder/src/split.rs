@@ -51,8 +51,8 @@ fn shape(msg: impl Into<String>) -> Error {
 /// `.shared` arrays), then one chunk per function, each ending with a `}` line right after a
 /// `// -- End function` line. The forward declarations of the `.func`s (and any module-scope
 /// variables) sit inside the first chunk, before its definition: they move to the header. A
-/// module is the header, one entry's chunk, every `.func` chunk (the entries may call them)
-/// and whatever follows the last chunk.
+/// module is the header (less the module-scope `.shared` arrays it never names), one entry's
+/// chunk, every `.func` chunk (the entries may call them) and whatever follows the last chunk.
 ///
 /// Why: the CUDA driver JIT-compiles a whole module at load time, so one module per kernel
 /// lets a host that loads kernels lazily pay only for the kernels it uses.
