@@ -824,26 +824,30 @@ fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> 
         toolkit: cub.as_ref(),
         cccl: cub_cccl.as_ref(),
     };
-    let mut sweeps = Vec::with_capacity(repeat);
-    for i in 0..repeat {
-        if repeat > 1 {
-            bar.suspend(|| println!("sweep {} of {repeat}", i + 1));
+    let run = |config: &bench::SweepConfig| -> Result<Vec<bench::Sweep>, gpu_reduce::Error> {
+        let mut sweeps = Vec::with_capacity(repeat);
+        for i in 0..repeat {
+            if repeat > 1 {
+                bar.suspend(|| println!("sweep {} of {repeat}", i + 1));
+            }
+            let mut sweep = bench::run_sweep_cubs(
+                ctx,
+                cubs,
+                config,
+                &command,
+                |m| bar.set_message(m.to_string()),
+                || bar.inc(1),
+                // Above the bar, and with --quiet (its hidden bar) too.
+                |line| bar.suspend(|| println!("{line}")),
+            )?;
+            if cub_cccl.is_some() {
+                sweep.machine.cccl = cccl.map(|d| d.display().to_string());
+            }
+            sweeps.push(sweep);
         }
-        let mut sweep = bench::run_sweep_cubs(
-            ctx,
-            cubs,
-            config,
-            &command,
-            |m| bar.set_message(m.to_string()),
-            || bar.inc(1),
-            // Above the bar, and with --quiet (its hidden bar) too.
-            |line| bar.suspend(|| println!("{line}")),
-        )?;
-        if cub_cccl.is_some() {
-            sweep.machine.cccl = cccl.map(|d| d.display().to_string());
-        }
-        sweeps.push(sweep);
-    }
+        Ok(sweeps)
+    };
+    let sweeps = run(config)?;
     bar.finish_and_clear();
     let sweep = &sweeps[0];
     let md = bench::report::markdown(sweep);
@@ -899,7 +903,37 @@ fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> 
                 println!("guard: saved this run as the baseline {}", sp.display());
             }
             let now = guard::cell_stats(&sweeps);
-            let c = guard::compare(&b, &sweep.machine, repeat, &now);
+            let mut c = guard::compare(&b, &sweep.machine, repeat, &now);
+            // Slower cells are measured again (their ops, types and sizes, as many sweeps):
+            // a regression is slower both times, noise rarely.
+            let slower = c.slower_cells();
+            if !slower.is_empty() && all_checked {
+                let again_config = guard::config_for(config, &slower);
+                println!(
+                    "guard: {} cells slower; measuring them again ({repeat} sweeps of {:?} \
+                     {:?} {:?}) to tell a regression from noise",
+                    slower.len(),
+                    again_config.ops,
+                    again_config.dtypes,
+                    again_config
+                        .sizes
+                        .iter()
+                        .map(|&n| bench::report::size_label(n))
+                        .collect::<Vec<_>>()
+                );
+                bar.reset();
+                bar.set_length(
+                    (again_config.sizes.len() * again_config.dtypes.len() * repeat) as u64,
+                );
+                let again = run(&again_config)?;
+                bar.finish_and_clear();
+                let again_now = guard::cell_stats(&again);
+                let ca = guard::compare(&b.only(&slower), &again[0].machine, repeat, &again_now);
+                // Its own summary line is not the guard's verdict.
+                let table = ca.markdown().replace("guard: ", "measured again: ");
+                print!("guard: the slower cells measured again:\n{table}");
+                c.confirm(&ca);
+            }
             let text = guard_report(&p, &b, "this run", repeat, &sweep.machine, &c);
             print!("{text}");
             let path = out.join("guard.md");

@@ -164,12 +164,70 @@ impl Baseline {
     }
 }
 
+impl Baseline {
+    /// The baseline of `cells` only (to compare a re-measurement of them).
+    pub fn only(&self, cells: &[Cell]) -> Baseline {
+        Baseline {
+            cells: self
+                .cells
+                .iter()
+                .filter(|c| cells.contains(&c.cell))
+                .cloned()
+                .collect(),
+            ..self.clone()
+        }
+    }
+}
+
+/// The part of `config` that measures `cells` again: their ops, types and sizes (a cell's op
+/// is its sweep op's name, `_` for `-`, or that with " to host"). A cell of an op or type
+/// `config` does not name keeps all of them: measuring more is safe, less is not.
+pub fn config_for(config: &SweepConfig, cells: &[Cell]) -> SweepConfig {
+    use clap::ValueEnum;
+    let op_of = |c: &Cell| {
+        let name = c.op.trim_end_matches(" to host").replace('_', "-");
+        config
+            .ops
+            .iter()
+            .copied()
+            .find(|o| o.to_possible_value().is_some_and(|v| v.get_name() == name))
+    };
+    let ops: Option<Vec<_>> = cells.iter().map(op_of).collect();
+    let mut ops = ops.unwrap_or_else(|| config.ops.clone());
+    ops.dedup();
+    let sized = |c: &&Cell| config.sizes.contains(&c.n);
+    let dtypes: Option<Vec<_>> = cells
+        .iter()
+        .filter(sized)
+        .map(|c| config.dtypes.iter().copied().find(|d| d.name() == c.dtype))
+        .collect();
+    let mut dtypes = dtypes.unwrap_or_else(|| config.dtypes.clone());
+    dtypes.sort_by_key(|d| config.dtypes.iter().position(|x| x == d));
+    dtypes.dedup();
+    let mut sizes: Vec<u64> = cells.iter().filter(sized).map(|c| c.n).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    SweepConfig {
+        ops: config
+            .ops
+            .iter()
+            .copied()
+            .filter(|o| ops.contains(o))
+            .collect(),
+        dtypes,
+        sizes,
+        ..config.clone()
+    }
+}
+
 /// How a line of the comparison came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Ok,
     Faster,
     Slower,
+    /// Slower in the comparison, not when measured again ([`Comparison::confirm`]): noise.
+    SlowerOnce,
     /// Not measured now, its check failed, or the metric is gone (no CUB row now, ...).
     Missing,
 }
@@ -180,6 +238,7 @@ impl fmt::Display for Verdict {
             Verdict::Ok => "ok",
             Verdict::Faster => "faster",
             Verdict::Slower => "SLOWER",
+            Verdict::SlowerOnce => "slower once, not again (noise)",
             Verdict::Missing => "missing",
         })
     }
@@ -386,15 +445,55 @@ impl Comparison {
         self.slower() == 0 && self.missing() == 0
     }
 
-    /// `guard: N cells, K slower, M missing -> FAIL|PASS`.
+    /// `guard: N cells, K slower, M missing -> FAIL|PASS` (and how many were slower only once,
+    /// when any were measured again).
     pub fn summary(&self) -> String {
+        let once = self.cells_with(Verdict::SlowerOnce);
         format!(
-            "guard: {} cells, {} slower, {} missing -> {}",
+            "guard: {} cells, {} slower{}, {} missing -> {}",
             self.cells(),
             self.slower(),
+            if once > 0 {
+                format!(" ({once} more slower once, not when measured again)")
+            } else {
+                String::new()
+            },
             self.missing(),
             if self.passed() { "PASS" } else { "FAIL" }
         )
+    }
+
+    /// The cells with a line slower than the baseline.
+    pub fn slower_cells(&self) -> Vec<Cell> {
+        let mut cells: Vec<Cell> = self
+            .lines
+            .iter()
+            .filter(|l| l.verdict == Verdict::Slower)
+            .map(|l| l.cell.clone())
+            .collect();
+        cells.dedup();
+        cells
+    }
+
+    /// Take `again` (the slower cells measured once more, compared with the same baseline)
+    /// into account: a line stays SLOWER only when it is slower there too; otherwise it was
+    /// noise ([`Verdict::SlowerOnce`]). A regression is slower every time; a 2^24 cell whose
+    /// machine code did not change has been flagged once by a three-sweep range too narrow for
+    /// its noise.
+    pub fn confirm(&mut self, again: &Comparison) {
+        for l in self
+            .lines
+            .iter_mut()
+            .filter(|l| l.verdict == Verdict::Slower)
+        {
+            let still = again
+                .lines
+                .iter()
+                .any(|a| a.cell == l.cell && a.metric == l.metric && a.verdict == Verdict::Slower);
+            if !still {
+                l.verdict = Verdict::SlowerOnce;
+            }
+        }
     }
 
     /// The warnings, a Markdown table of the lines, the new cells and the summary.
@@ -629,6 +728,97 @@ mod tests {
         let c = against(&[sweep(1.275, 1.32, "cuda")]);
         assert_eq!(verdicts(&c, Metric::VsCub), [Verdict::Ok]);
         assert_eq!(verdicts(&c, Metric::OfLimit), [Verdict::Slower]);
+    }
+
+    #[test]
+    fn slower_once_is_noise_slower_again_a_regression() {
+        let base = baseline();
+        let c = against(&[sweep(1.32, 1.32, "cuda"), sweep(1.32, 1.32, "cuda")]);
+        assert_eq!(c.slower_cells(), [reduce_cell()]);
+        let again = |ms: f64| {
+            let s = [sweep(ms, 1.32, "cuda")];
+            compare(
+                &base.only(&c.slower_cells()),
+                &s[0].machine,
+                1,
+                &cell_stats(&s),
+            )
+        };
+        // Measured again at the baseline's speed: noise, a pass.
+        let a = again(1.25);
+        assert_eq!(a.cells(), 1, "only the slower cell: {}", a.markdown());
+        let mut noise = c.clone();
+        noise.confirm(&a);
+        assert_eq!(verdicts(&noise, Metric::VsCub), [Verdict::SlowerOnce]);
+        assert_eq!(verdicts(&noise, Metric::OfLimit), [Verdict::SlowerOnce]);
+        assert!(noise.passed());
+        assert_eq!(
+            noise.summary(),
+            "guard: 2 cells, 0 slower (1 more slower once, not when measured again), 0 missing \
+             -> PASS"
+        );
+        assert!(
+            noise
+                .markdown()
+                .contains("| slower once, not again (noise) |")
+        );
+        // Slower again: a regression.
+        let mut regression = c.clone();
+        regression.confirm(&again(1.32));
+        assert_eq!(verdicts(&regression, Metric::VsCub), [Verdict::Slower]);
+        assert_eq!(
+            regression.summary(),
+            "guard: 2 cells, 1 slower, 0 missing -> FAIL"
+        );
+        // Slower again in one metric only: still a regression.
+        let mut one = c.clone();
+        one.confirm(&again(1.275));
+        assert_eq!(verdicts(&one, Metric::VsCub), [Verdict::SlowerOnce]);
+        assert_eq!(verdicts(&one, Metric::OfLimit), [Verdict::Slower]);
+        assert!(!one.passed());
+    }
+
+    #[test]
+    fn measuring_again_takes_the_slower_cells_ops_types_and_sizes() {
+        use super::super::{Dtype, Op};
+        let config = SweepConfig {
+            ops: vec![Op::Reduce, Op::Scan, Op::Segmented, Op::ScanByKey],
+            dtypes: vec![Dtype::F64, Dtype::I32, Dtype::F32],
+            sizes: vec![N, 4 * N],
+            ..sweep(1.0, 1.0, "cuda").config
+        };
+        let cell = |op: &str, dtype: &str, n: u64| Cell {
+            op: op.into(),
+            dtype: dtype.into(),
+            n,
+            method: "ours".into(),
+        };
+        let c = config_for(
+            &config,
+            &[
+                cell("reduce to host", "f32", N),
+                cell("reduce", "f64", N),
+                cell("scan_by_key", "u32+f32", 1 << 27),
+            ],
+        );
+        assert_eq!(c.ops, [Op::Reduce, Op::ScanByKey]);
+        assert_eq!(c.dtypes, [Dtype::F64, Dtype::F32], "in the config's order");
+        assert_eq!(c.sizes, [N]);
+        assert_eq!(
+            (c.iters, c.warmup, c.seed),
+            (config.iters, config.warmup, config.seed)
+        );
+        // Only a fixed-size family: no sized sweep at all.
+        let c = config_for(&config, &[cell("scan_by_key", "u32+f32", 1 << 27)]);
+        assert_eq!(
+            (c.ops.as_slice(), c.dtypes.len(), c.sizes.len()),
+            ([Op::ScanByKey].as_slice(), 0, 0)
+        );
+        // An op or type it cannot name keeps them all.
+        let c = config_for(&config, &[cell("multi-GPU sum", "f32", N)]);
+        assert_eq!(c.ops, config.ops);
+        let c = config_for(&config, &[cell("scan", "u8", N)]);
+        assert_eq!(c.dtypes, config.dtypes);
     }
 
     #[test]
