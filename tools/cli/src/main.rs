@@ -932,7 +932,13 @@ fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> 
                 // Its own summary line is not the guard's verdict.
                 let table = ca.markdown().replace("guard: ", "measured again: ");
                 print!("guard: the slower cells measured again:\n{table}");
-                c.confirm(&ca);
+                if again.iter().all(|s| s.all_checked()) {
+                    c.confirm(&ca);
+                } else {
+                    eprintln!(
+                        "guard: a check failed when measuring again; the first verdicts stand"
+                    );
+                }
             }
             let text = guard_report(&p, &b, "this run", repeat, &sweep.machine, &c);
             print!("{text}");

@@ -476,21 +476,23 @@ impl Comparison {
     }
 
     /// Take `again` (the slower cells measured once more, compared with the same baseline)
-    /// into account: a line stays SLOWER only when it is slower there too; otherwise it was
-    /// noise ([`Verdict::SlowerOnce`]). A regression is slower every time; a 2^24 cell whose
-    /// machine code did not change has been flagged once by a three-sweep range too narrow for
-    /// its noise.
+    /// into account: a slower line that is ok or faster there was noise
+    /// ([`Verdict::SlowerOnce`]); slower again, or not compared there (not measured, check
+    /// failed), it stays SLOWER. A regression is slower every time; a 2^24 cell whose machine
+    /// code did not change has been flagged once by a three-sweep range too narrow for its
+    /// noise.
     pub fn confirm(&mut self, again: &Comparison) {
         for l in self
             .lines
             .iter_mut()
             .filter(|l| l.verdict == Verdict::Slower)
         {
-            let still = again
-                .lines
-                .iter()
-                .any(|a| a.cell == l.cell && a.metric == l.metric && a.verdict == Verdict::Slower);
-            if !still {
+            let cleared = again.lines.iter().any(|a| {
+                a.cell == l.cell
+                    && a.metric == l.metric
+                    && matches!(a.verdict, Verdict::Ok | Verdict::Faster)
+            });
+            if cleared {
                 l.verdict = Verdict::SlowerOnce;
             }
         }
@@ -770,6 +772,18 @@ mod tests {
             regression.summary(),
             "guard: 2 cells, 1 slower, 0 missing -> FAIL"
         );
+        // Not measured again (or its check failed there): the first verdict stands.
+        let mut s = sweep(1.25, 1.32, "cuda");
+        s.measurements.retain(|m| m.op != "reduce");
+        let gone = [s];
+        let mut missing = c.clone();
+        missing.confirm(&compare(
+            &base.only(&c.slower_cells()),
+            &gone[0].machine,
+            1,
+            &cell_stats(&gone),
+        ));
+        assert_eq!(missing.slower(), 1, "{}", missing.markdown());
         // Slower again in one metric only: still a regression.
         let mut one = c.clone();
         one.confirm(&again(1.275));
