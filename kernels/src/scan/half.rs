@@ -163,7 +163,7 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
         fixed_order: true,
     };
     unsafe {
-        scan_tile::<ROWS, false, _, _, _, _, _, _>(
+        scan_tile::<ROWS, _, _, _, _, _, _>(
             tile,
             aligned,
             io,
@@ -172,6 +172,7 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
             (O::combine, false, |_| false),
             warp_aggs.cast::<O::Acc>(),
             tile_prefix.cast::<O::Acc>(),
+            false,
         )
     };
 }

@@ -130,29 +130,18 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     let ops = (O::combine, false, |_| false);
     let (warp_aggs, tile_prefix) = unsafe { (warp_aggs.cast::<T>(), tile_prefix.cast::<T>()) };
     unsafe {
-        if size_of::<T>() == 8 {
-            scan_tile::<ROWS, true, _, _, _, _, _, _>(
-                tile,
-                aligned,
-                io,
-                status,
-                seed,
-                ops,
-                warp_aggs,
-                tile_prefix,
-            )
-        } else {
-            scan_tile::<ROWS, false, _, _, _, _, _, _>(
-                tile,
-                aligned,
-                io,
-                status,
-                seed,
-                ops,
-                warp_aggs,
-                tile_prefix,
-            )
-        }
+        // 8-byte elements keep their row prefixes in shared memory (`scan_tile`'s `shared_rows`).
+        scan_tile::<ROWS, _, _, _, _, _, _>(
+            tile,
+            aligned,
+            io,
+            status,
+            seed,
+            ops,
+            warp_aggs,
+            tile_prefix,
+            size_of::<T>() == 8,
+        )
     };
 }
 
@@ -347,7 +336,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
         fixed_order: true,
     };
     unsafe {
-        scan_tile::<BY_KEY_ROWS, false, _, _, _, _, _, _>(
+        scan_tile::<BY_KEY_ROWS, _, _, _, _, _, _>(
             tile,
             aligned,
             io,
@@ -358,6 +347,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
             (segmented::<T, O>, true, |h: Headed<T>| h.head != 0),
             warp_aggs.cast::<Headed<T>>(),
             tile_prefix.cast::<Headed<T>>(),
+            false,
         )
     };
 }
@@ -446,7 +436,7 @@ macro_rules! scan_kernels {
 /// (`.minnctapersm`): two, whose tiles need ~128 registers a thread; left alone at 129 (sm_90
 /// PTX of the fixed-order f32 inclusive sum), one block fit per SM and the scan ran at 0.86x
 /// CUB instead of 1.1x (H100). 8-byte elements fit with their row prefixes in shared memory
-/// ([`tile::scan_tile`]'s `SHARED_ROWS`; 172 registers and one block per SM without).
+/// ([`tile::scan_tile`]'s `shared_rows`; 172 registers and one block per SM without).
 pub const fn scan_min_blocks(_elem_bytes: usize) -> u32 {
     2
 }

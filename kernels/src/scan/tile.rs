@@ -58,7 +58,7 @@ pub fn prefetch_stretch<X>(base: *const X, first: u64, elems: u64) {
 /// The loads and stores are valid for the tile's in-range elements; `status` spans the launch.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the tile's inputs, each used once
-pub unsafe fn scan_tile<const ROWS: usize, const SHARED_ROWS: bool, A, F, Z, L, S, P>(
+pub unsafe fn scan_tile<const ROWS: usize, A, F, Z, L, S, P>(
     tile: u64,
     aligned: bool,
     io: TileIo<A, L, S, P>,
@@ -67,6 +67,7 @@ pub unsafe fn scan_tile<const ROWS: usize, const SHARED_ROWS: bool, A, F, Z, L, 
     (op, may_absorb, absorbs): (F, bool, Z),
     warp_aggregates: SharedArray<A>,
     tile_prefix: SharedArray<A>,
+    shared_rows: bool,
 ) where
     A: ShflValue,
     F: Fn(A, A) -> A + Copy,
@@ -109,10 +110,11 @@ pub unsafe fn scan_tile<const ROWS: usize, const SHARED_ROWS: bool, A, F, Z, L, 
     // is what comes before this thread's first element of the row, within the warp's stretch.
     let mut carry = io.identity;
     let mut row_prefix = [io.identity; ROWS];
-    // `SHARED_ROWS`: the row prefixes wait in shared memory instead of registers (8-byte
+    // `shared_rows`: the row prefixes wait in shared memory instead of registers (8-byte
     // elements: 172 registers and one block per SM with them in registers, 128 and two without).
-    let shared_rows = SHARED_ROWS.then(|| {
-        const { assert!(!SHARED_ROWS || ROWS * ACTIVE.block as usize * size_of::<A>() <= 32768) };
+    // A constant of the caller's: inlined, the other branch is compiled away.
+    let shared_rows = shared_rows.then(|| {
+        const { assert!(ROWS * ACTIVE.block as usize * size_of::<A>() <= 32768) };
         unsafe { crate::static_shared!(SCAN_ROW_PREFIX: [u128; 2048]).cast::<A>() }
     });
     let row_at = |k: usize| k * ACTIVE.block as usize + gpu::thread_idx_x() as usize;
