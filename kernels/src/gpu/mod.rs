@@ -9,6 +9,15 @@ pub const FULL_MASK: u32 = 0xffff_ffff;
 /// Threads per warp on every NVIDIA GPU this library targets.
 pub const WARP_SIZE: u32 = 32;
 
+/// Alignment of a static shared array of `bytes` bytes: a whole shared-memory row (32 banks ×
+/// 4 bytes) from 128 bytes on, so that a tile's 128-byte groups (the swizzles, the quarter-warp
+/// phases of 16-byte accesses and of `cp.async`) each fill one row; 16 below. An H100 splits a
+/// `cp.async` of 512 contiguous bytes into 4 shared wavefronts only when its destination starts
+/// on a row, else into 8 or 16 (the reduce by key's tile measured 2x L2 sectors and 14% slower).
+pub const fn shared_align(bytes: usize) -> usize {
+    if bytes >= 128 { 128 } else { 16 }
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]

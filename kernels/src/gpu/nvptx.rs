@@ -140,9 +140,9 @@ fn to_global<T>(p: *const T) -> u64 {
 
 /// Declare a block-shared array at module scope and get a generic pointer to it.
 ///
-/// `static_shared!(NAME: [T; N])` emits `.shared .align 16 .b8 NAME[N * size_of::<T>()];` once in
+/// `static_shared!(NAME: [T; N])` emits `.shared .align A .b8 NAME[N * size_of::<T>()];` once in
 /// the module (`global_asm!`) and evaluates to a [`SharedArray`](super::SharedArray) over
-/// `cvta.shared.u64 %rd, NAME;`.
+/// `cvta.shared.u64 %rd, NAME;` (`A`: [`shared_align`](super::shared_align)).
 /// `NAME` must be unique in the crate; `T` and `N` must not depend on generic parameters (use a
 /// byte array sized for the largest type).
 #[macro_export]
@@ -153,7 +153,8 @@ macro_rules! static_shared {
             #[allow(unused_imports)]
             use super::*;
             ::core::arch::global_asm!(
-                concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
+                concat!(".shared .align {align} .b8 ", stringify!($name), "[{bytes}];"),
+                align = const $crate::gpu::shared_align(($n) * ::core::mem::size_of::<$t>()),
                 bytes = const ($n) * ::core::mem::size_of::<$t>(),
             );
         }
@@ -171,7 +172,7 @@ macro_rules! static_shared {
     }};
 }
 
-global_asm!(".extern .shared .align 16 .b8 __dynamic_smem[];");
+global_asm!(".extern .shared .align 128 .b8 __dynamic_smem[];");
 
 /// The block's dynamic shared memory (the launch's `sharedMemBytes`) as `T`s, CUDA's
 /// `extern __shared__ T smem[]`: `cvta.shared.u64 %rd, __dynamic_smem;` and

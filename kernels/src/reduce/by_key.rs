@@ -42,6 +42,7 @@ use crate::ops::{Element, ReduceOp};
 use crate::ops::{Max, Min, Sum};
 use crate::scan::lookback::{FIRST_DELAY_FROM, FIRST_DELAY_MIN_TILES, POLL_DELAY, TileStatus};
 use crate::scan::policy::ACTIVE;
+use crate::scan::tile::prefetch_stretch;
 use crate::scan::{Headed, next_tile};
 use crate::warp::{warp_inclusive_scan, warp_reduce_rev};
 
@@ -302,20 +303,8 @@ pub unsafe fn reduce_by_key_device<
     // DRAM then stays busy through this block's look-back and walk, when it loads nothing.
     if prefetch > 0 && (tile + prefetch as u64 + 1) * tile_elems <= n {
         let pf = stretch + prefetch as u64 * tile_elems;
-        let key_lines = 32 * ITEMS * size_of::<K>() / 128;
-        let value_lines = 32 * ITEMS * size_of::<T>() / 128;
-        let mut l = lane as usize;
-        while l < key_lines + value_lines {
-            unsafe {
-                if l < key_lines {
-                    gpu::prefetch_l2((keys.add(pf as usize) as *const u8).add(128 * l));
-                } else {
-                    let v = l - key_lines;
-                    gpu::prefetch_l2((values.add(pf as usize) as *const u8).add(128 * v));
-                }
-            }
-            l += 32;
-        }
+        prefetch_stretch(keys, pf, 32 * ITEMS as u64);
+        prefetch_stretch(values, pf, 32 * ITEMS as u64);
     }
     // Lane 0's key before its first element (the previous warp's or tile's last), loaded
     // now so that its latency hides behind the copies (read after the wait, it stalled every
