@@ -11,9 +11,9 @@ pub const WARP_SIZE: u32 = 32;
 
 /// Alignment of a static shared array of `bytes` bytes: a whole shared-memory row (32 banks ×
 /// 4 bytes) from 128 bytes on, so that a tile's 128-byte groups (the swizzles, the quarter-warp
-/// phases of 16-byte accesses and of `cp.async`) each fill one row; 16 below. An H100 splits a
-/// `cp.async` of 512 contiguous bytes into 4 shared wavefronts only when its destination starts
-/// on a row, else into 8 or 16 (the reduce by key's tile measured 2x L2 sectors and 14% slower).
+/// phases of 16-byte accesses and of `cp.async`) each fill one row; 16 below. Off a row, an
+/// H100 splits each `cp.async` of a warp into more shared wavefronts and L2 requests
+/// (BENCHMARKS.md, issue 32: the reduce by key's lost speed).
 pub const fn shared_align(bytes: usize) -> usize {
     if bytes >= 128 { 128 } else { 16 }
 }
@@ -236,6 +236,14 @@ pub const fn shfl_c(width: u32, up: bool) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shared_arrays_of_a_row_or_more_start_on_a_row() {
+        assert_eq!(super::shared_align(4), 16);
+        assert_eq!(super::shared_align(127), 16);
+        assert_eq!(super::shared_align(128), 128);
+        assert_eq!(super::shared_align(32768), 128);
+    }
+
     use super::*;
 
     #[test]

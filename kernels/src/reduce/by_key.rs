@@ -68,7 +68,8 @@ pub fn counted<T: Element, O: ReduceOp<T, Acc = T>>(a: Headed<T>, b: Headed<T>) 
 /// Where 16-byte chunk `c` of a warp's key or value stretch sits: XOR-swizzled within each
 /// aligned group of 8 chunks (the 32 banks), so that both the coalesced copies (lane `l` ->
 /// chunk `32r + l`) and each thread's reads of its own consecutive chunks (lane `l` -> chunk
-/// `l * per_lane + v`) hit 8 different bank groups per quarter warp instead of one.
+/// `l * per_lane + v`) hit 8 different bank groups per quarter warp instead of one. The groups
+/// are rows because the tile starts on one ([`gpu::shared_align`]).
 #[inline(always)]
 fn slot(c: usize) -> usize {
     c ^ ((c >> 3) & 7)

@@ -66,11 +66,9 @@ pub struct ScanPolicy {
     pub poll_delay_ns: u32,
     /// How far ahead (bytes of the scanned values; 0: not at all) each block of a scan (plain,
     /// 16-bit, by key, with its keys) asks L2 for a later tile's input while its own loads are
-    /// in flight, so that DRAM stays busy while blocks wait for their prefixes and store. H100,
-    /// inclusive sums at 2^24 / 2^28 against CUB in the same process: f32 1.06x / 1.09x without,
-    /// 2-4 MiB ahead 1.12-1.15x / 1.18-1.20x, 8 MiB 1.08x / 1.12x (f64: 1.02x / 1.03x, 1.08-1.09x
-    /// / 1.10-1.13x, 1.05x / 1.06x); scan by key 0.92x without, 1-1.5 MiB 0.91-0.93x, 2-4 MiB
-    /// 0.95-0.96x. Beyond a few MiB the lines are evicted before their block comes.
+    /// in flight, so that DRAM stays busy while blocks wait for their prefixes and store. 4 MiB
+    /// was the best of the distances swept for the plain scans and the scan by key alike
+    /// (BENCHMARKS.md, issue 32); beyond it the lines are evicted before their block comes.
     pub scan_prefetch_bytes: u32,
 }
 
