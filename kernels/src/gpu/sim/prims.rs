@@ -83,7 +83,10 @@ pub fn static_shared<T: Copy>(name: &'static str, len: usize) -> SharedArray<T> 
     let off = match statics.iter().find(|(n, _)| *n == name) {
         Some(&(_, off)) => off,
         None => {
-            let off = b.static_used.get().next_multiple_of(crate::gpu::shared_align(bytes));
+            let off = b
+                .static_used
+                .get()
+                .next_multiple_of(crate::gpu::shared_align(bytes));
             if off + bytes + b.dynamic_bytes > b.limit || off + bytes > b.static_limit {
                 fault(
                     FaultKind::InvalidLaunch,
