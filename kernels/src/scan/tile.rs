@@ -113,7 +113,7 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, Z, L, S, P>(
     // `shared_rows`: the row prefixes wait in shared memory instead of registers (8-byte
     // elements: 172 registers and one block per SM with them in registers, 128 and two without).
     // A constant of the caller's: inlined, the other branch is compiled away. Only where they
-    // fit the array (the 16-byte pairs of an 8-byte scan by key stay in registers).
+    // fit the array (every scan at the sm_90 shape; a larger shape falls back to registers).
     let fits = ROWS * ACTIVE.block as usize * size_of::<A>() <= 32768;
     let shared_rows = (shared_rows && fits)
         .then(|| unsafe { crate::static_shared!(SCAN_ROW_PREFIX: [u128; 2048]).cast::<A>() });

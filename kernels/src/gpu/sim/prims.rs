@@ -67,7 +67,8 @@ pub fn trap() -> ! {
 // Shared memory.
 
 /// The simulator's `static_shared!`: the block's array of that name, allocated in the block's
-/// shared memory at first use (16-byte aligned) and the same for every thread of the block.
+/// shared memory at first use (offset aligned by [`shared_align`](crate::gpu::shared_align), as
+/// on the GPU) and the same for every thread of the block.
 #[macro_export]
 macro_rules! static_shared {
     ($name:ident : [$t:ty; $n:expr]) => {
