@@ -94,13 +94,15 @@ if has bench; then
 fi
 if has guard; then
     # The speed guard: the committed baseline's cells again, each against its run-to-run spread
-    # (README, Contributing); GUARD_BASELINE picks another baseline, GUARD_SAVE saves this run.
+    # (README, Contributing); GUARD_BASELINE picks another baseline, GUARD_SAVE saves this run,
+    # GUARD_CELLS=PATTERN runs only the cells whose name contains it.
     base="${GUARD_BASELINE:-$here/baseline/h100.json}"
-    save=()
-    [ -n "${GUARD_SAVE:-}" ] && save=(--save-baseline "$GUARD_SAVE")
-    echo "== host bench --compare $base ${save[*]}"
+    args=()
+    [ -n "${GUARD_SAVE:-}" ] && args+=(--save-baseline "$GUARD_SAVE")
+    [ -n "${GUARD_CELLS:-}" ] && args+=(--cells "$GUARD_CELLS")
+    echo "== host bench --compare $base ${args[*]}"
     GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench --backend cuda --quiet --compare "$base" \
-        "${save[@]}" --out "$out/guard" 2>&1 | tee "$out/guard.log" || rc=1
+        "${args[@]}" --out "$out/guard" 2>&1 | tee "$out/guard.log" || rc=1
 fi
 if has scan; then
     for dt in i32 f32; do

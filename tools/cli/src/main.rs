@@ -210,6 +210,10 @@ enum Command {
         /// saved on the same machine), instead of running the sweep; no device is used.
         #[arg(long, value_name = "FILE", requires = "compare")]
         against: Option<std::path::PathBuf>,
+        /// With --compare: only the baseline's cells whose name (as the guard prints it, e.g.
+        /// "scan bf16 2^24") contains PATTERN, and only their ops, types and sizes are run.
+        #[arg(long, value_name = "PATTERN", requires = "compare")]
+        cells: Option<String>,
     },
 }
 
@@ -375,11 +379,19 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
             save_baseline,
             compare,
             against,
+            cells,
         } => {
             use gpu_reduce_tools::bench::guard::{self, Baseline};
-            // Read first: a bad file is an error before any device work.
+            // Read first: a bad file or pattern is an error before any device work.
             let baseline = compare
-                .map(|p| Baseline::read(&p).map(|b| (p, b)))
+                .map(|p| {
+                    let b = Baseline::read(&p)?;
+                    let b = match &cells {
+                        Some(pattern) => b.select(pattern)?,
+                        None => b,
+                    };
+                    Ok::<_, gpu_reduce::Error>((p, b))
+                })
                 .transpose()?;
             if let (Some((p, b)), Some(a)) = (&baseline, against) {
                 let now = Baseline::read(&a)?;

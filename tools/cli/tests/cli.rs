@@ -184,5 +184,20 @@ fn bench_guard_saves_a_baseline_and_compares_on_the_simulator() {
     assert!(text.contains("-> PASS"), "{text}");
     let (code, text) = with(&["--compare", base2.to_str().unwrap(), "--against", b3]);
     assert_eq!(code, 1, "{text}");
+    // The guard on some cells alone: the baseline cut to those whose name has the pattern.
+    let pattern = "reduce i32";
+    let picked = b
+        .cells
+        .iter()
+        .filter(|c| c.cell.to_string().contains(pattern))
+        .count();
+    assert!(picked > 0 && picked < b.cells.len(), "{b:?}");
+    let (code, text) = with(&["--compare", base, "--cells", pattern]);
+    assert_eq!(code, 0, "{text}");
+    let summary = format!("guard: {picked} cells, 0 slower, 0 missing -> PASS");
+    assert!(text.contains(&summary), "{text}");
+    let (code, text) = with(&["--compare", base, "--cells", "histogram"]);
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("no cell of the baseline matches"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -165,6 +165,30 @@ impl Baseline {
 }
 
 impl Baseline {
+    /// The baseline cut to the cells whose name (as the guard prints it: "scan bf16 2^24 ours:
+    /// ...") contains `pattern`, and its config to their ops, types and sizes: the guard on
+    /// those cells alone (`--compare FILE --cells PATTERN`). No cell matching is an error.
+    pub fn select(&self, pattern: &str) -> Result<Baseline> {
+        let cells: Vec<Cell> = self
+            .cells
+            .iter()
+            .map(|c| c.cell.clone())
+            .filter(|c| c.to_string().contains(pattern))
+            .collect();
+        if cells.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "no cell of the baseline matches \"{pattern}\" (cells are named like \"{}\")",
+                self.cells
+                    .first()
+                    .map_or(String::new(), |c| c.cell.to_string())
+            )));
+        }
+        Ok(Baseline {
+            config: config_for(&self.config, &cells),
+            ..self.only(&cells)
+        })
+    }
+
     /// The baseline of `cells` only (to compare a re-measurement of them).
     pub fn only(&self, cells: &[Cell]) -> Baseline {
         Baseline {
@@ -948,5 +972,20 @@ mod tests {
         assert_eq!(v["cells"][1]["vs_cub"], serde_json::Value::Null);
         assert_eq!(v["machine"]["device"], "test GPU");
         assert!(Baseline::read(Path::new("/nonexistent/guard.json")).is_err());
+    }
+
+    #[test]
+    fn select_cuts_cells_and_config() {
+        let b = Baseline::from_sweeps(&[sweep(1.0, 1.0, "cuda")]).unwrap();
+        let s = b.select("scan f32").unwrap();
+        assert_eq!(s.cells.len(), 1);
+        assert_eq!(s.cells[0].cell.op, "scan");
+        assert_eq!(s.config.ops, vec![super::super::Op::Scan]);
+        assert_eq!(s.config.sizes, vec![N]);
+        let e = b.select("histogram").unwrap_err().to_string();
+        assert!(
+            e.contains("no cell of the baseline matches \"histogram\""),
+            "{e}"
+        );
     }
 }
