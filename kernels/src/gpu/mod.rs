@@ -236,15 +236,15 @@ pub const fn shfl_c(width: u32, up: bool) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn shared_arrays_of_a_row_or_more_start_on_a_row() {
-        assert_eq!(super::shared_align(4), 16);
-        assert_eq!(super::shared_align(127), 16);
-        assert_eq!(super::shared_align(128), 128);
-        assert_eq!(super::shared_align(32768), 128);
+        assert_eq!(shared_align(4), 16);
+        assert_eq!(shared_align(127), 16);
+        assert_eq!(shared_align(128), 128);
+        assert_eq!(shared_align(32768), 128);
     }
-
-    use super::*;
 
     #[test]
     fn words_round_trip_every_bit() {
