@@ -100,8 +100,10 @@ pub fn scan_boundary_sizes(max: usize) -> Vec<usize> {
     ];
     let t4 = kernels::scan::policy::ACTIVE.tile_elems(4) as usize;
     let t8 = kernels::scan::policy::ACTIVE.tile_elems(8) as usize;
-    // The scan by key's tiles are half as long (policy `by_key_rows`): t8 / 2 and t4 / 2.
-    for t in [t8 / 2, t4 / 2, t8, t4, 2 * t4, 3 * t4, 33 * t4] {
+    // The scan by key's tiles (policy `by_key_rows`, `by_key_rows_narrow`).
+    let k4 = kernels::scan::policy::ACTIVE.by_key_tile_elems(4) as usize;
+    let k8 = kernels::scan::policy::ACTIVE.by_key_tile_elems(8) as usize;
+    for t in [k8, k4, 2 * k4, t8, t4, 2 * t4, 3 * t4, 33 * t4] {
         v.extend([t - 1, t, t + 1]);
     }
     v.sort_unstable();

@@ -40,7 +40,7 @@ use crate::gpu::{self, FULL_MASK, SharedArray};
 use crate::ops::{Element, ReduceOp};
 #[cfg(feature = "builtin")]
 use crate::ops::{Max, Min, Sum};
-use crate::scan::lookback::{FIRST_DELAY_FROM, FIRST_DELAY_MIN_TILES, POLL_DELAY, TileStatus};
+use crate::scan::lookback::{POLL_DELAY, TileStatus, first_wait};
 use crate::scan::policy::ACTIVE;
 use crate::scan::tile::prefetch_stretch;
 use crate::scan::{Headed, next_tile};
@@ -100,7 +100,8 @@ fn then<T: Element, O: ReduceOp<T, Acc = T>>(a: Option<Headed<T>>, b: Headed<T>)
 /// index and the keys only, never on timing. Waits only on the tiles it combines, which belong
 /// to blocks already running (tile 0 always holds a head).
 ///
-/// Polling is kept light, as the look-back's: after `first_delay_ns`, only lane 0 reads (the
+/// Polling is kept light, as the look-back's: after the first wait ([`first_wait`] of
+/// `first_delay_ns`), only lane 0 reads (the
 /// nearest tile, which holds a head whenever runs are shorter than a tile) until that tile is
 /// out, then the whole window. (The first wait measured 3% faster; one reader instead of 32
 /// measured the same, and polls the L2 less.)
@@ -119,9 +120,7 @@ unsafe fn carry_in<T: Element, O: ReduceOp<T, Acc = T>>(
         head: 0,
         value: O::identity(),
     };
-    if first_delay_ns > 0 {
-        gpu::nanosleep(first_delay_ns);
-    }
+    first_wait(tile, first_delay_ns);
     let mut carry: Option<Headed<T>> = None;
     let mut end = tile;
     // Lanes that read: lane 0 alone until the nearest tile shows no head.
@@ -462,14 +461,9 @@ pub unsafe fn reduce_by_key_device<
             unsafe { values.publish_fixed(tile, aggregate) };
         }
         let carry = if tile > 0 && ends_run {
-            // The count look-back's first wait, in the same launches and tiles (H100, 2^27 keys:
-            // 0.81x / 0.84x CUB with no wait, 0.84x / 0.87x with it, half of it in between).
-            let wait = if tile >= FIRST_DELAY_FROM && gpu::grid_dim_x() >= FIRST_DELAY_MIN_TILES {
-                delay_ns
-            } else {
-                0
-            };
-            unsafe { carry_in::<T, O>(&values, tile, wait, POLL_DELAY) }
+            // The count look-back's first wait, in the same launches and tiles (BENCHMARKS.md,
+            // issue 32: faster than none or half of it).
+            unsafe { carry_in::<T, O>(&values, tile, delay_ns, POLL_DELAY) }
         } else {
             O::identity()
         };

@@ -28,7 +28,7 @@ use super::policy::ACTIVE;
 use crate::gpu::{self, FULL_MASK, ShflValue};
 use crate::warp::warp_reduce_in_order;
 
-use super::lookback::{FIRST_DELAY_FROM, FIRST_DELAY_MIN_TILES};
+use super::lookback::first_wait;
 
 const POLL_DELAY: u32 = ACTIVE.poll_delay_ns;
 /// Tiles per group.
@@ -116,12 +116,7 @@ impl<A: ShflValue> TileStatus<A> {
         // As the look-back's first wait (policy.rs): with many tiles, reading at once mostly
         // finds nothing yet and polls (H100, f32 inclusive sum at 1e8 and 2^28: 1.06x CUB
         // without the wait, 1.09-1.11x with 3 µs).
-        if self.first_delay_ns > 0
-            && tile >= FIRST_DELAY_FROM
-            && gpu::grid_dim_x() >= FIRST_DELAY_MIN_TILES
-        {
-            gpu::nanosleep(self.first_delay_ns);
-        }
+        first_wait(tile, self.first_delay_ns);
         // Lane l: the aggregates of tiles 32h + l (l < i) and 32(h - 1) + l; lane 0 reads
         // C(h - 1), lane 1 C(h - 2). All in one round: C(h - 1) is written by a tile at most
         // 32 back, which is often still waiting (a group of f32 tiles passes in ~1.5 µs on an

@@ -21,7 +21,7 @@
 use super::lookback::TileStatus;
 use super::next_tile;
 use super::policy::ACTIVE;
-use super::tile::{TileIo, prefetch_stretch, scan_tile};
+use super::tile::{TileIo, Whole, prefetch_stretch, scan_tile};
 use crate::gpu;
 use crate::half::HalfFloat;
 use crate::half::SumF32;
@@ -163,7 +163,7 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
         fixed_order: true,
     };
     unsafe {
-        scan_tile::<ROWS, _, _, _, _, _, _>(
+        scan_tile::<ROWS, Whole, _, _, _, _, _, _>(
             tile,
             aligned,
             io,

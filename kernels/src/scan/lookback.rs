@@ -27,9 +27,20 @@ pub const STATUS_AGGREGATE: u32 = 1;
 pub const STATUS_PREFIX: u32 = 2;
 // Look-back timing and width: `super::policy` says what each is and why.
 const PER_LANE: usize = ACTIVE.lookback_per_lane as usize;
-pub(crate) const FIRST_DELAY_FROM: u64 = ACTIVE.delay_from_tile;
-pub(crate) const FIRST_DELAY_MIN_TILES: u32 = ACTIVE.delay_min_tiles;
+const FIRST_DELAY_FROM: u64 = ACTIVE.delay_from_tile;
+const FIRST_DELAY_MIN_TILES: u32 = ACTIVE.delay_min_tiles;
 pub(crate) const POLL_DELAY: u32 = ACTIVE.poll_delay_ns;
+
+/// Tile `tile`'s first wait before it reads its predecessors' slots: `ns` (0: none), only for
+/// tiles from [`ScanPolicy::delay_from_tile`](super::policy::ScanPolicy::delay_from_tile) on in
+/// launches of [`ScanPolicy::delay_min_tiles`](super::policy::ScanPolicy::delay_min_tiles) or
+/// more (`policy.rs` says why).
+#[inline(always)]
+pub(crate) fn first_wait(tile: u64, ns: u32) {
+    if ns > 0 && tile >= FIRST_DELAY_FROM && gpu::grid_dim_x() >= FIRST_DELAY_MIN_TILES {
+        gpu::nanosleep(ns);
+    }
+}
 /// Predecessors a warp reads per look-back round.
 pub const LOOKBACK_WINDOW: u64 = 32 * PER_LANE as u64;
 /// Epochs are 30-bit: `epoch << 2` must fit a u32.
@@ -149,12 +160,7 @@ impl<A: ShflValue> TileStatus<A> {
         op: F,
     ) -> A {
         let lane = gpu::lane_id() as u64;
-        if self.first_delay_ns > 0
-            && tile >= FIRST_DELAY_FROM
-            && gpu::grid_dim_x() >= FIRST_DELAY_MIN_TILES
-        {
-            gpu::nanosleep(self.first_delay_ns);
-        }
+        first_wait(tile, self.first_delay_ns);
         let mut exclusive = identity;
         let mut end = tile;
         loop {

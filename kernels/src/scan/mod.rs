@@ -25,12 +25,13 @@ use crate::ops::{Element, ReduceOp};
 use crate::ops::{Max, Min, Sum};
 use lookback::TileStatus;
 use policy::ACTIVE;
-use tile::{TileIo, prefetch_stretch, scan_tile};
+use tile::{HeadBit, TileIo, Whole, prefetch_stretch, scan_tile};
 
 /// Rows per thread of the scan's tiles ([`policy`]).
 const ROWS: usize = ACTIVE.rows as usize;
-/// Rows per thread of the scan by key's tiles ([`policy`]).
-const BY_KEY_ROWS: usize = ACTIVE.by_key_rows as usize;
+/// Rows per thread of the scan by key's tiles, 8-byte values and narrower ([`policy`]).
+const BY_KEY_ROWS: usize = ACTIVE.by_key_rows_for(8) as usize;
+const BY_KEY_ROWS_NARROW: usize = ACTIVE.by_key_rows_for(4) as usize;
 
 /// The block's tile id from the launch's counter; the block that draws the last ticket puts the
 /// counter back to 0 for the next launch (every other ticket is drawn by then).
@@ -131,7 +132,7 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     let (warp_aggs, tile_prefix) = unsafe { (warp_aggs.cast::<T>(), tile_prefix.cast::<T>()) };
     unsafe {
         // 8-byte elements keep their row prefixes in shared memory (`scan_tile`'s `shared_rows`).
-        scan_tile::<ROWS, _, _, _, _, _, _>(
+        scan_tile::<ROWS, Whole, _, _, _, _, _, _>(
             tile,
             aligned,
             io,
@@ -335,22 +336,33 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
         // Same bits on every run (scan::fixed_order).
         fixed_order: true,
     };
-    unsafe {
-        scan_tile::<BY_KEY_ROWS, _, _, _, _, _, _>(
-            tile,
-            aligned,
-            io,
-            status,
-            None,
-            // A range holding a segment head: the segmented operator returns it unchanged,
-            // whatever came before (so the fixed order need not wait for it).
-            (segmented::<T, O>, true, |h: Headed<T>| h.head != 0),
-            warp_aggs.cast::<Headed<T>>(),
-            tile_prefix.cast::<Headed<T>>(),
-            // Row prefixes in shared memory: no spill, and faster (BENCHMARKS.md).
-            true,
-        )
-    };
+    // The tile's rows by the value's width (policy `by_key_rows_for`); the other branch is
+    // compiled away.
+    macro_rules! tile {
+        ($rows:expr) => {
+            unsafe {
+                scan_tile::<{ $rows }, HeadBit, _, _, _, _, _, _>(
+                    tile,
+                    aligned,
+                    io,
+                    status,
+                    None,
+                    // A range holding a segment head: the segmented operator returns it
+                    // unchanged, whatever came before (so the fixed order need not wait for it).
+                    (segmented::<T, O>, true, |h: Headed<T>| h.head != 0),
+                    warp_aggs.cast::<Headed<T>>(),
+                    tile_prefix.cast::<Headed<T>>(),
+                    // Row prefixes in shared memory: no spill, and faster (BENCHMARKS.md).
+                    true,
+                )
+            }
+        };
+    }
+    if size_of::<T>() >= 8 {
+        tile!(BY_KEY_ROWS)
+    } else {
+        tile!(BY_KEY_ROWS_NARROW)
+    }
 }
 
 /// The simulator's entry point of a scan kernel: input, output, n, counter, flags,

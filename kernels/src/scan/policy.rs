@@ -18,10 +18,16 @@ pub struct ScanPolicy {
     /// threads x 16 rows 0.984x, not kept because the f64 kernel cannot launch 512 threads at
     /// its 158 registers.
     pub rows: u32,
-    /// Rows of the scan by key: its (head flag, value) pairs and scalar key loads take more
-    /// registers per element; at 16 rows its kernels spilled and each instance was ~110 kB of
-    /// PTX (72 of them were 8 MB, 60% of the library's PTX). 8 rows keeps them in registers.
+    /// Rows of the scan by key with 8-byte values: its (head flag, value) pairs and key loads
+    /// take more registers per element; at 16 rows its kernels spilled and each instance was
+    /// ~110 kB of PTX (72 of them were 8 MB, 60% of the library's PTX). 8 rows keeps them in
+    /// registers (12 spill 136-228 B).
     pub by_key_rows: u32,
+    /// Rows of the scan by key with values of 4 bytes or fewer (48 KiB of values a tile). With
+    /// the head flags as bits (`tile::HeadBit`) u32 + f32 at 12 rows spills 16 B; 14 and 16
+    /// put the tile's values on the stack. H100, 2^27, runs 1..100 / 1..1e4 against CUB in the
+    /// same process: 8 rows 1.04x / 1.04x, 10 rows 1.04x / 1.04x, 12 rows 1.06x / 1.06x.
+    pub by_key_rows_narrow: u32,
     /// Bytes of keys and values each thread of the reduce by key loads per tile
     /// ([`crate::reduce::by_key`]; [`ScanPolicy::reduce_by_key_items`] turns it into elements).
     /// Each thread folds its elements into one (head count, value) pair, so only the values
@@ -77,6 +83,7 @@ pub const SM90: ScanPolicy = ScanPolicy {
     block: 256,
     rows: 16,
     by_key_rows: 8,
+    by_key_rows_narrow: 12,
     reduce_by_key_thread_bytes: 128,
     reduce_by_key_min_blocks: 5,
     reduce_by_key_delay_ns: 2500,
@@ -116,6 +123,7 @@ const _: () = assert!(
         && ACTIVE.block <= 1024
         && ACTIVE.rows >= 1
         && ACTIVE.by_key_rows >= 1
+        && ACTIVE.by_key_rows_narrow >= 1
         && ACTIVE.lookback_per_lane >= 1
 );
 
@@ -157,9 +165,18 @@ impl ScanPolicy {
         self.block as u64 * self.reduce_by_key_items(key_bytes, value_bytes)
     }
 
+    /// Rows of the scan by key for values of `elem_bytes` bytes.
+    pub const fn by_key_rows_for(&self, elem_bytes: u64) -> u32 {
+        if elem_bytes >= 8 {
+            self.by_key_rows
+        } else {
+            self.by_key_rows_narrow
+        }
+    }
+
     /// Elements per tile of the scan by key for values of `elem_bytes` bytes.
     pub const fn by_key_tile_elems(&self, elem_bytes: u64) -> u64 {
-        self.block as u64 * self.by_key_rows as u64 * 16 / elem_bytes
+        self.block as u64 * self.by_key_rows_for(elem_bytes) as u64 * 16 / elem_bytes
     }
 }
 
@@ -168,9 +185,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tiles_are_64_kib_and_by_key_tiles_half() {
+    fn tile_sizes() {
         assert_eq!(ACTIVE.tile_elems(4) * 4, 64 * 1024);
         assert_eq!(ACTIVE.by_key_tile_elems(8) * 8, 32 * 1024);
+        assert_eq!(ACTIVE.by_key_tile_elems(4) * 4, 48 * 1024);
         // Reduce by key: 16 u32 keys + f32 values a thread (32 KiB tiles); 8 of 12 or 16 bytes.
         assert_eq!(ACTIVE.reduce_by_key_items(4, 4), 16);
         assert_eq!(ACTIVE.reduce_by_key_items(4, 8), 8);

@@ -9,6 +9,7 @@
 //! and one warp scan of the thread totals (five shuffles per 512 bytes of a warp).
 
 use crate::gpu::{self, FULL_MASK, SharedArray, ShflValue};
+use crate::scan::Headed;
 use crate::scan::lookback::TileStatus;
 use crate::scan::policy::ACTIVE;
 use crate::warp::warp_inclusive_scan;
@@ -36,6 +37,50 @@ pub struct TileIo<A, L, S, P> {
     pub identity: A,
 }
 
+/// How a tile's registers hold its values between the load and the store: each value split
+/// into a stored part and one flag bit, the bits of a thread's values in one mask. A scan by
+/// key's pair (head flag, value) then costs the value's registers and one bit, not a register
+/// more per element; the other scans store the value whole (no bit: the mask folds away).
+pub trait Pack<A> {
+    type Stored: Copy;
+    fn split(a: A) -> (Self::Stored, bool);
+    fn join(s: Self::Stored, flag: bool) -> A;
+}
+
+/// The value itself.
+pub struct Whole;
+
+impl<A: Copy> Pack<A> for Whole {
+    type Stored = A;
+    #[inline(always)]
+    fn split(a: A) -> (A, bool) {
+        (a, false)
+    }
+    #[inline(always)]
+    fn join(s: A, _: bool) -> A {
+        s
+    }
+}
+
+/// A scan by key's pair: the head flag (0 or 1, as [`segmented`](super::segmented) keeps it)
+/// as the bit.
+pub struct HeadBit;
+
+impl<T: Copy> Pack<Headed<T>> for HeadBit {
+    type Stored = T;
+    #[inline(always)]
+    fn split(a: Headed<T>) -> (T, bool) {
+        (a.value, a.head != 0)
+    }
+    #[inline(always)]
+    fn join(value: T, head: bool) -> Headed<T> {
+        Headed {
+            head: head as u32,
+            value,
+        }
+    }
+}
+
 /// Ask L2 for `elems` elements of `base` from `first` on: one `prefetch.global.L2` per
 /// 128-byte line, the warp's lanes taking every 32nd line. Called by all 32 lanes.
 #[inline(always)]
@@ -50,6 +95,21 @@ pub fn prefetch_stretch<X>(base: *const X, first: u64, elems: u64) {
     }
 }
 
+/// Hold `a` as value `j` of row `k`: its stored part in `vals`, its flag in bit `4k + j`.
+#[inline(always)]
+fn put<K: Pack<A>, A, const ROWS: usize>(
+    vals: &mut [[K::Stored; 4]; ROWS],
+    flags: &mut u64,
+    k: usize,
+    j: usize,
+    a: A,
+) {
+    let (v, f) = K::split(a);
+    vals[k][j] = v;
+    let b = 1u64 << (4 * k + j);
+    *flags = if f { *flags | b } else { *flags & !b };
+}
+
 /// Scan tile `tile` (the block's dynamic tile id) with `op`, fetching and publishing through
 /// `status`, `ROWS` rows per thread; `seed`, when given, is combined before every element (on
 /// the left). Called by every thread of an `ACTIVE.block`-thread block.
@@ -58,7 +118,7 @@ pub fn prefetch_stretch<X>(base: *const X, first: u64, elems: u64) {
 /// The loads and stores are valid for the tile's in-range elements; `status` spans the launch.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the tile's inputs, each used once
-pub unsafe fn scan_tile<const ROWS: usize, A, F, Z, L, S, P>(
+pub unsafe fn scan_tile<const ROWS: usize, K, A, F, Z, L, S, P>(
     tile: u64,
     aligned: bool,
     io: TileIo<A, L, S, P>,
@@ -70,6 +130,7 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, Z, L, S, P>(
     shared_rows: bool,
 ) where
     A: ShflValue,
+    K: Pack<A>,
     F: Fn(A, A) -> A + Copy,
     Z: Fn(A) -> bool + Copy,
     L: Fn(u64, bool) -> [A; 4],
@@ -89,10 +150,17 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, Z, L, S, P>(
     // Loads first (all rows in flight at once), then the per-row scans.
     // The `fast` test sits outside the loops so that each loop body stays small enough for LLVM
     // to unroll fully: `vals` must live in registers, never in local memory.
-    let mut vals = [[io.identity; 4]; ROWS];
+    // Value `j` of row `k`: its stored part in `vals`, its flag in bit `4k + j` of `flags`.
+    const { assert!(ROWS * 4 <= 64) };
+    let mut vals = [[K::split(io.identity).0; 4]; ROWS];
+    let mut flags = 0u64;
+    let bit = |k: usize, j: usize| 1u64 << (4 * k + j);
     if fast {
-        for (k, v) in vals.iter_mut().enumerate() {
-            *v = (io.load)(first(k), true);
+        for k in 0..ROWS {
+            let a = (io.load)(first(k), true);
+            for (j, &x) in a.iter().enumerate() {
+                put::<K, A, ROWS>(&mut vals, &mut flags, k, j, x);
+            }
         }
         // While these loads are in flight, ask L2 for this warp's stretch of a tile that a
         // block starting a little later will claim: DRAM then stays busy while this block
@@ -102,8 +170,11 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, Z, L, S, P>(
             (io.prefetch)(warp_start + ahead * tile_elems, warp_elems);
         }
     } else {
-        for (k, v) in vals.iter_mut().enumerate() {
-            *v = (io.load)(first(k), false);
+        for k in 0..ROWS {
+            let a = (io.load)(first(k), false);
+            for (j, &x) in a.iter().enumerate() {
+                put::<K, A, ROWS>(&mut vals, &mut flags, k, j, x);
+            }
         }
     }
     // Row k: thread-local inclusive scan, then a warp scan of the thread totals; `row_prefix[k]`
@@ -121,10 +192,13 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, Z, L, S, P>(
     for k in 0..ROWS {
         for j in 1..4 {
             if j < io.per_vec {
-                vals[k][j] = op(vals[k][j - 1], vals[k][j]);
+                let get = |j: usize| K::join(vals[k][j], flags & bit(k, j) != 0);
+                let c = op(get(j - 1), get(j));
+                put::<K, A, ROWS>(&mut vals, &mut flags, k, j, c);
             }
         }
-        let incl = warp_inclusive_scan(vals[k][io.per_vec - 1], op);
+        let last = io.per_vec - 1;
+        let incl = warp_inclusive_scan(K::join(vals[k][last], flags & bit(k, last) != 0), op);
         let excl = gpu::shfl_up_sync(FULL_MASK, incl, 1, 32);
         let excl = if lane == 0 { io.identity } else { excl };
         match shared_rows {
@@ -193,7 +267,7 @@ pub unsafe fn scan_tile<const ROWS: usize, A, F, Z, L, S, P>(
         for j in 0..4 {
             if j < io.per_vec {
                 excl[j] = if j == 0 { pre } else { incl[j - 1] };
-                incl[j] = op(pre, vals[k][j]);
+                incl[j] = op(pre, K::join(vals[k][j], flags & bit(k, j) != 0));
             }
         }
         (excl, incl)
