@@ -107,8 +107,6 @@ mod tests {
         of::<u64>(&mut names);
         of::<f32>(&mut names);
         of::<f64>(&mut names);
-        // 48 reductions + the compensated sum, 36 scans, 36 scans by key,
-        assert_eq!(names.len(), 121);
         // f16 and bf16: sum (f32 accumulation), min, max, argmin, argmax, and 6 scans each
         // (sum in f32, min, max; inclusive and exclusive). Named through the kernels crate's
         // types, so this holds with or without the `f16` feature (the PTX has them either way).
@@ -139,7 +137,6 @@ mod tests {
         }
         half::<kernels::half::F16>(&mut names);
         half::<kernels::half::Bf16>(&mut names);
-        assert_eq!(names.len(), 143);
         // With the feature, the host's f16/bf16 impls name the same kernels.
         #[cfg(feature = "f16")]
         {
@@ -163,23 +160,14 @@ mod tests {
                 v
             }
             for v in [host_half::<half::f16>(), host_half::<half::bf16>()] {
-                assert_eq!(v.len(), 11);
                 assert!(v.iter().all(|n| names.contains(n)), "{v:?}");
             }
         }
-        // 10 maps on load (sum of squares, scaled sum of squares, mean/variance, min-max) and
-        // 2 dot products.
+        // The other families name their own kernels.
         names.extend(crate::transform::kernel_names());
-        assert_eq!(names.len(), 155);
-        // 48 segmented reductions (every built-in operator x type, argmin/argmax included),
-        // and as many for fixed-size long rows.
         names.extend(crate::segmented::kernel_names());
-        // 36 reductions by key (u32/u64 keys x value types x sum/min/max).
         names.extend(crate::by_key::kernel_names());
-        assert_eq!(names.len(), 155 + 96 + 36);
-        // 48 tile-partials kernels of the multi-GPU reduction (every built-in operator x type).
         names.extend(crate::multi::kernel_names());
-        assert_eq!(names.len(), 155 + 96 + 36 + 48);
         for n in &names {
             let ptx = super::BUILTIN
                 .ptx(n)
@@ -189,16 +177,16 @@ mod tests {
         }
         let entries: Vec<_> = super::BUILTIN.entries().collect();
         assert!(entries.windows(2).all(|w| w[0] < w[1]), "index sorted");
-        assert_eq!(
-            entries.len(),
-            names.len(),
-            "the index holds exactly the host's kernels"
-        );
-        // The library's PTX holds its own kernels only (no ladder, stream or test kernels).
+        // No count to keep up to date: no kernel named twice, and the index holds exactly the
+        // host's kernels (so none the library cannot launch: ladder, stream or test kernels).
+        let set: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+        assert_eq!(set.len(), names.len(), "a kernel named twice");
+        let index: std::collections::BTreeSet<&str> = entries.iter().copied().collect();
+        let missing: Vec<_> = set.difference(&index).collect();
+        let extra: Vec<_> = index.difference(&set).collect();
         assert!(
-            entries
-                .iter()
-                .all(|e| e.starts_with("reduce_") || e.starts_with("scan_"))
+            missing.is_empty() && extra.is_empty(),
+            "not in the index: {missing:?}; in the index, not launched by the host: {extra:?}"
         );
     }
 }

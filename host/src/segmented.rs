@@ -1026,6 +1026,5 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
     of::<u64>(&mut names);
     of::<f32>(&mut names);
     of::<f64>(&mut names);
-    assert_eq!(names.len(), 96);
     names
 }

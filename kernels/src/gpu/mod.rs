@@ -18,6 +18,8 @@ pub const fn shared_align(bytes: usize) -> usize {
     if bytes >= 128 { 128 } else { 16 }
 }
 
+pub mod convert;
+
 #[cfg(target_arch = "nvptx64")]
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]

@@ -451,13 +451,13 @@ pub unsafe fn store_v2_b32(addr: *mut u32, w: [u32; 2]) {
     }
     unsafe { (addr as *mut [u32; 2]).write_volatile(w) }
 }
-// Conversions: the exact integer ones of `crate::half` (IEEE's results; NaN stays NaN).
+// Conversions: the exact integer ones of `crate::gpu::convert` (IEEE's results).
 
 pub fn cvt_f32_f16(h: u16) -> f32 {
-    crate::half::f16_bits_to_f32(h)
+    crate::gpu::convert::f16_bits_to_f32(h)
 }
 pub fn cvt_rn_f16_f32(x: f32) -> u16 {
-    crate::half::f32_to_f16_bits(x)
+    crate::gpu::convert::f32_to_f16_bits(x)
 }
 
 /// The simulator's back-off: let the OS run the threads being waited for.
