@@ -15,7 +15,6 @@ use kernels::half::SumF32;
 use kernels::ops::{
     ArgAcc, ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum, SumCompensated,
 };
-use kernels::reduce::moments::MEAN_VAR_POLICY;
 use kernels::reduce::policy::{BLOCK, POLICY};
 use kernels::reduce::transform::MeanVar;
 use kernels::reduce::{ReduceInstance, SimReduceFn};
@@ -330,9 +329,9 @@ impl Context {
             Job::One(..) => (0, crate::runtime::Access::Free),
         };
         // The mean-and-variance kernel has a tile count of its own (fewer: one or two tiles
-        // per resident block, see `MEAN_VAR_POLICY`); scratch for the reduction's covers it.
+        // per resident block, see `policy::MEAN_VAR`); scratch for the reduction's covers it.
         let policy = if name == <MeanVar as ReduceInstance<f32>>::KERNEL.name {
-            MEAN_VAR_POLICY
+            kernels::reduce::policy::MEAN_VAR
         } else {
             POLICY
         };

@@ -14,7 +14,7 @@
 //!   look-back ([`crate::scan::lookback`]); integer sums are exact in any association, so the
 //!   timing-dependent point where the look-back stops changes nothing;
 //! - the **value carried in** (the run that enters the tile from before) is combined in a fixed
-//!   order ([`carry_in`], by a second warp while the first looks back for the count): windows
+//!   order (`carry_in`, by a second warp while the first looks back for the count): windows
 //!   of 32 tile aggregates counted back from the tile, each reduced by the same warp tree,
 //!   windows combined right to left, back to the nearest tile that holds a head. The
 //!   association is a function of the tile index and the keys alone, so float aggregates are

@@ -252,25 +252,6 @@ pub unsafe fn mean_var_device(
     };
 }
 
-/// The mean-and-variance kernel's tiles: the reduction's [`POLICY`](super::policy::POLICY)
-/// with at most 792 of them. With six blocks per SM (40 registers) an H100 or H200 (132 SMs)
-/// holds 792 blocks, so from 2^18 elements on every block takes one tile: all finish together,
-/// each tile's finish (its threads' sums moved to one shift and added, no load in flight)
-/// comes once per block, and the last block merges 792 partials, not 2048. With the
-/// reduction's 2048 tiles, 683 blocks of three tiles left SMs of five and of six blocks and
-/// three finishes per block. Same runs on an H100 (`BENCHMARKS.md`), % of the read limit at
-/// 2^24 / 2^26 / 2^28: 2048 tiles 75.0-75.4 / 90.0-90.8 / 98.5; 1584 tiles 77.8-78.2 /
-/// 92.4-92.5 / 98.7-99.2; 792 tiles 81-86 / 93.6-95.4 / 98.6-99.5. Like every tile count,
-/// a constant: the bits depend on `n` alone, on any GPU (one with another SM count only
-/// balances less well).
-pub const MEAN_VAR_POLICY: super::policy::ReducePolicy = super::policy::ReducePolicy {
-    max_tiles: MEAN_VAR_MAX_TILES,
-    ..super::policy::POLICY
-};
-/// [`MEAN_VAR_POLICY`]'s tile count.
-pub const MEAN_VAR_MAX_TILES: u32 = 792;
-const _: () = assert!(MEAN_VAR_MAX_TILES <= super::policy::POLICY.max_tiles);
-
 #[cfg(feature = "builtin")]
 crate::kernel! {
     /// Mean and variance of f32 ([`mean_var_device`]).

@@ -66,6 +66,62 @@ impl ReducePolicy {
     }
 }
 
+/// The shape of the segmented reductions (`reduce::segmented`). Like [`POLICY`], one for every
+/// architecture: a segment's chunks (and so its float bits) follow from it. Measurements:
+/// BENCHMARKS.md, segmented reduce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentedPolicy {
+    /// Threads per block; a block takes one segment per warp at a time.
+    pub block: u32,
+    /// Longest segment reduced by one warp alone; longer ones go by chunks to whole blocks.
+    pub warp_max: u64,
+    /// Scalar loads a lane of a warp-reduced segment keeps in flight.
+    pub warp_loads: u64,
+    /// 16-byte loads a thread keeps in flight reducing a chunk (fewer leave the chunk loop
+    /// latency-bound).
+    pub vec_loads: u64,
+    /// 16-byte loads a thread keeps in flight in the fixed-size rows kernel: two, like the
+    /// one-launch reduction (few registers, many blocks per SM).
+    pub rows_loads: usize,
+    /// 16-byte loads a thread keeps in flight in the listed-segments kernel: six, not
+    /// `vec_loads`, so that the f32 sum fits 80 registers without spilling.
+    pub listed_loads: usize,
+    /// Most segments the listed-segments kernel takes: a `u64` each in dynamic shared memory.
+    pub listed_max: u64,
+}
+
+/// The segmented policy of every architecture.
+pub const SEGMENTED: SegmentedPolicy = SegmentedPolicy {
+    block: 256,
+    warp_max: 1024,
+    warp_loads: 8,
+    vec_loads: 8,
+    rows_loads: 2,
+    listed_loads: 6,
+    listed_max: 2048,
+};
+const _: () = assert!(SEGMENTED.block.is_multiple_of(32) && SEGMENTED.block <= 1024);
+
+impl SegmentedPolicy {
+    /// 16-byte vectors per chunk (128 KiB at this shape): big enough that a chunk's bookkeeping
+    /// (a claim, a partial, two barriers) is small, small enough that one long segment spreads
+    /// over dozens of blocks.
+    pub const fn chunk_vecs(&self) -> u64 {
+        4 * self.vec_loads * self.block as u64
+    }
+}
+
+/// The mean-and-variance kernel's shape (`reduce::moments`): the reduction's, with 792 tiles
+/// at most (six resident blocks of 40 registers on each of an H100's or H200's 132 SMs), so
+/// from 2^18 elements every block takes one tile, finishes its shifted sums once, and the last
+/// block merges 792 partials, not 2048 (BENCHMARKS.md, mean and variance). A constant, like
+/// every tile count: the bits depend on `n` alone (another SM count only balances less well).
+pub const MEAN_VAR: ReducePolicy = ReducePolicy {
+    max_tiles: 792,
+    ..POLICY
+};
+const _: () = assert!(MEAN_VAR.max_tiles <= POLICY.max_tiles);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,22 +43,20 @@ use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
 use crate::reduce::fold_vec;
 use crate::warp::warp_reduce;
 
-/// Threads per block of the segmented reduction.
-pub const BLOCK: u32 = 256;
+use super::policy::SEGMENTED;
+
+/// Threads per block of the segmented reduction ([`SEGMENTED`]).
+pub const BLOCK: u32 = SEGMENTED.block;
 /// Segments per group: one per warp of a block.
 pub const SEGMENTS_PER_BLOCK: u32 = BLOCK / gpu::WARP_SIZE;
-/// Longest segment reduced by one warp alone; longer segments are reduced in chunks by blocks.
-pub const WARP_MAX: u64 = 1024;
-/// Scalar loads a lane of a warp-reduced segment keeps in flight.
-pub const WARP_LOADS: u64 = 8;
-/// 16-byte loads a thread keeps in flight while reducing a chunk (4: 0.91x CUB on long
-/// segments, the chunk loop latency-bound).
-pub const VEC_LOADS: u64 = 8;
-/// 16-byte vectors per chunk (128 KiB): big enough that a chunk's bookkeeping (a claim, a
-/// partial, two barriers) is small, small enough that one 1e6-element segment spreads over
-/// dozens of blocks. (H100, 1024 rows of 65536 f32, 4 loads in flight: 128 KiB chunks 0.91x
-/// CUB, 64 KiB 0.88x.)
-pub const CHUNK_VECS: u64 = 4 * VEC_LOADS * BLOCK as u64;
+/// Longest segment reduced by one warp alone ([`SEGMENTED`]).
+pub const WARP_MAX: u64 = SEGMENTED.warp_max;
+/// Scalar loads a lane of a warp-reduced segment keeps in flight ([`SEGMENTED`]).
+pub const WARP_LOADS: u64 = SEGMENTED.warp_loads;
+/// 16-byte loads a thread keeps in flight while reducing a chunk ([`SEGMENTED`]).
+pub const VEC_LOADS: u64 = SEGMENTED.vec_loads;
+/// 16-byte vectors per chunk ([`SegmentedPolicy::chunk_vecs`](super::policy::SegmentedPolicy::chunk_vecs)).
+pub const CHUNK_VECS: u64 = SEGMENTED.chunk_vecs();
 
 /// `status` code of a segment whose end lies before its begin.
 pub const BAD_DECREASING: u64 = 0;
@@ -667,9 +665,8 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
     }
 }
 
-/// 16-byte loads a thread keeps in flight in [`rows_device`]: two, like the one-launch
-/// reduction, whose kernels run at the read limit with few registers and many blocks per SM.
-pub const ROWS_LOADS: usize = 2;
+/// 16-byte loads a thread keeps in flight in [`rows_device`] ([`SEGMENTED`]).
+pub const ROWS_LOADS: usize = SEGMENTED.rows_loads;
 
 /// Bytes of the rows kernel's workspace for `rows` rows of `cols` elements of `elem_bytes`
 /// bytes with accumulators of `acc_bytes`: a `u32` counter per row (zero between launches),
@@ -773,15 +770,13 @@ pub unsafe fn rows_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc>>
     }
 }
 
-/// 16-byte loads a thread keeps in flight in [`listed_device`]'s chunks (the bits do not
-/// depend on it). Six, not [`VEC_LOADS`]: with eight the f32 sum took 82 registers, and held
-/// at 80 it spilled; six fit 80 with no spill (H100, 1000 segments of ~1e5 f32: 91.6-92.0% of
-/// the read limit with six; 91.3-91.8% with eight held at 80, 8 bytes spilled).
-pub const LISTED_LOADS: usize = 6;
+/// 16-byte loads a thread keeps in flight in [`listed_device`]'s chunks ([`SEGMENTED`]; the
+/// bits do not depend on it).
+pub const LISTED_LOADS: usize = SEGMENTED.listed_loads;
 
-/// Most segments [`listed_device`] takes: its table holds a `u64` per segment in dynamic shared
-/// memory (16 KiB at most).
-pub const LISTED_MAX: u64 = 2048;
+/// Most segments [`listed_device`] takes ([`SEGMENTED`]): its table holds a `u64` per segment
+/// in dynamic shared memory.
+pub const LISTED_MAX: u64 = SEGMENTED.listed_max;
 
 // [`listed_device`]'s shared words: the unit being read (segment, its first unit, the chunk,
 // start and length), whether its block counted the segment's last chunk, the scan's warp totals.
