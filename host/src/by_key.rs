@@ -58,7 +58,7 @@ fn invalid(msg: String) -> Error {
 impl Context {
     /// Override the reduce by key's first look-back wait in nanoseconds (`None`: the policy's
     /// `reduce_by_key_delay_ns`). For tuning runs; results do not depend on it.
-    #[doc(hidden)]
+    #[cfg(feature = "tuning")]
     pub fn set_reduce_by_key_delay(&self, ns: Option<u32>) {
         let ws = self.workspace::<ByKeyWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).delay_ns = ns;
@@ -66,7 +66,7 @@ impl Context {
 
     /// Override how many tiles ahead each reduce-by-key block asks L2 for (`None`: the
     /// default; 0: none). For tuning runs; results do not depend on it.
-    #[doc(hidden)]
+    #[cfg(feature = "tuning")]
     pub fn set_reduce_by_key_prefetch(&self, tiles: Option<u32>) {
         let ws = self.workspace::<ByKeyWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).prefetch = tiles;

@@ -303,7 +303,7 @@ impl<R> Drop for Pending<'_, R> {
 impl Context {
     /// Cap the physical grid of the reductions (`None`: automatic). For tests that show the
     /// result does not depend on the grid.
-    #[doc(hidden)]
+    #[cfg(feature = "tuning")]
     pub fn set_reduce_grid_limit(&self, grid: Option<u32>) {
         let ws = self.workspace::<ReduceWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).grid_override = grid.map_or(0, |g| g.max(1));

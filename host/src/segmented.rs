@@ -259,7 +259,7 @@ fn invalid(msg: String) -> Error {
 impl Context {
     /// Cap the physical grid of the segmented reductions (`None`: automatic). For tests that
     /// show the result does not depend on the grid.
-    #[doc(hidden)]
+    #[cfg(feature = "tuning")]
     pub fn set_segmented_grid_limit(&self, grid: Option<u32>) {
         let ws = self.workspace::<SegmentedWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).grid_override = grid.map_or(0, |g| g.max(1));
