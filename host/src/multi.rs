@@ -408,12 +408,12 @@ impl MultiContext {
         })
     }
 
-    /// Upload `data` into this process's shards: `data[i]` is the `i`-th local rank's shard
-    /// (its length must match).
-    pub fn upload_local<T: ShardElement>(
+    /// Copy `data` into this process's shards of `b`: `data[i]` is the `i`-th local rank's
+    /// shard (its length must match).
+    pub fn htod_local<T: ShardElement>(
         &self,
-        b: &mut ShardedBuffer<T>,
         data: &[&[T]],
+        b: &mut ShardedBuffer<T>,
     ) -> Result<()> {
         self.check_owner(b)?;
         if data.len() != self.local.len() {
@@ -436,13 +436,13 @@ impl MultiContext {
         Ok(())
     }
 
-    /// One process holding every rank: `data` cut into shards of `lengths` and uploaded.
-    pub fn upload<T: ShardElement + ValidAsZeroBits>(
+    /// One process holding every rank: `data` cut into shards of `lengths` and copied to them.
+    pub fn htod<T: ShardElement + ValidAsZeroBits>(
         &self,
         data: &[T],
         lengths: &[usize],
     ) -> Result<ShardedBuffer<T>> {
-        self.require_all_local("upload a whole array")?;
+        self.require_all_local("copy a whole array to the devices")?;
         let mut b = self.alloc_zeros::<T>(lengths)?;
         if b.len() != data.len() {
             return Err(Error::InvalidArgument(format!(
@@ -457,12 +457,12 @@ impl MultiContext {
             .zip(&b.lengths)
             .map(|(&o, &l)| &data[o..o + l])
             .collect();
-        self.upload_local(&mut b, &pieces)?;
+        self.htod_local(&pieces, &mut b)?;
         Ok(b)
     }
 
     /// This process's shards, copied to the host (one vector per local rank).
-    pub fn download_local<T: ShardElement>(&self, b: &ShardedBuffer<T>) -> Result<Vec<Vec<T>>> {
+    pub fn dtoh_local<T: ShardElement>(&self, b: &ShardedBuffer<T>) -> Result<Vec<Vec<T>>> {
         self.check_owner(b)?;
         self.local
             .iter()
@@ -472,9 +472,9 @@ impl MultiContext {
     }
 
     /// One process holding every rank: the whole logical array.
-    pub fn download<T: ShardElement>(&self, b: &ShardedBuffer<T>) -> Result<Vec<T>> {
-        self.require_all_local("download a whole array")?;
-        Ok(self.download_local(b)?.concat())
+    pub fn dtoh<T: ShardElement>(&self, b: &ShardedBuffer<T>) -> Result<Vec<T>> {
+        self.require_all_local("copy a whole array to the host")?;
+        Ok(self.dtoh_local(b)?.concat())
     }
 
     fn require_all_local(&self, what: &str) -> Result<()> {

@@ -261,7 +261,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
                 1 => vec![n],
                 _ => vec![n / 3 + 7, n / 3 - 7, n - 2 * (n / 3)],
             };
-            let b = m.upload(&x, &lengths).unwrap();
+            let b = m.htod(&x, &lengths).unwrap();
             bits_of(&[m.reduce(&b, Reduction::Sum).unwrap().bits64()])
         }
         "f32_reduce_by_key_sum" => {

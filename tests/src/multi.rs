@@ -39,7 +39,7 @@ where
         .filter(|op| int || !matches!(op, Reduction::And | Reduction::Or | Reduction::Xor))
         .collect();
     let one = MultiContext::new(make(1)).unwrap();
-    let b1 = one.upload(data, &[data.len()]).unwrap();
+    let b1 = one.htod(data, &[data.len()]).unwrap();
     let want: Vec<Vec<u32>> = ops
         .iter()
         .map(|&op| bits(one.reduce(&b1, op).unwrap()))
@@ -48,12 +48,8 @@ where
     let want_max = one.argmax(&b1).unwrap();
     for layout in layouts(data.len()) {
         let m = MultiContext::new(make(layout.len())).unwrap();
-        let b = m.upload(data, &layout).unwrap();
-        assert_eq!(
-            m.download(&b).unwrap(),
-            data,
-            "round trip, layout {layout:?}"
-        );
+        let b = m.htod(data, &layout).unwrap();
+        assert_eq!(m.dtoh(&b).unwrap(), data, "round trip, layout {layout:?}");
         for (op, w) in ops.iter().zip(&want) {
             let got = m.reduce(&b, *op).unwrap();
             assert_eq!(&bits(got), w, "{} {:?}, layout {layout:?}", op.name(), got);
@@ -79,7 +75,7 @@ pub fn check_reduce_every_type(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     let i: Vec<i32> = (0..n).map(|_| rng.random_range(-1000..1000)).collect();
     check_reduce_layouts(make, &i, true);
     let one = MultiContext::new(make(1)).unwrap();
-    let b = one.upload(&i, &[n]).unwrap();
+    let b = one.htod(&i, &[n]).unwrap();
     let cpu: i32 = i.iter().fold(0i32, |a, &x| a.wrapping_add(x));
     assert_eq!(one.reduce(&b, Reduction::Sum).unwrap(), cpu);
     let cpu_min = i.iter().enumerate().min_by_key(|(k, x)| (**x, *k)).unwrap();
@@ -91,7 +87,7 @@ pub fn check_reduce_every_type(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     check_reduce_layouts(make, &u, true);
     // The f32 sum is close to an f64 reference (its bits are checked above).
     let m = MultiContext::new(make(3)).unwrap();
-    let b = m.upload(&f, &[n / 3, n / 3, n - 2 * (n / 3)]).unwrap();
+    let b = m.htod(&f, &[n / 3, n / 3, n - 2 * (n / 3)]).unwrap();
     let s = m.reduce(&b, Reduction::Sum).unwrap() as f64;
     let exact: f64 = f.iter().map(|&x| x as f64).sum();
     let abs: f64 = f.iter().map(|&x| (x as f64).abs()).sum();
@@ -109,9 +105,9 @@ pub fn check_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
         let m = MultiContext::new(make(layout.len())).unwrap();
         for op in ScanOperator::ALL {
             for kind in ScanKind::ALL {
-                let mut b = m.upload(&x, &layout).unwrap();
+                let mut b = m.htod(&x, &layout).unwrap();
                 m.scan_in_place(&mut b, op, kind).unwrap();
-                let got = m.download(&b).unwrap();
+                let got = m.dtoh(&b).unwrap();
                 let want = gpu_reduce_tools::cpu::cpu_scan(&x, op, kind);
                 assert_eq!(got, want, "{} {} layout {layout:?}", op.name(), kind.name());
             }
@@ -121,10 +117,10 @@ pub fn check_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     let layout = [n / 4, n / 2, n - n / 4 - n / 2];
     let m = MultiContext::new(make(3)).unwrap();
     let run = || {
-        let mut b = m.upload(&f, &layout).unwrap();
+        let mut b = m.htod(&f, &layout).unwrap();
         m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
             .unwrap();
-        m.download(&b).unwrap()
+        m.dtoh(&b).unwrap()
     };
     let (a, b) = (run(), run());
     assert!(
@@ -153,13 +149,13 @@ pub fn check_process_per_rank(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     let layout = vec![t + 5, 0, 3, n - t - 8];
     let world = layout.len();
     let all = MultiContext::new(make(world)).unwrap();
-    let b = all.upload(&f, &layout).unwrap();
+    let b = all.htod(&f, &layout).unwrap();
     let want = all.reduce(&b, Reduction::Sum).unwrap().to_bits();
     let want_max = all.argmax(&b).unwrap();
-    let mut scanned = all.upload(&f, &layout).unwrap();
+    let mut scanned = all.htod(&f, &layout).unwrap();
     all.scan_in_place(&mut scanned, ScanOperator::Sum, ScanKind::Exclusive)
         .unwrap();
-    let want_scan = all.download_local(&scanned).unwrap();
+    let want_scan = all.dtoh_local(&scanned).unwrap();
 
     let contexts = make(world);
     let exchanges = ThreadExchange::group(world);
@@ -182,12 +178,12 @@ pub fn check_process_per_rank(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
                     let m = MultiContext::rank(ctx, r, Box::new(ex)).unwrap();
                     let mut b = m.alloc_zeros::<f32>(layout).unwrap();
                     let mine = &f[offsets[r]..offsets[r] + layout[r]];
-                    m.upload_local(&mut b, &[mine]).unwrap();
+                    m.htod_local(&[mine], &mut b).unwrap();
                     let sum = m.reduce(&b, Reduction::Sum).unwrap().to_bits();
                     let max = m.argmax(&b).unwrap();
                     m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Exclusive)
                         .unwrap();
-                    (sum, max, m.download_local(&b).unwrap().remove(0))
+                    (sum, max, m.dtoh_local(&b).unwrap().remove(0))
                 })
             })
             .collect();
@@ -228,7 +224,7 @@ pub fn check_errors(make: &dyn Fn(usize) -> Vec<Context>) {
         matches!(&e, Error::InvalidArgument(s) if s.contains("integers")),
         "{e}"
     );
-    let e = m.upload(&[1.0f32; 4], &[1, 2]).unwrap_err();
+    let e = m.htod(&[1.0f32; 4], &[1, 2]).unwrap_err();
     assert!(
         matches!(&e, Error::InvalidArgument(s) if s.contains("add up to 3")),
         "{e}"
@@ -292,22 +288,22 @@ pub fn check_nccl_one_rank(ctx: impl Fn() -> Context) -> &'static str {
     let mut rng = SmallRng::seed_from_u64(21);
     let f: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
     let single = MultiContext::new(vec![ctx()]).unwrap();
-    let b = single.upload(&f, &[n]).unwrap();
+    let b = single.htod(&f, &[n]).unwrap();
     let want = single.reduce(&b, Reduction::Sum).unwrap().to_bits();
     let ex = NcclExchange::new(&c, 0, 1, id).unwrap();
     let m = MultiContext::rank(c, 0, Box::new(ex)).unwrap();
     let mut b = m.alloc_zeros::<f32>(&[n]).unwrap();
-    m.upload_local(&mut b, &[&f]).unwrap();
+    m.htod_local(&[&f], &mut b).unwrap();
     assert_eq!(m.reduce(&b, Reduction::Sum).unwrap().to_bits(), want);
-    let mut b1 = single.upload(&f, &[n]).unwrap();
+    let mut b1 = single.htod(&f, &[n]).unwrap();
     assert_eq!(m.argmax(&b).unwrap(), single.argmax(&b1).unwrap());
     single
         .scan_in_place(&mut b1, ScanOperator::Sum, ScanKind::Inclusive)
         .unwrap();
     m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
         .unwrap();
-    let x = single.download(&b1).unwrap();
-    let y = m.download_local(&b).unwrap().remove(0);
+    let x = single.dtoh(&b1).unwrap();
+    let y = m.dtoh_local(&b).unwrap().remove(0);
     assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()));
     "NCCL present: one rank checked"
 }
@@ -332,12 +328,12 @@ pub fn check_nccl_threads() -> String {
     let last = n - layout[..world - 1].iter().sum::<usize>();
     layout[world - 1] = last;
     let all = MultiContext::new((0..world).map(|r| Context::new(r).unwrap()).collect()).unwrap();
-    let b = all.upload(&f, &layout).unwrap();
+    let b = all.htod(&f, &layout).unwrap();
     let want = all.reduce(&b, Reduction::Sum).unwrap().to_bits();
-    let mut s = all.upload(&f, &layout).unwrap();
+    let mut s = all.htod(&f, &layout).unwrap();
     all.scan_in_place(&mut s, ScanOperator::Sum, ScanKind::Inclusive)
         .unwrap();
-    let want_scan = all.download_local(&s).unwrap();
+    let want_scan = all.dtoh_local(&s).unwrap();
     let offsets: Vec<usize> = layout
         .iter()
         .scan(0, |at, &l| {
@@ -354,7 +350,7 @@ pub fn check_nccl_threads() -> String {
                     let ex = NcclExchange::new(&ctx, r, world, id).unwrap();
                     let m = MultiContext::rank(ctx, r, Box::new(ex)).unwrap();
                     let mut b = m.alloc_zeros::<f32>(layout).unwrap();
-                    m.upload_local(&mut b, &[&f[offsets[r]..offsets[r] + layout[r]]])
+                    m.htod_local(&[&f[offsets[r]..offsets[r] + layout[r]]], &mut b)
                         .unwrap();
                     assert_eq!(
                         m.reduce(&b, Reduction::Sum).unwrap().to_bits(),
@@ -363,7 +359,7 @@ pub fn check_nccl_threads() -> String {
                     );
                     m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
                         .unwrap();
-                    let got = m.download_local(&b).unwrap().remove(0);
+                    let got = m.dtoh_local(&b).unwrap().remove(0);
                     assert!(
                         got.iter()
                             .zip(&want_scan[r])
@@ -398,7 +394,7 @@ pub fn check_fill_and_get(make: &dyn Fn(usize) -> Vec<Context>) {
     let v = -1.0f64 / 3.0;
     m.fill(&mut d, v).unwrap();
     assert!(
-        m.download(&d)
+        m.dtoh(&d)
             .unwrap()
             .iter()
             .all(|x| x.to_bits() == v.to_bits())

@@ -60,7 +60,7 @@ pub fn run(
             let abs: f64 = x.iter().map(|&v| (v as f64).abs()).sum();
             for &r in &counts {
                 let m = MultiContext::new(make(r)?)?;
-                let b = m.upload(&x, &equal_shards(n, r))?;
+                let b = m.htod(&x, &equal_shards(n, r))?;
                 let got = m.reduce(&b, Reduction::Sum)?;
                 let mut times = Vec::with_capacity(iters);
                 for i in 0..warmup + iters {
@@ -98,10 +98,10 @@ pub fn run(
             let x: Vec<i32> = (0..n).map(|_| rng.random_range(-100..100)).collect();
             for &r in &counts {
                 let m = MultiContext::new(make(r)?)?;
-                let mut b = m.upload(&x, &equal_shards(n, r))?;
+                let mut b = m.htod(&x, &equal_shards(n, r))?;
                 m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
-                let ok = m.download(&b)?
-                    == crate::cpu::cpu_scan(&x, ScanOperator::Sum, ScanKind::Inclusive);
+                let ok =
+                    m.dtoh(&b)? == crate::cpu::cpu_scan(&x, ScanOperator::Sum, ScanKind::Inclusive);
                 let mut times = Vec::with_capacity(iters);
                 for i in 0..warmup + iters {
                     let t = Instant::now();
@@ -288,16 +288,16 @@ pub fn run_rank(
     let ex = NcclExchange::new(&ctx, rank, world, id)?;
     let m = MultiContext::rank(ctx, rank, Box::new(ex))?;
     let mut b = m.alloc_zeros::<f32>(&lengths)?;
-    m.upload_local(&mut b, &[&f])?;
+    m.htod_local(&[&f], &mut b)?;
     let sum = m.reduce(&b, Reduction::Sum)?;
     let t = Instant::now();
     let sum2 = m.reduce(&b, Reduction::Sum)?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     let max = m.argmax(&b)?;
     let mut s = m.alloc_zeros::<i32>(&lengths)?;
-    m.upload_local(&mut s, &[&x])?;
+    m.htod_local(&[&x], &mut s)?;
     m.scan_in_place(&mut s, ScanOperator::Sum, ScanKind::Inclusive)?;
-    let scanned = m.download_local(&s)?.remove(0);
+    let scanned = m.dtoh_local(&s)?.remove(0);
     let check = scanned.iter().fold(0u64, |h, &v| {
         (h ^ v as u32 as u64).wrapping_mul(0x100_0000_01b3)
     });
