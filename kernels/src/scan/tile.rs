@@ -106,8 +106,14 @@ fn put<K: Pack<A>, A, const ROWS: usize>(
 ) {
     let (v, f) = K::split(a);
     vals[k][j] = v;
-    let b = 1u64 << (4 * k + j);
+    let b = bit(k, j);
     *flags = if f { *flags | b } else { *flags & !b };
+}
+
+/// The flag bit of value `j` of row `k`.
+#[inline(always)]
+fn bit(k: usize, j: usize) -> u64 {
+    1u64 << (4 * k + j)
 }
 
 /// Scan tile `tile` (the block's dynamic tile id) with `op`, fetching and publishing through
@@ -154,7 +160,6 @@ pub unsafe fn scan_tile<const ROWS: usize, K, A, F, Z, L, S, P>(
     const { assert!(ROWS * 4 <= 64) };
     let mut vals = [[K::split(io.identity).0; 4]; ROWS];
     let mut flags = 0u64;
-    let bit = |k: usize, j: usize| 1u64 << (4 * k + j);
     if fast {
         for k in 0..ROWS {
             let a = (io.load)(first(k), true);
