@@ -346,11 +346,11 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
         }
     }
     let mut names = Vec::new();
-    of::<i32>(&mut names);
-    of::<u32>(&mut names);
-    of::<i64>(&mut names);
-    of::<u64>(&mut names);
-    of::<f32>(&mut names);
-    of::<f64>(&mut names);
+    macro_rules! each {
+        ($t:ident $ops:tt) => {
+            of::<$t>(&mut names)
+        };
+    }
+    kernels::builtin_table!(types each! {} int float);
     names
 }

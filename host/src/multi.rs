@@ -36,12 +36,12 @@ use std::sync::{Arc, Barrier, Mutex};
 use cudarc::driver::{PushKernelArg, ValidAsZeroBits};
 use kernels::Kernel;
 use kernels::gpu::ShflValue;
-use kernels::ops::{ArgAcc, ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
+use kernels::ops::{ArgAcc, ArgMax, ArgMin};
 use kernels::reduce::policy::BLOCK;
 use kernels::reduce::tiles::{SimTilesFn, TilesInstance};
 
 use crate::error::{Error, Result};
-use crate::reduce::{DeviceElement, Reduction};
+use crate::reduce::{DeviceElement, Reduction, reduction_arm};
 use crate::runtime::{BackendKind, Context, DeviceBuffer, LaunchShape};
 use crate::scan::{ScanElement, ScanKind, ScanOperator};
 
@@ -203,30 +203,26 @@ pub trait ShardElement: DeviceElement + ScanElement + ShflValue + ValidAsZeroBit
     fn argmax_sharded(m: &MultiContext, b: &ShardedBuffer<Self>) -> Result<ArgAcc<Self>>;
 }
 
+/// [`ShardElement`] of one element type of the kernels' built-in table.
 macro_rules! shard_element {
-    ($t:ty, $and:ty, $or:ty, $xor:ty, $int:expr) => {
+    ($t:ident { $([$op:ident $Op:path])* }) => {
         impl ShardElement for $t {
             fn reduce_sharded(
                 m: &MultiContext,
                 b: &ShardedBuffer<Self>,
                 op: Reduction,
             ) -> Result<Self> {
-                if !$int && matches!(op, Reduction::And | Reduction::Or | Reduction::Xor) {
-                    return Err(Error::InvalidArgument(format!(
+                let run = || {
+                    $( reduction_arm!(op, $op, m.reduce_with::<$t, $Op>(b)); )*
+                    None
+                };
+                run().unwrap_or_else(|| {
+                    Err(Error::InvalidArgument(format!(
                         "the {} reduction is defined for integers, not {}",
                         op.name(),
                         <$t as DeviceElement>::DTYPE
-                    )));
-                }
-                match op {
-                    Reduction::Sum => m.reduce_with::<$t, Sum>(b),
-                    Reduction::Product => m.reduce_with::<$t, Product>(b),
-                    Reduction::Min => m.reduce_with::<$t, Min>(b),
-                    Reduction::Max => m.reduce_with::<$t, Max>(b),
-                    Reduction::And => m.reduce_with::<$t, $and>(b),
-                    Reduction::Or => m.reduce_with::<$t, $or>(b),
-                    Reduction::Xor => m.reduce_with::<$t, $xor>(b),
-                }
+                    )))
+                })
             }
             fn argmin_sharded(m: &MultiContext, b: &ShardedBuffer<Self>) -> Result<ArgAcc<Self>> {
                 m.reduce_with::<$t, ArgMin>(b)
@@ -237,14 +233,7 @@ macro_rules! shard_element {
         }
     };
 }
-shard_element!(i32, BitAnd, BitOr, BitXor, true);
-shard_element!(u32, BitAnd, BitOr, BitXor, true);
-shard_element!(i64, BitAnd, BitOr, BitXor, true);
-shard_element!(u64, BitAnd, BitOr, BitXor, true);
-// Floats have no bitwise operators; the arms above are unreachable for them (checked first),
-// and Sum stands in so that the match type-checks.
-shard_element!(f32, Sum, Sum, Sum, false);
-shard_element!(f64, Sum, Sum, Sum, false);
+kernels::builtin_table!(types shard_element! {} int float);
 
 /// A value as 32-bit words (its shuffle encoding: every bit kept).
 fn to_words<A: ShflValue>(values: &[A]) -> Vec<u32> {
@@ -795,20 +784,16 @@ impl MultiContext {
 #[cfg(feature = "nccl")]
 pub mod nccl;
 
-/// The names of the tile-partials kernels this module launches (for the library's index test).
+/// The names of the tile-partials kernels this module launches (for the library's index test):
+/// one per pair of the kernels' built-in table that [`ShardElement`] covers.
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
-    macro_rules! names {
-        ($($t:ty: $($op:ty),*;)*) => {
-            vec![$($(<$op as TilesInstance<$t>>::TILES_KERNEL.name),*),*]
+    let mut names = vec![];
+    macro_rules! each {
+        ($t:ident $op:ident $Op:path) => {
+            names.push(<$Op as TilesInstance<$t>>::TILES_KERNEL.name)
         };
     }
-    names! {
-        i32: Sum, Product, Min, Max, BitAnd, BitOr, BitXor, ArgMin, ArgMax;
-        u32: Sum, Product, Min, Max, BitAnd, BitOr, BitXor, ArgMin, ArgMax;
-        i64: Sum, Product, Min, Max, BitAnd, BitOr, BitXor, ArgMin, ArgMax;
-        u64: Sum, Product, Min, Max, BitAnd, BitOr, BitXor, ArgMin, ArgMax;
-        f32: Sum, Product, Min, Max, ArgMin, ArgMax;
-        f64: Sum, Product, Min, Max, ArgMin, ArgMax;
-    }
+    kernels::builtin_table!(pairs each! {} int float);
+    names
 }

@@ -10,11 +10,7 @@ use std::fmt::Debug;
 
 use cudarc::driver::{DeviceRepr, PushKernelArg, ValidAsZeroBits};
 use kernels::Kernel;
-#[cfg(feature = "f16")]
-use kernels::half::SumF32;
-use kernels::ops::{
-    ArgAcc, ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum, SumCompensated,
-};
+use kernels::ops::{ArgAcc, SumCompensated};
 use kernels::reduce::policy::{BLOCK, POLICY};
 use kernels::reduce::transform::MeanVar;
 use kernels::reduce::{ReduceInstance, SimReduceFn};
@@ -130,82 +126,89 @@ pub trait DeviceElement:
     fn argmax_kernel() -> ReduceKernel<Self, ArgAcc<Self>>;
 }
 
-macro_rules! element {
-    ($t:ty, int) => {
-        element!(
-            $t,
-            Some(<BitAnd as ReduceInstance<$t>>::KERNEL),
-            Some(<BitOr as ReduceInstance<$t>>::KERNEL),
-            Some(<BitXor as ReduceInstance<$t>>::KERNEL)
-        );
-    };
-    ($t:ty, float) => {
-        element!($t, None, None, None);
-    };
-    ($t:ty, $and:expr, $or:expr, $xor:expr) => {
-        impl DeviceElement for $t {
-            const DTYPE: &'static str = stringify!($t);
-            type Sum = $t;
-            fn sum_kernel() -> ReduceKernel<Self, Self> {
-                <Sum as ReduceInstance<$t>>::KERNEL
-            }
-            fn kernel(op: Reduction) -> Option<ReduceKernel<Self, Self>> {
-                match op {
-                    Reduction::Sum => Some(<Sum as ReduceInstance<$t>>::KERNEL),
-                    Reduction::Product => Some(<Product as ReduceInstance<$t>>::KERNEL),
-                    Reduction::Min => Some(<Min as ReduceInstance<$t>>::KERNEL),
-                    Reduction::Max => Some(<Max as ReduceInstance<$t>>::KERNEL),
-                    Reduction::And => $and,
-                    Reduction::Or => $or,
-                    Reduction::Xor => $xor,
-                }
-            }
-            fn argmin_kernel() -> ReduceKernel<Self, ArgAcc<Self>> {
-                <ArgMin as ReduceInstance<$t>>::KERNEL
-            }
-            fn argmax_kernel() -> ReduceKernel<Self, ArgAcc<Self>> {
-                <ArgMax as ReduceInstance<$t>>::KERNEL
-            }
+/// `if $op is the `Reduction` of the table's operator token { return Some($e) }`: what a
+/// family's per-type dispatch writes once per operator of the kernels' built-in table
+/// (`kernels::builtin_table!`). Tokens that are no `Reduction` (argmin, argmax, the 16-bit
+/// floats' f32 sum) expand to nothing.
+macro_rules! reduction_arm {
+    ($v:ident, sum, $e:expr) => {
+        if $v == Reduction::Sum {
+            return Some($e);
         }
     };
+    ($v:ident, product, $e:expr) => {
+        if $v == Reduction::Product {
+            return Some($e);
+        }
+    };
+    ($v:ident, min, $e:expr) => {
+        if $v == Reduction::Min {
+            return Some($e);
+        }
+    };
+    ($v:ident, max, $e:expr) => {
+        if $v == Reduction::Max {
+            return Some($e);
+        }
+    };
+    ($v:ident, and, $e:expr) => {
+        if $v == Reduction::And {
+            return Some($e);
+        }
+    };
+    ($v:ident, or, $e:expr) => {
+        if $v == Reduction::Or {
+            return Some($e);
+        }
+    };
+    ($v:ident, xor, $e:expr) => {
+        if $v == Reduction::Xor {
+            return Some($e);
+        }
+    };
+    ($v:ident, $other:ident, $e:expr) => {};
 }
-element!(i32, int);
-element!(u32, int);
-element!(i64, int);
-element!(u64, int);
-element!(f32, float);
-element!(f64, float);
+pub(crate) use reduction_arm;
 
-#[cfg(feature = "f16")]
-macro_rules! half_element {
-    ($t:ty, $name:literal) => {
-        impl DeviceElement for $t {
-            const DTYPE: &'static str = $name;
-            type Sum = f32;
-            fn sum_kernel() -> ReduceKernel<Self, f32> {
-                <SumF32 as ReduceInstance<$t>>::KERNEL
-            }
-            /// Min and max; the sum (in f32) is [`Context::sum`]; no product.
+/// [`DeviceElement`] of one element type of the kernels' built-in table, from its operators.
+macro_rules! device_element {
+    ($t:ident { $([$op:ident $Op:path])* }) => {
+        impl DeviceElement for kernels::builtin_elem!($t) {
+            const DTYPE: &'static str = stringify!($t);
+            $( device_element!(@item $op $Op); )*
             fn kernel(op: Reduction) -> Option<ReduceKernel<Self, Self>> {
-                match op {
-                    Reduction::Min => Some(<Min as ReduceInstance<$t>>::KERNEL),
-                    Reduction::Max => Some(<Max as ReduceInstance<$t>>::KERNEL),
-                    _ => None,
-                }
-            }
-            fn argmin_kernel() -> ReduceKernel<Self, ArgAcc<Self>> {
-                <ArgMin as ReduceInstance<$t>>::KERNEL
-            }
-            fn argmax_kernel() -> ReduceKernel<Self, ArgAcc<Self>> {
-                <ArgMax as ReduceInstance<$t>>::KERNEL
+                $( reduction_arm!(op, $op, <$Op as ReduceInstance<Self>>::KERNEL); )*
+                None
             }
         }
     };
+    (@item sum $Op:path) => {
+        type Sum = Self;
+        fn sum_kernel() -> ReduceKernel<Self, Self> {
+            <$Op as ReduceInstance<Self>>::KERNEL
+        }
+    };
+    (@item sum_f32 $Op:path) => {
+        type Sum = f32;
+        fn sum_kernel() -> ReduceKernel<Self, f32> {
+            <$Op as ReduceInstance<Self>>::KERNEL
+        }
+    };
+    (@item argmin $Op:path) => {
+        fn argmin_kernel() -> ReduceKernel<Self, ArgAcc<Self>> {
+            <$Op as ReduceInstance<Self>>::KERNEL
+        }
+    };
+    (@item argmax $Op:path) => {
+        fn argmax_kernel() -> ReduceKernel<Self, ArgAcc<Self>> {
+            <$Op as ReduceInstance<Self>>::KERNEL
+        }
+    };
+    (@item $op:ident $Op:path) => {};
 }
+kernels::builtin_table!(types device_element! {} int float);
 #[cfg(feature = "f16")]
-half_element!(half::f16, "f16");
-#[cfg(feature = "f16")]
-half_element!(half::bf16, "bf16");
+kernels::builtin_table!(types device_element! {} half);
 
 /// Accumulators are at most 16 bytes: they come back through a 2-word buffer.
 const ACC_WORDS: usize = 2;
@@ -696,4 +699,30 @@ impl Context {
     {
         self.reduce_into_buf(lib, &O::KERNEL, input.into(), out.into())
     }
+}
+
+/// The one-launch reductions the host can ask for, per type of the kernels' built-in table
+/// (for the library's index test; with the `f16` feature the 16-bit floats' too).
+#[cfg(test)]
+pub(crate) fn kernel_names() -> Vec<&'static str> {
+    fn of<T: DeviceElement>(names: &mut Vec<&'static str>) {
+        names.extend([
+            T::sum_kernel().name,
+            T::argmin_kernel().name,
+            T::argmax_kernel().name,
+        ]);
+        // The sum is `sum_kernel` (also `kernel(Sum)` where the sum is in the type).
+        let ops = Reduction::ALL.iter().filter(|&&op| op != Reduction::Sum);
+        names.extend(ops.filter_map(|&op| T::kernel(op)).map(|k| k.name));
+    }
+    let mut names = vec![<SumCompensated as ReduceInstance<f32>>::KERNEL.name];
+    macro_rules! each {
+        ($t:ident $ops:tt) => {
+            of::<kernels::builtin_elem!($t)>(&mut names)
+        };
+    }
+    kernels::builtin_table!(types each! {} int float);
+    #[cfg(feature = "f16")]
+    kernels::builtin_table!(types each! {} half);
+    names
 }

@@ -97,7 +97,7 @@ pub type ScanKernel<T> = Kernel<SimScanFn<T>>;
 /// invocations (its `ScanInstance` impls); nothing here names one.
 pub trait ScanElement: DeviceElement {
     /// Elements per tile of this type's scan kernels (the grid is `ceil(n / SCAN_TILE_ELEMS)`).
-    const SCAN_TILE_ELEMS: u64 = ACTIVE.tile_elems(std::mem::size_of::<Self>() as u64);
+    const SCAN_TILE_ELEMS: u64;
     /// The built-in scan kernel of `op` and `kind`.
     fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<Self>;
 }
@@ -110,39 +110,55 @@ fn pick<T: kernels::ops::Element, O: ScanInstance<T>>(kind: ScanKind) -> ScanKer
     }
 }
 
+/// `if $v is the scan operator of the table's token { return $e }` (the 16-bit floats' sum is
+/// the f32-accumulated `sum_f32`); operators without a scan expand to nothing.
+macro_rules! scan_arm {
+    ($v:ident, sum, $e:expr) => {
+        if $v == ScanOperator::Sum {
+            return $e;
+        }
+    };
+    ($v:ident, sum_f32, $e:expr) => {
+        if $v == ScanOperator::Sum {
+            return $e;
+        }
+    };
+    ($v:ident, min, $e:expr) => {
+        if $v == ScanOperator::Min {
+            return $e;
+        }
+    };
+    ($v:ident, max, $e:expr) => {
+        if $v == ScanOperator::Max {
+            return $e;
+        }
+    };
+    ($v:ident, $other:ident, $e:expr) => {};
+}
+
+/// [`ScanElement`] of one element type of the kernels' built-in table; the 16-bit floats'
+/// kernels (`kernels::scan::half`) read 8-byte vectors, so their tiles differ.
 macro_rules! scan_element {
-    ($($t:ty),*) => {$(
-        impl ScanElement for $t {
+    ($t:ident $ops:tt) => { scan_element!(@impl $t $ops ACTIVE.tile_elems(std::mem::size_of::<Self>() as u64)); };
+    (@impl $t:ident { $([$op:ident $Op:path])* } $tile:expr) => {
+        impl ScanElement for kernels::builtin_elem!($t) {
+            const SCAN_TILE_ELEMS: u64 = $tile;
             fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<Self> {
-                match op {
-                    ScanOperator::Sum => pick::<$t, Sum>(kind),
-                    ScanOperator::Min => pick::<$t, Min>(kind),
-                    ScanOperator::Max => pick::<$t, Max>(kind),
-                }
+                $( scan_arm!(op, $op, pick::<Self, $Op>(kind)); )*
+                unreachable!("every type of the built-in table scans with sum, min and max")
             }
         }
-    )*};
+    };
 }
-scan_element!(i32, u32, i64, u64, f32, f64);
+kernels::builtin_table!(types scan_element! {} int float);
 
-/// The 16-bit floats: `kernels::scan::half`'s kernels (8-byte vectors, so their own tile size).
+/// The 16-bit floats' [`ScanElement`]s, with their own tile size.
 #[cfg(feature = "f16")]
 macro_rules! half_scan_element {
-    ($($t:ty),*) => {$(
-        impl ScanElement for $t {
-            const SCAN_TILE_ELEMS: u64 = ACTIVE.half_tile_elems();
-            fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<Self> {
-                match op {
-                    ScanOperator::Sum => pick::<$t, kernels::half::SumF32>(kind),
-                    ScanOperator::Min => pick::<$t, Min>(kind),
-                    ScanOperator::Max => pick::<$t, Max>(kind),
-                }
-            }
-        }
-    )*};
+    ($t:ident $ops:tt) => { scan_element!(@impl $t $ops ACTIVE.half_tile_elems()); };
 }
 #[cfg(feature = "f16")]
-half_scan_element!(half::f16, half::bf16);
+kernels::builtin_table!(types half_scan_element! {} half);
 
 /// Key types of the scan by key for values `T` (u32 and u64 keys, compared bitwise).
 pub trait ByKeyKernel<K>: ScanElement {
@@ -523,4 +539,39 @@ impl Context {
             )
         }
     }
+}
+
+/// The scans (plain and by key) the host can ask for, per type of the kernels' built-in table
+/// (for the library's index test; with the `f16` feature the 16-bit floats' too).
+#[cfg(test)]
+pub(crate) fn kernel_names() -> Vec<&'static str> {
+    fn of<T: ScanElement>(names: &mut Vec<&'static str>) {
+        for op in ScanOperator::ALL {
+            names.extend(ScanKind::ALL.map(|kind| T::scan_kernel(op, kind).name));
+        }
+    }
+    fn by_key<T: ByKeyKernel<u32> + ByKeyKernel<u64>>(names: &mut Vec<&'static str>) {
+        for op in ScanOperator::ALL {
+            names.push(<T as ByKeyKernel<u32>>::by_key_kernel(op).name);
+            names.push(<T as ByKeyKernel<u64>>::by_key_kernel(op).name);
+        }
+    }
+    let mut names = vec![];
+    macro_rules! each {
+        ($t:ident $ops:tt) => {{
+            of::<kernels::builtin_elem!($t)>(&mut names);
+            by_key::<kernels::builtin_elem!($t)>(&mut names);
+        }};
+    }
+    kernels::builtin_table!(types each! {} int float);
+    #[cfg(feature = "f16")]
+    {
+        macro_rules! each {
+            ($t:ident $ops:tt) => {
+                of::<kernels::builtin_elem!($t)>(&mut names)
+            };
+        }
+        kernels::builtin_table!(types each! {} half);
+    }
+    names
 }

@@ -26,7 +26,7 @@
 
 use cudarc::driver::PushKernelArg;
 use kernels::Kernel;
-use kernels::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
+use kernels::ops::{ArgMax, ArgMin};
 use kernels::reduce::segmented::{
     BAD_DECREASING, BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, LISTED_MAX, OWNER_WORDS,
     SEGMENTS_PER_BLOCK, SegmentedReduceInstance, SimSegmentedFn, WARP_MAX, listed_workspace_bytes,
@@ -34,7 +34,7 @@ use kernels::reduce::segmented::{
 };
 
 use crate::error::{Error, Result};
-use crate::reduce::{DeviceElement, Reduction};
+use crate::reduce::{DeviceElement, Reduction, reduction_arm};
 use crate::runtime::LaunchShape;
 use crate::runtime::{Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary};
 
@@ -71,30 +71,13 @@ pub trait SegmentedElement: DeviceElement {
     fn segmented_argmax_kernel() -> SegmentedKernel<Self, Self>;
 }
 
-macro_rules! element {
-    ($t:ty, int) => {
-        element!(
-            $t,
-            Some(SegmentedKernel::of::<BitAnd>()),
-            Some(SegmentedKernel::of::<BitOr>()),
-            Some(SegmentedKernel::of::<BitXor>())
-        );
-    };
-    ($t:ty, float) => {
-        element!($t, None, None, None);
-    };
-    ($t:ty, $and:expr, $or:expr, $xor:expr) => {
+/// [`SegmentedElement`] of one element type of the kernels' built-in table.
+macro_rules! segmented_element {
+    ($t:ident { $([$op:ident $Op:path])* }) => {
         impl SegmentedElement for $t {
             fn segmented_kernel(op: Reduction) -> Option<SegmentedKernel<Self, Self>> {
-                match op {
-                    Reduction::Sum => Some(SegmentedKernel::of::<Sum>()),
-                    Reduction::Product => Some(SegmentedKernel::of::<Product>()),
-                    Reduction::Min => Some(SegmentedKernel::of::<Min>()),
-                    Reduction::Max => Some(SegmentedKernel::of::<Max>()),
-                    Reduction::And => $and,
-                    Reduction::Or => $or,
-                    Reduction::Xor => $xor,
-                }
+                $( reduction_arm!(op, $op, SegmentedKernel::of::<$Op>()); )*
+                None
             }
             fn segmented_argmin_kernel() -> SegmentedKernel<Self, Self> {
                 SegmentedKernel::of::<ArgMin>()
@@ -105,12 +88,7 @@ macro_rules! element {
         }
     };
 }
-element!(i32, int);
-element!(u32, int);
-element!(i64, int);
-element!(u64, int);
-element!(f32, float);
-element!(f64, float);
+kernels::builtin_table!(types segmented_element! {} int float);
 
 /// How the segments of a segmented reduction are given.
 #[derive(Debug, Clone, Copy)]
@@ -1004,8 +982,8 @@ impl Context {
     }
 }
 
-/// Every built-in segmented kernel's name (48 general, 48 for long rows), for the library's
-/// kernel-index test.
+/// Every built-in segmented kernel's name (general and long rows, per pair of the built-in
+/// table), for the library's kernel-index test.
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
     fn of<T: SegmentedElement>(names: &mut Vec<&'static str>) {
@@ -1020,11 +998,11 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
         }
     }
     let mut names = vec![];
-    of::<i32>(&mut names);
-    of::<u32>(&mut names);
-    of::<i64>(&mut names);
-    of::<u64>(&mut names);
-    of::<f32>(&mut names);
-    of::<f64>(&mut names);
+    macro_rules! each {
+        ($t:ident $ops:tt) => {
+            of::<$t>(&mut names)
+        };
+    }
+    kernels::builtin_table!(types each! {} int float);
     names
 }

@@ -246,20 +246,21 @@ impl Context {
 /// The transform kernels the host can ask for (for the embedded-index test).
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
-    vec![
+    let mut names = vec![
         <SumSquares as ReduceInstance<f32>>::KERNEL.name,
         <SumSquares as ReduceInstance<f64>>::KERNEL.name,
         <ScaledSsq as ReduceInstance<f64>>::KERNEL.name,
         <MeanVar as ReduceInstance<f32>>::KERNEL.name,
-        <MinMax as ReduceInstance<i32>>::KERNEL.name,
-        <MinMax as ReduceInstance<u32>>::KERNEL.name,
-        <MinMax as ReduceInstance<i64>>::KERNEL.name,
-        <MinMax as ReduceInstance<u64>>::KERNEL.name,
-        <MinMax as ReduceInstance<f32>>::KERNEL.name,
-        <MinMax as ReduceInstance<f64>>::KERNEL.name,
         <Dot as Reduce2Instance<f32>>::KERNEL.name,
         <Dot as Reduce2Instance<f64>>::KERNEL.name,
-    ]
+    ];
+    macro_rules! each {
+        ($t:ident $ops:tt) => {
+            names.push(<MinMax as ReduceInstance<$t>>::KERNEL.name)
+        };
+    }
+    kernels::builtin_table!(types each! {} int float);
+    names
 }
 
 /// Element types with a dot product: f32 (products and sum in f64, one rounding) and f64.

@@ -32,6 +32,7 @@ pub mod half;
 pub mod ops;
 pub mod reduce;
 pub mod scan;
+pub mod table;
 pub mod warp;
 
 /// A kernel as the host sees it: its PTX entry name and, on the host, the same function for

@@ -95,6 +95,19 @@ impl<T: Copy> SharedArray<T> {
 /// unmangled) on nvptx64, and as a plain `unsafe fn` on the host that the simulator launches.
 #[macro_export]
 macro_rules! kernel {
+    // Exported under a name made of tokens (`concat!`), as the built-in table's instances are:
+    // the function itself is named `$name` inside the caller's `const _: () = { ... };`.
+    (#[export_name = $export:expr] $(#[$m:meta])* pub unsafe fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+        $(#[$m])*
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(export_name = $export)]
+        pub unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
+
+        $(#[$m])*
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+        pub unsafe fn $name($($arg: $ty),*) $body
+    };
     ($(#[$m:meta])* pub unsafe fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         $(#[$m])*
         #[cfg(target_arch = "nvptx64")]
@@ -117,9 +130,13 @@ macro_rules! kernel {
 #[macro_export]
 macro_rules! launch_bounds {
     ($name:ident, $threads:expr, $min_blocks:expr) => {
+        $crate::launch_bounds!(@named stringify!($name), $threads, $min_blocks);
+    };
+    // The kernel's exported name as a string expression (`concat!`, as the table makes them).
+    (@named $name:expr, $threads:expr, $min_blocks:expr) => {
         #[cfg(target_arch = "nvptx64")]
         ::core::arch::global_asm!(
-            concat!("// ptx-builder launch-bounds ", stringify!($name), " {t} {b}"),
+            concat!("// ptx-builder launch-bounds ", $name, " {t} {b}"),
             t = const $threads,
             b = const $min_blocks,
         );

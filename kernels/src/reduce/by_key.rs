@@ -38,8 +38,6 @@
 
 use crate::gpu::{self, FULL_MASK, SharedArray};
 use crate::ops::{Element, ReduceOp};
-#[cfg(feature = "builtin")]
-use crate::ops::{Max, Min, Sum};
 use crate::scan::lookback::{POLL_DELAY, TileStatus, first_wait};
 use crate::scan::policy::ACTIVE;
 use crate::scan::tile::prefetch_stretch;
@@ -582,67 +580,69 @@ pub trait ReduceByKeyInstance<K: Element, T: Element>: ReduceOp<T, Acc = T> {
 #[macro_export]
 macro_rules! reduce_by_key_kernels {
     ($($name:ident : $k:ty, $t:ty, $op:ty;)*) => {$(
-        $crate::kernel! {
-            /// Reduce by key; see
-            /// [`reduce_by_key_device`]($crate::reduce::by_key::reduce_by_key_device).
-            pub unsafe fn $name(
-                keys: *const $k, values: *const $t, unique: *mut $k, aggregates_out: *mut $t,
-                capacity: u64, num_runs: *mut u64, n: u64, counter: *mut u32, flags: *mut u32,
-                aggregates: *mut $crate::scan::Headed<$t>, epoch: u32, delay_ns: u32,
-                prefetch: u32,
-            ) {
-                unsafe {
-                    $crate::reduce::by_key::reduce_by_key_device::<
-                        $k,
-                        $t,
-                        $op,
-                        {
-                            $crate::scan::policy::ACTIVE.reduce_by_key_items(
-                                ::core::mem::size_of::<$k>() as u64,
-                                ::core::mem::size_of::<$t>() as u64,
-                            ) as usize
-                        },
-                    >(
-                        keys, values, unique, aggregates_out, capacity, num_runs, n, counter,
-                        flags, aggregates, epoch, delay_ns, prefetch,
-                    )
+        $crate::reduce_by_key_kernels!(@emit stringify!($name), $k, $t, $op);
+    )*};
+    (@emit $name:expr, $k:ty, $t:ty, $op:ty) => {
+        const _: () = {
+            $crate::kernel! {
+                #[export_name = $name]
+                /// Reduce by key; see
+                /// [`reduce_by_key_device`]($crate::reduce::by_key::reduce_by_key_device).
+                pub unsafe fn kernel(
+                    keys: *const $k, values: *const $t, unique: *mut $k, aggregates_out: *mut $t,
+                    capacity: u64, num_runs: *mut u64, n: u64, counter: *mut u32, flags: *mut u32,
+                    aggregates: *mut $crate::scan::Headed<$t>, epoch: u32, delay_ns: u32,
+                    prefetch: u32,
+                ) {
+                    unsafe {
+                        $crate::reduce::by_key::reduce_by_key_device::<
+                            $k,
+                            $t,
+                            $op,
+                            {
+                                $crate::scan::policy::ACTIVE.reduce_by_key_items(
+                                    ::core::mem::size_of::<$k>() as u64,
+                                    ::core::mem::size_of::<$t>() as u64,
+                                ) as usize
+                            },
+                        >(
+                            keys, values, unique, aggregates_out, capacity, num_runs, n, counter,
+                            flags, aggregates, epoch, delay_ns, prefetch,
+                        )
+                    }
                 }
             }
-        }
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::reduce::by_key::ReduceByKeyInstance<$k, $t> for $op {
+                const KERNEL: $crate::Kernel<$crate::reduce::by_key::SimReduceByKeyFn<$k, $t>> =
+                    $crate::Kernel { name: $name, sim: kernel };
+            }
+        };
         // Registers for `reduce_by_key_min_blocks` blocks per SM (the scan policy says why).
         $crate::launch_bounds!(
-            $name,
+            @named $name,
             $crate::scan::policy::ACTIVE.block,
             $crate::scan::policy::ACTIVE.reduce_by_key_min_blocks
         );
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl $crate::reduce::by_key::ReduceByKeyInstance<$k, $t> for $op {
-            const KERNEL: $crate::Kernel<$crate::reduce::by_key::SimReduceByKeyFn<$k, $t>> =
-                $crate::Kernel { name: stringify!($name), sim: $name };
-        }
-    )*};
+    };
 }
 
-// The library's built-in reductions by key: u32 and u64 keys (compared bitwise), every value
-// type, sum / min / max.
-#[cfg(feature = "builtin")]
-reduce_by_key_kernels! {
-    reduce_by_key_sum_u32_i32: u32, i32, Sum; reduce_by_key_sum_u32_u32: u32, u32, Sum;
-    reduce_by_key_sum_u32_i64: u32, i64, Sum; reduce_by_key_sum_u32_u64: u32, u64, Sum;
-    reduce_by_key_sum_u32_f32: u32, f32, Sum; reduce_by_key_sum_u32_f64: u32, f64, Sum;
-    reduce_by_key_min_u32_i32: u32, i32, Min; reduce_by_key_min_u32_u32: u32, u32, Min;
-    reduce_by_key_min_u32_i64: u32, i64, Min; reduce_by_key_min_u32_u64: u32, u64, Min;
-    reduce_by_key_min_u32_f32: u32, f32, Min; reduce_by_key_min_u32_f64: u32, f64, Min;
-    reduce_by_key_max_u32_i32: u32, i32, Max; reduce_by_key_max_u32_u32: u32, u32, Max;
-    reduce_by_key_max_u32_i64: u32, i64, Max; reduce_by_key_max_u32_u64: u32, u64, Max;
-    reduce_by_key_max_u32_f32: u32, f32, Max; reduce_by_key_max_u32_f64: u32, f64, Max;
-    reduce_by_key_sum_u64_i32: u64, i32, Sum; reduce_by_key_sum_u64_u32: u64, u32, Sum;
-    reduce_by_key_sum_u64_i64: u64, i64, Sum; reduce_by_key_sum_u64_u64: u64, u64, Sum;
-    reduce_by_key_sum_u64_f32: u64, f32, Sum; reduce_by_key_sum_u64_f64: u64, f64, Sum;
-    reduce_by_key_min_u64_i32: u64, i32, Min; reduce_by_key_min_u64_u32: u64, u32, Min;
-    reduce_by_key_min_u64_i64: u64, i64, Min; reduce_by_key_min_u64_u64: u64, u64, Min;
-    reduce_by_key_min_u64_f32: u64, f32, Min; reduce_by_key_min_u64_f64: u64, f64, Min;
-    reduce_by_key_max_u64_i32: u64, i32, Max; reduce_by_key_max_u64_u32: u64, u32, Max;
-    reduce_by_key_max_u64_i64: u64, i64, Max; reduce_by_key_max_u64_u64: u64, u64, Max;
-    reduce_by_key_max_u64_f32: u64, f32, Max; reduce_by_key_max_u64_f64: u64, f64, Max;
+/// The reductions by key of the built-in pairs, per key type of the table (compared bitwise):
+/// `reduce_by_key_{op}_{key}_{type}`, sum, min and max.
+macro_rules! builtin_reduce_by_key {
+    ([$($k:ident)*]) => {
+        $( crate::builtin_table!(pairs builtin_reduce_by_key! { @pair $k } int float); )*
+    };
+    (@pair $k:ident $t:ident sum $Op:path) => { builtin_reduce_by_key!(@emit $k $t sum $Op); };
+    (@pair $k:ident $t:ident min $Op:path) => { builtin_reduce_by_key!(@emit $k $t min $Op); };
+    (@pair $k:ident $t:ident max $Op:path) => { builtin_reduce_by_key!(@emit $k $t max $Op); };
+    (@pair $k:ident $t:ident $op:ident $Op:path) => {};
+    (@emit $k:ident $t:ident $op:ident $Op:path) => {
+        $crate::reduce_by_key_kernels!(@emit
+            concat!("reduce_by_key_", stringify!($op), "_", stringify!($k), "_", stringify!($t)),
+            $k, $crate::builtin_elem!($t), $Op);
+    };
 }
+
+#[cfg(feature = "builtin")]
+crate::builtin_table!(keys builtin_reduce_by_key! {});

@@ -21,9 +21,7 @@ pub mod transform;
 use crate::block::{block_reduce, block_reduce2};
 use crate::gpu;
 #[cfg(feature = "builtin")]
-use crate::half::{Bf16, F16, SumF32};
-#[cfg(feature = "builtin")]
-use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum, SumCompensated};
+use crate::ops::SumCompensated;
 use crate::ops::{Element, ReduceOp};
 use policy::BLOCK as REDUCE_BLOCK;
 
@@ -352,66 +350,52 @@ pub trait ReduceInstance<T: Element>: ReduceOp<T> {
 #[macro_export]
 macro_rules! reduce_kernels {
     ($($name:ident : $t:ty, $op:ty;)*) => {$(
-        $crate::kernel! {
-            /// One-launch reduction; see [`reduce_device`]($crate::reduce::reduce_device).
-            pub unsafe fn $name(
-                input: *const $t,
-                n: u64,
-                tiles: u32,
-                partials: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
-                retire_count: *mut u32,
-                out: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
-                done: *mut u32,
-                seq: u32,
-            ) {
-                unsafe { $crate::reduce::reduce_device::<$t, $op>(input, n, tiles, partials, retire_count, out, done, seq) }
-            }
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl $crate::reduce::ReduceInstance<$t> for $op {
-            const KERNEL: $crate::Kernel<
-                $crate::reduce::SimReduceFn<$t, <$op as $crate::ops::ReduceOp<$t>>::Acc>,
-            > = $crate::Kernel { name: stringify!($name), sim: $name };
-        }
+        $crate::reduce_kernels!(@emit stringify!($name), $t, $op);
     )*};
+    (@emit $name:expr, $t:ty, $op:ty) => {
+        const _: () = {
+            $crate::kernel! {
+                #[export_name = $name]
+                /// One-launch reduction; see [`reduce_device`]($crate::reduce::reduce_device).
+                pub unsafe fn kernel(
+                    input: *const $t,
+                    n: u64,
+                    tiles: u32,
+                    partials: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
+                    retire_count: *mut u32,
+                    out: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
+                    done: *mut u32,
+                    seq: u32,
+                ) {
+                    unsafe { $crate::reduce::reduce_device::<$t, $op>(input, n, tiles, partials, retire_count, out, done, seq) }
+                }
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::reduce::ReduceInstance<$t> for $op {
+                const KERNEL: $crate::Kernel<
+                    $crate::reduce::SimReduceFn<$t, <$op as $crate::ops::ReduceOp<$t>>::Acc>,
+                > = $crate::Kernel { name: $name, sim: kernel };
+            }
+        };
+    };
+}
+
+/// A built-in pair's one-launch reduction, `reduce_{op}_{type}` (every operator of the table).
+macro_rules! builtin_reduce {
+    ($t:ident $op:ident $Op:path) => {
+        $crate::reduce_kernels!(@emit concat!("reduce_", stringify!($op), "_", stringify!($t)),
+            $crate::builtin_elem!($t), $Op);
+    };
 }
 
 // The library's built-in reductions (the `builtin` feature; a user's kernel crate turns it off
-// so its PTX holds its own kernels only).
+// so its PTX holds its own kernels only). 16-bit floats: the sum accumulates in f32.
 #[cfg(feature = "builtin")]
-reduce_kernels! {
-    reduce_sum_i32: i32, Sum; reduce_sum_u32: u32, Sum; reduce_sum_i64: i64, Sum;
-    reduce_sum_u64: u64, Sum; reduce_sum_f32: f32, Sum; reduce_sum_f64: f64, Sum;
-    reduce_product_i32: i32, Product; reduce_product_u32: u32, Product;
-    reduce_product_i64: i64, Product; reduce_product_u64: u64, Product;
-    reduce_product_f32: f32, Product; reduce_product_f64: f64, Product;
-    reduce_min_i32: i32, Min; reduce_min_u32: u32, Min; reduce_min_i64: i64, Min;
-    reduce_min_u64: u64, Min; reduce_min_f32: f32, Min; reduce_min_f64: f64, Min;
-    reduce_max_i32: i32, Max; reduce_max_u32: u32, Max; reduce_max_i64: i64, Max;
-    reduce_max_u64: u64, Max; reduce_max_f32: f32, Max; reduce_max_f64: f64, Max;
-    reduce_and_i32: i32, BitAnd; reduce_and_u32: u32, BitAnd;
-    reduce_and_i64: i64, BitAnd; reduce_and_u64: u64, BitAnd;
-    reduce_or_i32: i32, BitOr; reduce_or_u32: u32, BitOr;
-    reduce_or_i64: i64, BitOr; reduce_or_u64: u64, BitOr;
-    reduce_xor_i32: i32, BitXor; reduce_xor_u32: u32, BitXor;
-    reduce_xor_i64: i64, BitXor; reduce_xor_u64: u64, BitXor;
-    reduce_argmin_i32: i32, ArgMin; reduce_argmin_u32: u32, ArgMin;
-    reduce_argmin_i64: i64, ArgMin; reduce_argmin_u64: u64, ArgMin;
-    reduce_argmin_f32: f32, ArgMin; reduce_argmin_f64: f64, ArgMin;
-    reduce_argmax_i32: i32, ArgMax; reduce_argmax_u32: u32, ArgMax;
-    reduce_argmax_i64: i64, ArgMax; reduce_argmax_u64: u64, ArgMax;
-    reduce_argmax_f32: f32, ArgMax; reduce_argmax_f64: f64, ArgMax;
-    reduce_sum_compensated_f32: f32, SumCompensated;
-}
+crate::builtin_table!(pairs builtin_reduce! {} int float half);
 
-// 16-bit floats (crate::half): the sum accumulates in f32; min/max/argmin/argmax in the type.
 #[cfg(feature = "builtin")]
 reduce_kernels! {
-    reduce_sum_f32_f16: F16, SumF32; reduce_sum_f32_bf16: Bf16, SumF32;
-    reduce_min_f16: F16, Min; reduce_min_bf16: Bf16, Min;
-    reduce_max_f16: F16, Max; reduce_max_bf16: Bf16, Max;
-    reduce_argmin_f16: F16, ArgMin; reduce_argmin_bf16: Bf16, ArgMin;
-    reduce_argmax_f16: F16, ArgMax; reduce_argmax_bf16: Bf16, ArgMax;
+    reduce_sum_compensated_f32: f32, SumCompensated;
 }
 
 // Maps applied on load (transform.rs): sum of squares, the scaled sum of squares of the f64
@@ -421,7 +405,16 @@ reduce_kernels! {
     reduce_sum_squares_f32: f32, transform::SumSquares;
     reduce_sum_squares_f64: f64, transform::SumSquares;
     reduce_scaled_ssq_f64: f64, transform::ScaledSsq;
-    reduce_min_max_i32: i32, transform::MinMax; reduce_min_max_u32: u32, transform::MinMax;
-    reduce_min_max_i64: i64, transform::MinMax; reduce_min_max_u64: u64, transform::MinMax;
-    reduce_min_max_f32: f32, transform::MinMax; reduce_min_max_f64: f64, transform::MinMax;
 }
+
+/// Min and max together, `reduce_min_max_{type}`, for every type of the built-in table's
+/// `int` and `float` classes.
+macro_rules! builtin_min_max {
+    ($t:ident $ops:tt) => {
+        $crate::reduce_kernels!(@emit concat!("reduce_min_max_", stringify!($t)), $t,
+            transform::MinMax);
+    };
+}
+
+#[cfg(feature = "builtin")]
+crate::builtin_table!(types builtin_min_max! {} int float);

@@ -38,8 +38,6 @@
 use crate::block::block_reduce;
 use crate::gpu::{self, ShflValue};
 use crate::ops::{ArgAcc, Element, ReduceOp};
-#[cfg(feature = "builtin")]
-use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
 use crate::reduce::fold_vec;
 use crate::warp::warp_reduce;
 
@@ -1059,134 +1057,103 @@ pub trait SegmentedReduceInstance<T: Element>: ReduceOp<T> {
 #[macro_export]
 macro_rules! segmented_reduce_kernels {
     ($($name:ident, $rows:ident : $t:ty, $op:ty $(, $arg:ident)?;)*) => {$(
-        $crate::segmented_reduce_kernels!(@one $name, $rows, $t, $op $(, $arg)?);
+        $crate::segmented_reduce_kernels!(@one stringify!($name), stringify!($rows), $t, $op $(, $arg)?);
     )*};
-    (@one $name:ident, $rows:ident, $t:ty, $op:ty) => {
+    (@one $name:expr, $rows:expr, $t:ty, $op:ty) => {
         $crate::segmented_reduce_kernels!(
             @emit $name, $rows, $t, $op, $crate::reduce::segmented::AccSink,
             <$op as $crate::ops::ReduceOp<$t>>::Acc, false
         );
     };
-    (@one $name:ident, $rows:ident, $t:ty, $op:ty, arg) => {
+    (@one $name:expr, $rows:expr, $t:ty, $op:ty, arg) => {
         $crate::segmented_reduce_kernels!(
             @emit $name, $rows, $t, $op, $crate::reduce::segmented::ArgSink, $t, true
         );
     };
-    (@emit $name:ident, $rows:ident, $t:ty, $op:ty, $sink:ty, $out:ty, $writes_index:expr) => {
-        $crate::kernel! {
-            /// One-launch segmented reduction; see
-            /// [`segmented_device`]($crate::reduce::segmented::segmented_device).
-            pub unsafe fn $name(
-                input: *const $t,
-                n: u64,
-                begin: *const u64,
-                end: *const u64,
-                segment_len: u64,
-                k: u64,
-                out: *mut $out,
-                index_out: *mut u64,
-                status: *mut u64,
-                ws: *mut u64,
-                entry_cap: u64,
-                partial_cap: u64,
-            ) {
-                unsafe {
-                    $crate::reduce::segmented::segmented_device::<$t, $op, $sink>(
-                        input, n, begin, end, segment_len, k, out, index_out, status, ws,
-                        entry_cap, partial_cap,
-                    )
+    (@emit $name:expr, $rows:expr, $t:ty, $op:ty, $sink:ty, $out:ty, $writes_index:expr) => {
+        const _: () = {
+            $crate::kernel! {
+                #[export_name = $name]
+                /// One-launch segmented reduction; see
+                /// [`segmented_device`]($crate::reduce::segmented::segmented_device).
+                pub unsafe fn kernel(
+                    input: *const $t,
+                    n: u64,
+                    begin: *const u64,
+                    end: *const u64,
+                    segment_len: u64,
+                    k: u64,
+                    out: *mut $out,
+                    index_out: *mut u64,
+                    status: *mut u64,
+                    ws: *mut u64,
+                    entry_cap: u64,
+                    partial_cap: u64,
+                ) {
+                    unsafe {
+                        $crate::reduce::segmented::segmented_device::<$t, $op, $sink>(
+                            input, n, begin, end, segment_len, k, out, index_out, status, ws,
+                            entry_cap, partial_cap,
+                        )
+                    }
                 }
             }
-        }
-        $crate::kernel! {
-            /// Segmented reduction of fixed-size long rows; see
-            /// [`rows_device`]($crate::reduce::segmented::rows_device).
-            pub unsafe fn $rows(
-                input: *const $t,
-                _n: u64,
-                _begin: *const u64,
-                _end: *const u64,
-                segment_len: u64,
-                k: u64,
-                out: *mut $out,
-                index_out: *mut u64,
-                _status: *mut u64,
-                ws: *mut u64,
-                _entry_cap: u64,
-                _partial_cap: u64,
-            ) {
-                unsafe {
-                    $crate::reduce::segmented::rows_device::<$t, $op, $sink>(
-                        input, segment_len, k, out, index_out, ws,
-                    )
+            $crate::kernel! {
+                #[export_name = $rows]
+                /// Segmented reduction of fixed-size long rows; see
+                /// [`rows_device`]($crate::reduce::segmented::rows_device).
+                pub unsafe fn rows(
+                    input: *const $t,
+                    _n: u64,
+                    _begin: *const u64,
+                    _end: *const u64,
+                    segment_len: u64,
+                    k: u64,
+                    out: *mut $out,
+                    index_out: *mut u64,
+                    _status: *mut u64,
+                    ws: *mut u64,
+                    _entry_cap: u64,
+                    _partial_cap: u64,
+                ) {
+                    unsafe {
+                        $crate::reduce::segmented::rows_device::<$t, $op, $sink>(
+                            input, segment_len, k, out, index_out, ws,
+                        )
+                    }
                 }
             }
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl $crate::reduce::segmented::SegmentedReduceInstance<$t> for $op {
-            type Out = $out;
-            const WRITES_INDEX: bool = $writes_index;
-            const KERNEL: $crate::Kernel<$crate::reduce::segmented::SimSegmentedFn<$t, $out>> =
-                $crate::Kernel { name: stringify!($name), sim: $name };
-            const ROWS_KERNEL: $crate::Kernel<$crate::reduce::segmented::SimSegmentedFn<$t, $out>> =
-                $crate::Kernel { name: stringify!($rows), sim: $rows };
-        }
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::reduce::segmented::SegmentedReduceInstance<$t> for $op {
+                type Out = $out;
+                const WRITES_INDEX: bool = $writes_index;
+                const KERNEL: $crate::Kernel<$crate::reduce::segmented::SimSegmentedFn<$t, $out>> =
+                    $crate::Kernel { name: $name, sim: kernel };
+                const ROWS_KERNEL: $crate::Kernel<$crate::reduce::segmented::SimSegmentedFn<$t, $out>> =
+                    $crate::Kernel { name: $rows, sim: rows };
+            }
+        };
+    };
+}
+
+/// A built-in pair's segmented reductions, `reduce_segmented_{op}_{type}` and
+/// `reduce_segmented_rows_{op}_{type}`; argmin and argmax write the index too.
+macro_rules! builtin_segmented {
+    ($t:ident argmin $Op:path) => { builtin_segmented!(@emit $t argmin $Op, arg); };
+    ($t:ident argmax $Op:path) => { builtin_segmented!(@emit $t argmax $Op, arg); };
+    ($t:ident $op:ident $Op:path) => { builtin_segmented!(@emit $t $op $Op,); };
+    (@emit $t:ident $op:ident $Op:path, $($arg:ident)?) => {
+        $crate::segmented_reduce_kernels!(@one
+            concat!("reduce_segmented_", stringify!($op), "_", stringify!($t)),
+            concat!("reduce_segmented_rows_", stringify!($op), "_", stringify!($t)),
+            $crate::builtin_elem!($t), $Op $(, $arg)?);
     };
 }
 
 // The library's built-in segmented reductions: per (operator, type), one kernel for offsets and
 // for fixed-length rows up to WARP_MAX, and one for longer fixed-length rows.
 #[cfg(feature = "builtin")]
-segmented_reduce_kernels! {
-    reduce_segmented_sum_i32, reduce_segmented_rows_sum_i32: i32, Sum;
-    reduce_segmented_sum_u32, reduce_segmented_rows_sum_u32: u32, Sum;
-    reduce_segmented_sum_i64, reduce_segmented_rows_sum_i64: i64, Sum;
-    reduce_segmented_sum_u64, reduce_segmented_rows_sum_u64: u64, Sum;
-    reduce_segmented_sum_f32, reduce_segmented_rows_sum_f32: f32, Sum;
-    reduce_segmented_sum_f64, reduce_segmented_rows_sum_f64: f64, Sum;
-    reduce_segmented_product_i32, reduce_segmented_rows_product_i32: i32, Product;
-    reduce_segmented_product_u32, reduce_segmented_rows_product_u32: u32, Product;
-    reduce_segmented_product_i64, reduce_segmented_rows_product_i64: i64, Product;
-    reduce_segmented_product_u64, reduce_segmented_rows_product_u64: u64, Product;
-    reduce_segmented_product_f32, reduce_segmented_rows_product_f32: f32, Product;
-    reduce_segmented_product_f64, reduce_segmented_rows_product_f64: f64, Product;
-    reduce_segmented_min_i32, reduce_segmented_rows_min_i32: i32, Min;
-    reduce_segmented_min_u32, reduce_segmented_rows_min_u32: u32, Min;
-    reduce_segmented_min_i64, reduce_segmented_rows_min_i64: i64, Min;
-    reduce_segmented_min_u64, reduce_segmented_rows_min_u64: u64, Min;
-    reduce_segmented_min_f32, reduce_segmented_rows_min_f32: f32, Min;
-    reduce_segmented_min_f64, reduce_segmented_rows_min_f64: f64, Min;
-    reduce_segmented_max_i32, reduce_segmented_rows_max_i32: i32, Max;
-    reduce_segmented_max_u32, reduce_segmented_rows_max_u32: u32, Max;
-    reduce_segmented_max_i64, reduce_segmented_rows_max_i64: i64, Max;
-    reduce_segmented_max_u64, reduce_segmented_rows_max_u64: u64, Max;
-    reduce_segmented_max_f32, reduce_segmented_rows_max_f32: f32, Max;
-    reduce_segmented_max_f64, reduce_segmented_rows_max_f64: f64, Max;
-    reduce_segmented_and_i32, reduce_segmented_rows_and_i32: i32, BitAnd;
-    reduce_segmented_and_u32, reduce_segmented_rows_and_u32: u32, BitAnd;
-    reduce_segmented_and_i64, reduce_segmented_rows_and_i64: i64, BitAnd;
-    reduce_segmented_and_u64, reduce_segmented_rows_and_u64: u64, BitAnd;
-    reduce_segmented_or_i32, reduce_segmented_rows_or_i32: i32, BitOr;
-    reduce_segmented_or_u32, reduce_segmented_rows_or_u32: u32, BitOr;
-    reduce_segmented_or_i64, reduce_segmented_rows_or_i64: i64, BitOr;
-    reduce_segmented_or_u64, reduce_segmented_rows_or_u64: u64, BitOr;
-    reduce_segmented_xor_i32, reduce_segmented_rows_xor_i32: i32, BitXor;
-    reduce_segmented_xor_u32, reduce_segmented_rows_xor_u32: u32, BitXor;
-    reduce_segmented_xor_i64, reduce_segmented_rows_xor_i64: i64, BitXor;
-    reduce_segmented_xor_u64, reduce_segmented_rows_xor_u64: u64, BitXor;
-    reduce_segmented_argmin_i32, reduce_segmented_rows_argmin_i32: i32, ArgMin, arg;
-    reduce_segmented_argmin_u32, reduce_segmented_rows_argmin_u32: u32, ArgMin, arg;
-    reduce_segmented_argmin_i64, reduce_segmented_rows_argmin_i64: i64, ArgMin, arg;
-    reduce_segmented_argmin_u64, reduce_segmented_rows_argmin_u64: u64, ArgMin, arg;
-    reduce_segmented_argmin_f32, reduce_segmented_rows_argmin_f32: f32, ArgMin, arg;
-    reduce_segmented_argmin_f64, reduce_segmented_rows_argmin_f64: f64, ArgMin, arg;
-    reduce_segmented_argmax_i32, reduce_segmented_rows_argmax_i32: i32, ArgMax, arg;
-    reduce_segmented_argmax_u32, reduce_segmented_rows_argmax_u32: u32, ArgMax, arg;
-    reduce_segmented_argmax_i64, reduce_segmented_rows_argmax_i64: i64, ArgMax, arg;
-    reduce_segmented_argmax_u64, reduce_segmented_rows_argmax_u64: u64, ArgMax, arg;
-    reduce_segmented_argmax_f32, reduce_segmented_rows_argmax_f32: f32, ArgMax, arg;
-    reduce_segmented_argmax_f64, reduce_segmented_rows_argmax_f64: f64, ArgMax, arg;
-}
+crate::builtin_table!(pairs builtin_segmented! {} int float);
 
 // The listed form took these two from 80 to 82 registers on sm_90 (two blocks per SM instead of
 // three); held at 80 (three blocks of BLOCK threads per SM) they spill nothing there. (sm_80's

@@ -108,53 +108,42 @@ pub trait TilesInstance<T: Element>: ReduceOp<T> {
 #[macro_export]
 macro_rules! reduce_tiles_kernels {
     ($($name:ident : $t:ty, $op:ty;)*) => {$(
-        $crate::kernel! {
-            /// Partials of contiguous tiles; see
-            /// [`reduce_tiles_device`]($crate::reduce::tiles::reduce_tiles_device).
-            pub unsafe fn $name(
-                input: *const $t,
-                n: u64,
-                tile_elems: u64,
-                index_base: u64,
-                partials: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
-            ) {
-                unsafe { $crate::reduce::tiles::reduce_tiles_device::<$t, $op>(input, n, tile_elems, index_base, partials) }
-            }
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl $crate::reduce::tiles::TilesInstance<$t> for $op {
-            const TILES_KERNEL: $crate::Kernel<
-                $crate::reduce::tiles::SimTilesFn<$t, <$op as $crate::ops::ReduceOp<$t>>::Acc>,
-            > = $crate::Kernel { name: stringify!($name), sim: $name };
-        }
+        $crate::reduce_tiles_kernels!(@emit stringify!($name), $t, $op);
     )*};
+    (@emit $name:expr, $t:ty, $op:ty) => {
+        const _: () = {
+            $crate::kernel! {
+                #[export_name = $name]
+                /// Partials of contiguous tiles; see
+                /// [`reduce_tiles_device`]($crate::reduce::tiles::reduce_tiles_device).
+                pub unsafe fn kernel(
+                    input: *const $t,
+                    n: u64,
+                    tile_elems: u64,
+                    index_base: u64,
+                    partials: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
+                ) {
+                    unsafe { $crate::reduce::tiles::reduce_tiles_device::<$t, $op>(input, n, tile_elems, index_base, partials) }
+                }
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::reduce::tiles::TilesInstance<$t> for $op {
+                const TILES_KERNEL: $crate::Kernel<
+                    $crate::reduce::tiles::SimTilesFn<$t, <$op as $crate::ops::ReduceOp<$t>>::Acc>,
+                > = $crate::Kernel { name: $name, sim: kernel };
+            }
+        };
+    };
+}
+
+/// A built-in pair's tile reduction (the multi-GPU reduction's), `reduce_tiles_{op}_{type}`.
+macro_rules! builtin_tiles {
+    ($t:ident $op:ident $Op:path) => {
+        $crate::reduce_tiles_kernels!(@emit
+            concat!("reduce_tiles_", stringify!($op), "_", stringify!($t)),
+            $crate::builtin_elem!($t), $Op);
+    };
 }
 
 #[cfg(feature = "builtin")]
-use crate::ops::{ArgMax, ArgMin, BitAnd, BitOr, BitXor, Max, Min, Product, Sum};
-
-// The built-in operators of the multi-GPU reduction.
-#[cfg(feature = "builtin")]
-reduce_tiles_kernels! {
-    reduce_tiles_sum_i32: i32, Sum; reduce_tiles_sum_u32: u32, Sum; reduce_tiles_sum_i64: i64, Sum;
-    reduce_tiles_sum_u64: u64, Sum; reduce_tiles_sum_f32: f32, Sum; reduce_tiles_sum_f64: f64, Sum;
-    reduce_tiles_product_i32: i32, Product; reduce_tiles_product_u32: u32, Product;
-    reduce_tiles_product_i64: i64, Product; reduce_tiles_product_u64: u64, Product;
-    reduce_tiles_product_f32: f32, Product; reduce_tiles_product_f64: f64, Product;
-    reduce_tiles_min_i32: i32, Min; reduce_tiles_min_u32: u32, Min; reduce_tiles_min_i64: i64, Min;
-    reduce_tiles_min_u64: u64, Min; reduce_tiles_min_f32: f32, Min; reduce_tiles_min_f64: f64, Min;
-    reduce_tiles_max_i32: i32, Max; reduce_tiles_max_u32: u32, Max; reduce_tiles_max_i64: i64, Max;
-    reduce_tiles_max_u64: u64, Max; reduce_tiles_max_f32: f32, Max; reduce_tiles_max_f64: f64, Max;
-    reduce_tiles_and_i32: i32, BitAnd; reduce_tiles_and_u32: u32, BitAnd;
-    reduce_tiles_and_i64: i64, BitAnd; reduce_tiles_and_u64: u64, BitAnd;
-    reduce_tiles_or_i32: i32, BitOr; reduce_tiles_or_u32: u32, BitOr;
-    reduce_tiles_or_i64: i64, BitOr; reduce_tiles_or_u64: u64, BitOr;
-    reduce_tiles_xor_i32: i32, BitXor; reduce_tiles_xor_u32: u32, BitXor;
-    reduce_tiles_xor_i64: i64, BitXor; reduce_tiles_xor_u64: u64, BitXor;
-    reduce_tiles_argmin_i32: i32, ArgMin; reduce_tiles_argmin_u32: u32, ArgMin;
-    reduce_tiles_argmin_i64: i64, ArgMin; reduce_tiles_argmin_u64: u64, ArgMin;
-    reduce_tiles_argmin_f32: f32, ArgMin; reduce_tiles_argmin_f64: f64, ArgMin;
-    reduce_tiles_argmax_i32: i32, ArgMax; reduce_tiles_argmax_u32: u32, ArgMax;
-    reduce_tiles_argmax_i64: i64, ArgMax; reduce_tiles_argmax_u64: u64, ArgMax;
-    reduce_tiles_argmax_f32: f32, ArgMax; reduce_tiles_argmax_f64: f64, ArgMax;
-}
+crate::builtin_table!(pairs builtin_tiles! {} int float);

@@ -25,8 +25,6 @@ use super::tile::{TileIo, Whole, prefetch_stretch, scan_tile};
 use crate::gpu;
 use crate::half::HalfFloat;
 use crate::half::SumF32;
-#[cfg(feature = "builtin")]
-use crate::half::{Bf16, F16};
 use crate::ops::{Max, Min, ReduceOp};
 
 /// Rows per thread ([`policy`](super::policy)).
@@ -175,52 +173,4 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
             false,
         )
     };
-}
-
-/// Export `scan_half_device::<T, Op, false/true>` as an inclusive and an exclusive kernel and
-/// register them with [`ScanInstance`](super::ScanInstance) (the same kernel signature as
-/// [`scan_kernels!`](crate::scan_kernels)'s).
-macro_rules! half_scan_kernels {
-    ($($incl:ident, $excl:ident : $t:ty, $op:ty;)*) => {$(
-        $crate::kernel! {
-            /// Inclusive single-pass scan of 16-bit floats; see
-            /// [`scan_half_device`]($crate::scan::half::scan_half_device).
-            pub unsafe fn $incl(
-                input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
-                aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
-            ) {
-                unsafe { $crate::scan::half::scan_half_device::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
-            }
-        }
-        $crate::kernel! {
-            /// Exclusive single-pass scan of 16-bit floats; see
-            /// [`scan_half_device`]($crate::scan::half::scan_half_device).
-            pub unsafe fn $excl(
-                input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
-                aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
-            ) {
-                unsafe { $crate::scan::half::scan_half_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
-            }
-        }
-        $crate::launch_bounds!($incl, $crate::scan::policy::ACTIVE.block, 2);
-        $crate::launch_bounds!($excl, $crate::scan::policy::ACTIVE.block, 2);
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl $crate::scan::ScanInstance<$t> for $op {
-            const INCLUSIVE: $crate::Kernel<$crate::scan::SimScanFn<$t>> =
-                $crate::Kernel { name: stringify!($incl), sim: $incl };
-            const EXCLUSIVE: $crate::Kernel<$crate::scan::SimScanFn<$t>> =
-                $crate::Kernel { name: stringify!($excl), sim: $excl };
-        }
-    )*};
-}
-
-// The library's built-in 16-bit scans: sum (in f32), min, max.
-#[cfg(feature = "builtin")]
-half_scan_kernels! {
-    scan_inclusive_sum_f16, scan_exclusive_sum_f16: F16, SumF32;
-    scan_inclusive_sum_bf16, scan_exclusive_sum_bf16: Bf16, SumF32;
-    scan_inclusive_min_f16, scan_exclusive_min_f16: F16, Min;
-    scan_inclusive_min_bf16, scan_exclusive_min_bf16: Bf16, Min;
-    scan_inclusive_max_f16, scan_exclusive_max_f16: F16, Max;
-    scan_inclusive_max_bf16, scan_exclusive_max_bf16: Bf16, Max;
 }

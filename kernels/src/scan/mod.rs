@@ -21,8 +21,6 @@ pub mod tile;
 
 use crate::gpu::{self, ShflValue};
 use crate::ops::{Element, ReduceOp};
-#[cfg(feature = "builtin")]
-use crate::ops::{Max, Min, Sum};
 use lookback::TileStatus;
 use policy::ACTIVE;
 use tile::{HeadBit, TileIo, Whole, prefetch_stretch, scan_tile};
@@ -413,36 +411,45 @@ pub trait ScanByKeyInstance<K: Element, T: Element>: ReduceOp<T, Acc = T> {
 #[macro_export]
 macro_rules! scan_kernels {
     ($($incl:ident, $excl:ident : $t:ty, $op:ty;)*) => {$(
-        $crate::kernel! {
-            /// Inclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
-            pub unsafe fn $incl(
-                input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
-                aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
-            ) {
-                unsafe { $crate::scan::scan_device::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
-            }
-        }
-        $crate::kernel! {
-            /// Exclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
-            pub unsafe fn $excl(
-                input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
-                aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
-            ) {
-                unsafe { $crate::scan::scan_device::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
-            }
-        }
-        $crate::launch_bounds!($incl, $crate::scan::policy::ACTIVE.block,
-            $crate::scan::scan_min_blocks(::core::mem::size_of::<$t>()));
-        $crate::launch_bounds!($excl, $crate::scan::policy::ACTIVE.block,
-            $crate::scan::scan_min_blocks(::core::mem::size_of::<$t>()));
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl $crate::scan::ScanInstance<$t> for $op {
-            const INCLUSIVE: $crate::Kernel<$crate::scan::SimScanFn<$t>> =
-                $crate::Kernel { name: stringify!($incl), sim: $incl };
-            const EXCLUSIVE: $crate::Kernel<$crate::scan::SimScanFn<$t>> =
-                $crate::Kernel { name: stringify!($excl), sim: $excl };
-        }
+        $crate::scan_kernels!(@emit stringify!($incl), stringify!($excl), $t, $op,
+            $crate::scan::scan_device);
     )*};
+    // `$device`: the scan's device function (the 16-bit floats' scans in f32 have their own).
+    (@emit $incl:expr, $excl:expr, $t:ty, $op:ty, $($device:tt)*) => {
+        const _: () = {
+            $crate::kernel! {
+                #[export_name = $incl]
+                /// Inclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
+                pub unsafe fn inclusive(
+                    input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
+                    aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
+                ) {
+                    unsafe { $($device)*::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
+                }
+            }
+            $crate::kernel! {
+                #[export_name = $excl]
+                /// Exclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
+                pub unsafe fn exclusive(
+                    input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
+                    aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
+                ) {
+                    unsafe { $($device)*::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
+                }
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::scan::ScanInstance<$t> for $op {
+                const INCLUSIVE: $crate::Kernel<$crate::scan::SimScanFn<$t>> =
+                    $crate::Kernel { name: $incl, sim: inclusive };
+                const EXCLUSIVE: $crate::Kernel<$crate::scan::SimScanFn<$t>> =
+                    $crate::Kernel { name: $excl, sim: exclusive };
+            }
+        };
+        $crate::launch_bounds!(@named $incl, $crate::scan::policy::ACTIVE.block,
+            $crate::scan::scan_min_blocks(::core::mem::size_of::<$t>()));
+        $crate::launch_bounds!(@named $excl, $crate::scan::policy::ACTIVE.block,
+            $crate::scan::scan_min_blocks(::core::mem::size_of::<$t>()));
+    };
 }
 
 /// Blocks per SM a scan kernel over `elem_bytes`-byte elements asks ptxas to fit
@@ -459,88 +466,77 @@ pub const fn scan_min_blocks(_elem_bytes: usize) -> u32 {
 #[macro_export]
 macro_rules! scan_by_key_kernels {
     ($($name:ident : $k:ty, $t:ty, $op:ty;)*) => {$(
-        $crate::kernel! {
-            /// Scan by key; see [`scan_by_key_device`]($crate::scan::scan_by_key_device).
-            pub unsafe fn $name(
-                keys: *const $k, values: *const $t, output: *mut $t, n: u64, exclusive: u32,
-                counter: *mut u32, flags: *mut u32, aggregates: *mut $crate::scan::Headed<$t>,
-                prefixes: *mut $crate::scan::Headed<$t>, epoch: u32,
-            ) {
-                unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op>(keys, values, output, n, exclusive, counter, flags, aggregates, prefixes, epoch) }
+        $crate::scan_by_key_kernels!(@emit stringify!($name), $k, $t, $op);
+    )*};
+    (@emit $name:expr, $k:ty, $t:ty, $op:ty) => {
+        const _: () = {
+            $crate::kernel! {
+                #[export_name = $name]
+                /// Scan by key; see [`scan_by_key_device`]($crate::scan::scan_by_key_device).
+                pub unsafe fn kernel(
+                    keys: *const $k, values: *const $t, output: *mut $t, n: u64, exclusive: u32,
+                    counter: *mut u32, flags: *mut u32, aggregates: *mut $crate::scan::Headed<$t>,
+                    prefixes: *mut $crate::scan::Headed<$t>, epoch: u32,
+                ) {
+                    unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op>(keys, values, output, n, exclusive, counter, flags, aggregates, prefixes, epoch) }
+                }
             }
-        }
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::scan::ScanByKeyInstance<$k, $t> for $op {
+                const KERNEL: $crate::Kernel<$crate::scan::SimScanByKeyFn<$k, $t>> =
+                    $crate::Kernel { name: $name, sim: kernel };
+            }
+        };
         // As the scans: left alone, ptxas gave the u32 + f32 sum 134 registers (one block per
         // SM; H100 2^27: 0.59x CUB).
-        $crate::launch_bounds!($name, $crate::scan::policy::ACTIVE.block,
+        $crate::launch_bounds!(@named $name, $crate::scan::policy::ACTIVE.block,
             $crate::scan::scan_min_blocks(::core::mem::size_of::<$t>()));
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl $crate::scan::ScanByKeyInstance<$k, $t> for $op {
-            const KERNEL: $crate::Kernel<$crate::scan::SimScanByKeyFn<$k, $t>> =
-                $crate::Kernel { name: stringify!($name), sim: $name };
-        }
-    )*};
+    };
+}
+
+/// A built-in pair's scans, `scan_{inclusive,exclusive}_{op}_{type}`: sum, min and max (the
+/// 16-bit floats' sum in f32, through their own device function).
+macro_rules! builtin_scan {
+    (f16 $op:ident $Op:path) => { builtin_scan!(@half f16 $op $Op); };
+    (bf16 $op:ident $Op:path) => { builtin_scan!(@half bf16 $op $Op); };
+    (@half $t:ident $op:ident $Op:path) => {
+        builtin_scan!(@keep $t $op $Op, $crate::scan::half::scan_half_device);
+    };
+    ($t:ident $op:ident $Op:path) => { builtin_scan!(@keep $t $op $Op, $crate::scan::scan_device); };
+    (@keep $t:ident sum $($rest:tt)*) => { builtin_scan!(@emit $t sum $($rest)*); };
+    (@keep $t:ident sum_f32 $($rest:tt)*) => { builtin_scan!(@emit $t sum_f32 $($rest)*); };
+    (@keep $t:ident min $($rest:tt)*) => { builtin_scan!(@emit $t min $($rest)*); };
+    (@keep $t:ident max $($rest:tt)*) => { builtin_scan!(@emit $t max $($rest)*); };
+    (@keep $($rest:tt)*) => {};
+    (@emit $t:ident $op:ident $Op:path, $($device:tt)*) => {
+        $crate::scan_kernels!(@emit
+            concat!("scan_inclusive_", stringify!($op), "_", stringify!($t)),
+            concat!("scan_exclusive_", stringify!($op), "_", stringify!($t)),
+            $crate::builtin_elem!($t), $Op, $($device)*);
+    };
+}
+
+/// The by-key scans of the built-in pairs, per key type of the table:
+/// `scan_by_key_{op}_{key}_{type}`, sum, min and max.
+macro_rules! builtin_scan_by_key {
+    ([$($k:ident)*]) => {
+        $( crate::builtin_table!(pairs builtin_scan_by_key! { @pair $k } int float); )*
+    };
+    (@pair $k:ident $t:ident sum $Op:path) => { builtin_scan_by_key!(@emit $k $t sum $Op); };
+    (@pair $k:ident $t:ident min $Op:path) => { builtin_scan_by_key!(@emit $k $t min $Op); };
+    (@pair $k:ident $t:ident max $Op:path) => { builtin_scan_by_key!(@emit $k $t max $Op); };
+    (@pair $k:ident $t:ident $op:ident $Op:path) => {};
+    (@emit $k:ident $t:ident $op:ident $Op:path) => {
+        $crate::scan_by_key_kernels!(@emit
+            concat!("scan_by_key_", stringify!($op), "_", stringify!($k), "_", stringify!($t)),
+            $k, $crate::builtin_elem!($t), $Op);
+    };
 }
 
 // The library's built-in scans (the `builtin` feature; a user's kernel crate turns it off so
 // its PTX holds its own kernels only).
 #[cfg(feature = "builtin")]
-scan_kernels! {
-    scan_inclusive_sum_i32, scan_exclusive_sum_i32: i32, Sum;
-    scan_inclusive_sum_u32, scan_exclusive_sum_u32: u32, Sum;
-    scan_inclusive_sum_i64, scan_exclusive_sum_i64: i64, Sum;
-    scan_inclusive_sum_u64, scan_exclusive_sum_u64: u64, Sum;
-    scan_inclusive_sum_f32, scan_exclusive_sum_f32: f32, Sum;
-    scan_inclusive_sum_f64, scan_exclusive_sum_f64: f64, Sum;
-    scan_inclusive_min_i32, scan_exclusive_min_i32: i32, Min;
-    scan_inclusive_min_u32, scan_exclusive_min_u32: u32, Min;
-    scan_inclusive_min_i64, scan_exclusive_min_i64: i64, Min;
-    scan_inclusive_min_u64, scan_exclusive_min_u64: u64, Min;
-    scan_inclusive_min_f32, scan_exclusive_min_f32: f32, Min;
-    scan_inclusive_min_f64, scan_exclusive_min_f64: f64, Min;
-    scan_inclusive_max_i32, scan_exclusive_max_i32: i32, Max;
-    scan_inclusive_max_u32, scan_exclusive_max_u32: u32, Max;
-    scan_inclusive_max_i64, scan_exclusive_max_i64: i64, Max;
-    scan_inclusive_max_u64, scan_exclusive_max_u64: u64, Max;
-    scan_inclusive_max_f32, scan_exclusive_max_f32: f32, Max;
-    scan_inclusive_max_f64, scan_exclusive_max_f64: f64, Max;
-}
+crate::builtin_table!(pairs builtin_scan! {} int float half);
 
 #[cfg(feature = "builtin")]
-scan_by_key_kernels! {
-    scan_by_key_sum_u32_i32: u32, i32, Sum;
-    scan_by_key_sum_u32_u32: u32, u32, Sum;
-    scan_by_key_sum_u32_i64: u32, i64, Sum;
-    scan_by_key_sum_u32_u64: u32, u64, Sum;
-    scan_by_key_sum_u32_f32: u32, f32, Sum;
-    scan_by_key_sum_u32_f64: u32, f64, Sum;
-    scan_by_key_min_u32_i32: u32, i32, Min;
-    scan_by_key_min_u32_u32: u32, u32, Min;
-    scan_by_key_min_u32_i64: u32, i64, Min;
-    scan_by_key_min_u32_u64: u32, u64, Min;
-    scan_by_key_min_u32_f32: u32, f32, Min;
-    scan_by_key_min_u32_f64: u32, f64, Min;
-    scan_by_key_max_u32_i32: u32, i32, Max;
-    scan_by_key_max_u32_u32: u32, u32, Max;
-    scan_by_key_max_u32_i64: u32, i64, Max;
-    scan_by_key_max_u32_u64: u32, u64, Max;
-    scan_by_key_max_u32_f32: u32, f32, Max;
-    scan_by_key_max_u32_f64: u32, f64, Max;
-    scan_by_key_sum_u64_i32: u64, i32, Sum;
-    scan_by_key_sum_u64_u32: u64, u32, Sum;
-    scan_by_key_sum_u64_i64: u64, i64, Sum;
-    scan_by_key_sum_u64_u64: u64, u64, Sum;
-    scan_by_key_sum_u64_f32: u64, f32, Sum;
-    scan_by_key_sum_u64_f64: u64, f64, Sum;
-    scan_by_key_min_u64_i32: u64, i32, Min;
-    scan_by_key_min_u64_u32: u64, u32, Min;
-    scan_by_key_min_u64_i64: u64, i64, Min;
-    scan_by_key_min_u64_u64: u64, u64, Min;
-    scan_by_key_min_u64_f32: u64, f32, Min;
-    scan_by_key_min_u64_f64: u64, f64, Min;
-    scan_by_key_max_u64_i32: u64, i32, Max;
-    scan_by_key_max_u64_u32: u64, u32, Max;
-    scan_by_key_max_u64_i64: u64, i64, Max;
-    scan_by_key_max_u64_u64: u64, u64, Max;
-    scan_by_key_max_u64_f32: u64, f32, Max;
-    scan_by_key_max_u64_f64: u64, f64, Max;
-}
+crate::builtin_table!(keys builtin_scan_by_key! {});
