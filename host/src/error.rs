@@ -167,6 +167,11 @@ pub enum Error {
     /// job, a buffer of another handle, a call that needs every rank, an NCCL id's text).
     #[error("multi-GPU: {0}")]
     MultiGpu(String),
+    /// An error of the caller's own code passed through a library call (a closure given to
+    /// [`Context::time_ms`](crate::Context::time_ms), a tool or extension on top of the
+    /// library); made with [`Error::external`].
+    #[error("{0}")]
+    External(Box<dyn std::error::Error + Send + Sync>),
     /// A state the library should never reach (a bug); the message says which.
     #[error("internal error (a bug of gpu-reduce): {0}")]
     Internal(String),
@@ -186,6 +191,11 @@ impl Error {
             Cu::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory { bytes },
             _ => Error::Driver { op, source: e },
         }
+    }
+
+    /// An [`Error::External`] from the caller's own error (or message).
+    pub fn external(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Error {
+        Error::External(e.into())
     }
 
     pub(crate) fn launch(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
@@ -387,6 +397,10 @@ mod tests {
         names(
             Error::MultiGpu("rank 3 of a job of 2 ranks".into()),
             &["multi-GPU", "rank 3 of a job of 2 ranks"],
+        );
+        names(
+            Error::external("cannot write sweep.json: permission denied"),
+            &["cannot write sweep.json: permission denied"],
         );
         names(
             Error::Internal("the simulator loads no PTX".into()),
