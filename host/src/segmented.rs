@@ -347,11 +347,23 @@ impl Context {
             }
         };
         if writes_index != index_out.is_some() {
-            return Err(Error::Internal(format!(
-                "kernel `{}` {} an index output",
-                k.general.name,
-                if writes_index { "needs" } else { "takes no" }
-            )));
+            return Err(Error::Unsupported {
+                op: format!(
+                    "the segmented kernel `{}` {} an index output",
+                    k.general.name,
+                    if index_out.is_some() {
+                        "with"
+                    } else {
+                        "without"
+                    }
+                ),
+                dtype: T::DTYPE,
+                reason: if writes_index {
+                    "the kernel writes an index (call segmented_arg_custom)"
+                } else {
+                    "the kernel writes no index (call segmented_reduce_custom)"
+                },
+            });
         }
         let mut index_out = index_out;
         if let Some(ix) = &index_out

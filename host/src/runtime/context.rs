@@ -350,7 +350,10 @@ impl Context {
         let mut dst = dst.into();
         if dst.len() < data.len() {
             return Err(Error::OutputTooSmall {
-                what: "the device memory copied into".into(),
+                what: format!(
+                    "copying {} elements: the device memory copied into",
+                    data.len()
+                ),
                 needed: data.len() as u64,
                 got: dst.len() as u64,
             });
