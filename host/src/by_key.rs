@@ -51,10 +51,6 @@ struct ByKeyWorkspace {
     prefetch: Option<u32>,
 }
 
-fn invalid(msg: String) -> Error {
-    Error::InvalidArgument(msg)
-}
-
 impl Context {
     /// Override the reduce by key's first look-back wait in nanoseconds (`None`: the policy's
     /// `reduce_by_key_delay_ns`). For tuning runs; results do not depend on it.
@@ -157,9 +153,11 @@ impl Context {
     ) -> Result<()> {
         let mut num_runs = num_runs.into();
         if num_runs.is_empty() {
-            return Err(invalid(
-                "reduce by key: the run-count output is empty (it needs one u64)".into(),
-            ));
+            return Err(Error::OutputTooSmall {
+                what: "reduce by key: the run-count output (one u64)".into(),
+                needed: 1,
+                got: 0,
+            });
         }
         let (keys, values) = (keys.into(), values.into());
         let (mut unique_keys, mut aggregates) = (unique_keys.into(), aggregates.into());
@@ -187,11 +185,11 @@ impl Context {
 
     fn check_by_key<K, T>(keys: &DeviceView<'_, K>, values: &DeviceView<'_, T>) -> Result<()> {
         if keys.len() != values.len() {
-            return Err(invalid(format!(
-                "reduce by key: {} keys for {} values",
-                keys.len(),
-                values.len()
-            )));
+            return Err(Error::LengthMismatch {
+                what: "reduce by key: the keys (one per value)".into(),
+                expected: values.len() as u64,
+                got: keys.len() as u64,
+            });
         }
         Ok(())
     }
@@ -210,11 +208,10 @@ impl Context {
             return Ok(0);
         }
         if self.capturing()? {
-            return Err(invalid(
-                "reduce_by_key returns the run count to the host, so it cannot be captured into \
-                 a CUDA graph: use reduce_by_key_into"
-                    .into(),
-            ));
+            return Err(Error::NotCapturable {
+                call: "reduce_by_key",
+                hint: "it returns the run count to the host; use reduce_by_key_into",
+            });
         }
         let ws = self.workspace::<ByKeyWorkspace>();
         // Held through the launch and the read-back: one count word per context.
@@ -239,12 +236,16 @@ impl Context {
         let runs = self.dtoh(buf)?[0] as usize;
         let room = unique_keys.len().min(aggregates.len());
         if runs > room {
-            return Err(invalid(format!(
-                "reduce by key: {runs} runs, but the outputs hold {} keys and {} aggregates \
-                 (the first {room} runs were written)",
-                unique_keys.len(),
-                aggregates.len()
-            )));
+            return Err(Error::OutputTooSmall {
+                what: format!(
+                    "reduce by key: the outputs ({} keys and {} aggregates; the first {room} \
+                     runs were written)",
+                    unique_keys.len(),
+                    aggregates.len()
+                ),
+                needed: runs as u64,
+                got: room as u64,
+            });
         }
         Ok(runs)
     }

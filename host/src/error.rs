@@ -8,6 +8,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything the library can fail with; each message names the problem.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The NVIDIA driver library (libcuda) could not be loaded.
     #[error(
@@ -56,10 +57,124 @@ pub enum Error {
         /// The driver's error.
         source: DriverError,
     },
-    /// A bad argument (lengths, ranges, a buffer of another backend, an operator a type
-    /// lacks, ...); the message says which.
-    #[error("invalid argument: {0}")]
-    InvalidArgument(String),
+    /// Two lengths that must agree differ (two inputs, keys and values, offsets and outputs,
+    /// shards and their data): `what` names both sides, `got` is the one at fault.
+    #[error("{what}: expected {expected}, got {got}")]
+    LengthMismatch {
+        /// The two lengths and the rule that ties them.
+        what: String,
+        /// The length the rule asks for.
+        expected: u64,
+        /// The length given.
+        got: u64,
+    },
+    /// An output has no room for the whole result (a scan's output, a reduction's slot, the
+    /// run outputs of a reduce by key, the destination of a copy).
+    #[error("{what} has room for {got} elements, {needed} needed")]
+    OutputTooSmall {
+        /// The output.
+        what: String,
+        /// Elements the result needs.
+        needed: u64,
+        /// Elements the output holds.
+        got: u64,
+    },
+    /// A range of elements outside the buffer it is taken from (a view, a copy at an offset).
+    #[error("{what}: range {start}..{end} is outside a buffer of {len} elements")]
+    OutOfRange {
+        /// What asked for the range.
+        what: String,
+        /// First element of the range.
+        start: u64,
+        /// One past its last element.
+        end: u64,
+        /// Elements in the buffer.
+        len: u64,
+    },
+    /// A segment whose device offsets are bad (found by the kernel's check): the first such
+    /// segment, what is wrong, and its offsets and the input length when they were read back.
+    #[error("{}", bad_segment_message(*segment, *fault, *offsets, *input_len))]
+    BadSegment {
+        /// The lowest bad segment.
+        segment: u64,
+        /// What is wrong with it.
+        fault: SegmentFault,
+        /// Its begin and end offsets, when read back (`None` for a check taken later).
+        offsets: Option<(u64, u64)>,
+        /// The input's length, when known.
+        input_len: Option<u64>,
+    },
+    /// An operation an element type lacks (a bitwise reduction of floats, a product of
+    /// 16-bit floats, ...).
+    #[error("{op} of {dtype} is not supported: {reason}")]
+    Unsupported {
+        /// The operation.
+        op: String,
+        /// The element type.
+        dtype: &'static str,
+        /// Why, and what to call instead if anything.
+        reason: &'static str,
+    },
+    /// A call the context's backend lacks (something CUDA-only on the simulator).
+    #[error("{op} is not available on {}", backend_name(*backend))]
+    UnsupportedOnBackend {
+        /// The call.
+        op: &'static str,
+        /// The backend that lacks it.
+        backend: crate::BackendKind,
+    },
+    /// A call that reads a result back to the host, made while the stream is captured into a
+    /// CUDA graph.
+    #[error("{call} cannot be captured into a CUDA graph: {hint}")]
+    NotCapturable {
+        /// The call.
+        call: &'static str,
+        /// Why, and what to capture instead.
+        hint: &'static str,
+    },
+    /// A buffer of one backend (CUDA or simulator) passed to a context of the other.
+    #[error("a buffer from one backend (CUDA or simulator) was passed to a context of the other")]
+    WrongBackend,
+    /// Memory of another device (or another CUDA context) passed to a context.
+    #[error("{memory} was passed to a context on {context}")]
+    WrongDevice {
+        /// The memory and whose it is.
+        memory: String,
+        /// The context's device.
+        context: String,
+    },
+    /// A raw device pointer that cannot be a view (null, misaligned, not device memory, or
+    /// running past its allocation).
+    #[error("raw pointer {addr:#x}: {reason}")]
+    BadPointer {
+        /// The address given.
+        addr: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A size past a limit of the library (the address space, a launch's grid, a 32-bit
+    /// count or index).
+    #[error("{what}: {size} is over the limit of {limit}")]
+    TooLarge {
+        /// What is too large, and the limit's origin.
+        what: String,
+        /// The size asked for.
+        size: u64,
+        /// The largest size that works.
+        limit: u64,
+    },
+    /// A bad configuration of a multi-GPU job (no contexts, a GPU twice, a rank past the
+    /// job, a buffer of another handle, a call that needs every rank, an NCCL id's text).
+    #[error("multi-GPU: {0}")]
+    MultiGpu(String),
+    /// An error of the caller's own code passed through a library call (a closure given to
+    /// [`Context::time_ms`](crate::Context::time_ms), a tool or extension on top of the
+    /// library); made with [`Error::external`].
+    #[error("{0}")]
+    External(Box<dyn std::error::Error + Send + Sync>),
+    /// A state the library should never reach (a bug); the message says which.
+    #[error("internal error (a bug of gpu-reduce): {0}")]
+    Internal(String),
     /// The ranks of a multi-GPU job could not exchange what they must (a rank gone, a
     /// communicator error, or ranks that made different calls); the message says which.
     #[error("multi-GPU exchange failed: {0}")]
@@ -78,11 +193,9 @@ impl Error {
         }
     }
 
-    pub(crate) fn wrong_backend() -> Error {
-        Error::InvalidArgument(
-            "a buffer from one backend (CUDA or simulator) was passed to a context of the other"
-                .into(),
-        )
+    /// An [`Error::External`] from the caller's own error (or message).
+    pub fn external(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Error {
+        Error::External(e.into())
     }
 
     pub(crate) fn launch(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
@@ -90,6 +203,48 @@ impl Error {
             kernel: kernel.to_string(),
             source,
         }
+    }
+}
+
+/// What is wrong with a segment's device offsets ([`Error::BadSegment`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SegmentFault {
+    /// Its end offset is before its begin offset.
+    Decreasing,
+    /// Its offsets reach past the end of the input.
+    PastEnd,
+}
+
+fn bad_segment_message(
+    s: u64,
+    fault: SegmentFault,
+    offsets: Option<(u64, u64)>,
+    n: Option<u64>,
+) -> String {
+    match (fault, offsets) {
+        (SegmentFault::Decreasing, Some((b, e))) => {
+            format!(
+                "segment {s}: end offset {e} is before its begin offset {b} (decreasing offsets)"
+            )
+        }
+        (SegmentFault::Decreasing, None) => {
+            format!("segment {s}: its end offset is before its begin offset (decreasing offsets)")
+        }
+        (SegmentFault::PastEnd, Some((b, e))) => {
+            let n = n.map_or(String::new(), |n| format!(" ({n} elements)"));
+            format!("segment {s}: offsets {b}..{e} reach past the end of the input{n}")
+        }
+        (SegmentFault::PastEnd, None) => {
+            format!("segment {s}: its offsets reach past the end of the input")
+        }
+    }
+}
+
+fn backend_name(b: crate::BackendKind) -> &'static str {
+    match b {
+        crate::BackendKind::Cuda => "the CUDA backend",
+        crate::BackendKind::Sim => "the simulator",
     }
 }
 
@@ -112,5 +267,144 @@ mod tests {
         // (Formatting a DriverError asks the driver for its text, so only the kernel is checked.)
         let l = Error::launch("reduce_sum_f32")(DriverError(Cu::CUDA_ERROR_LAUNCH_FAILED));
         assert!(matches!(l, Error::Launch { kernel, .. } if kernel == "reduce_sum_f32"));
+    }
+
+    /// The message of `e` holds every one of `parts`.
+    fn names(e: Error, parts: &[&str]) {
+        let m = e.to_string();
+        for p in parts {
+            assert!(m.contains(p), "message `{m}` lacks `{p}`");
+        }
+    }
+
+    #[test]
+    fn argument_errors_name_the_argument_and_the_numbers() {
+        names(
+            Error::LengthMismatch {
+                what: "reduce by key: the keys (one per value)".into(),
+                expected: 7,
+                got: 5,
+            },
+            &["keys (one per value)", "expected 7", "got 5"],
+        );
+        names(
+            Error::OutputTooSmall {
+                what: "the scan output".into(),
+                needed: 10,
+                got: 9,
+            },
+            &["the scan output", "room for 9 elements", "10 needed"],
+        );
+        names(
+            Error::OutOfRange {
+                what: "a view".into(),
+                start: 2,
+                end: 9,
+                len: 5,
+            },
+            &["a view", "range 2..9", "buffer of 5 elements"],
+        );
+        names(
+            Error::BadSegment {
+                segment: 3,
+                fault: SegmentFault::Decreasing,
+                offsets: Some((8, 4)),
+                input_len: Some(100),
+            },
+            &["segment 3", "end offset 4", "begin offset 8", "decreasing"],
+        );
+        names(
+            Error::BadSegment {
+                segment: 4,
+                fault: SegmentFault::PastEnd,
+                offsets: Some((90, 120)),
+                input_len: Some(100),
+            },
+            &[
+                "segment 4",
+                "90..120",
+                "past the end of the input",
+                "100 elements",
+            ],
+        );
+        names(
+            Error::BadSegment {
+                segment: 5,
+                fault: SegmentFault::Decreasing,
+                offsets: None,
+                input_len: None,
+            },
+            &["segment 5", "end offset is before its begin offset"],
+        );
+        names(
+            Error::BadSegment {
+                segment: 6,
+                fault: SegmentFault::PastEnd,
+                offsets: None,
+                input_len: None,
+            },
+            &["segment 6", "past the end of the input"],
+        );
+        names(
+            Error::Unsupported {
+                op: "the xor reduction".into(),
+                dtype: "f32",
+                reason: "the reduction is defined for integers",
+            },
+            &["xor reduction", "f32", "not supported", "integers"],
+        );
+        names(
+            Error::UnsupportedOnBackend {
+                op: "NCCL (it needs a CUDA context)",
+                backend: crate::BackendKind::Sim,
+            },
+            &["NCCL", "not available on the simulator"],
+        );
+        names(
+            Error::NotCapturable {
+                call: "reduce_by_key",
+                hint: "use reduce_by_key_into",
+            },
+            &[
+                "reduce_by_key",
+                "captured into a CUDA graph",
+                "reduce_by_key_into",
+            ],
+        );
+        names(Error::WrongBackend, &["backend", "CUDA or simulator"]);
+        names(
+            Error::WrongDevice {
+                memory: "memory of CUDA device 1".into(),
+                context: "CUDA device 0".into(),
+            },
+            &["memory of CUDA device 1", "context on CUDA device 0"],
+        );
+        names(
+            Error::BadPointer {
+                addr: 0x1003,
+                reason: "not aligned to 4 bytes".into(),
+            },
+            &["0x1003", "not aligned to 4 bytes"],
+        );
+        names(
+            Error::TooLarge {
+                what: "the elements of mean_var (a 32-bit count)".into(),
+                size: 1 << 33,
+                limit: u32::MAX as u64,
+            },
+            &["mean_var", "8589934592", "limit of 4294967295"],
+        );
+        names(
+            Error::MultiGpu("rank 3 of a job of 2 ranks".into()),
+            &["multi-GPU", "rank 3 of a job of 2 ranks"],
+        );
+        names(
+            Error::external("cannot write sweep.json: permission denied"),
+            &["cannot write sweep.json: permission denied"],
+        );
+        names(
+            Error::Internal("the simulator loads no PTX".into()),
+            &["internal", "the simulator loads no PTX"],
+        );
     }
 }

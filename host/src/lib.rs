@@ -34,7 +34,7 @@ pub mod segmented;
 pub mod transform;
 
 pub use by_key::ReduceByKeyElement;
-pub use error::{Error, Result};
+pub use error::{Error, Result, SegmentFault};
 pub use reduce::{DeviceElement, Pending, Reduction};
 pub use runtime::{
     BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, DeviceViewMut, KernelLibrary,

@@ -115,7 +115,7 @@ impl Exchange for ThreadExchange {
     }
     fn all_gather(&self, mut local: Vec<Vec<u32>>) -> Result<Vec<Vec<u32>>> {
         if local.len() != 1 {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::MultiGpu(format!(
                 "a thread rank holds one rank, not {}",
                 local.len()
             )));
@@ -217,11 +217,11 @@ macro_rules! shard_element {
                     None
                 };
                 run().unwrap_or_else(|| {
-                    Err(Error::InvalidArgument(format!(
-                        "the {} reduction is defined for integers, not {}",
-                        op.name(),
-                        <$t as DeviceElement>::DTYPE
-                    )))
+                    Err(Error::Unsupported {
+                        op: format!("the {} reduction", op.name()),
+                        dtype: <$t as DeviceElement>::DTYPE,
+                        reason: "the reduction is defined for integers",
+                    })
                 })
             }
             fn argmin_sharded(m: &MultiContext, b: &ShardedBuffer<Self>) -> Result<ArgAcc<Self>> {
@@ -245,7 +245,7 @@ fn to_words<A: ShflValue>(values: &[A]) -> Vec<u32> {
 
 fn from_words<A: ShflValue>(words: &[u32]) -> Result<Vec<A>> {
     if !words.len().is_multiple_of(A::WORDS) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::Collective(format!(
             "a message of {} words does not hold whole values of {} words",
             words.len(),
             A::WORDS
@@ -281,7 +281,7 @@ impl MultiContext {
     /// One process driving every rank: `contexts[r]` is rank `r` (GPUs, or simulators).
     pub fn new(contexts: Vec<Context>) -> Result<Self> {
         if contexts.is_empty() {
-            return Err(Error::InvalidArgument(
+            return Err(Error::MultiGpu(
                 "a multi-GPU handle needs at least one context".into(),
             ));
         }
@@ -299,7 +299,7 @@ impl MultiContext {
         let mut seen = Vec::new();
         for &o in ordinals {
             if seen.contains(&o) {
-                return Err(Error::InvalidArgument(format!(
+                return Err(Error::MultiGpu(format!(
                     "GPU {o} appears twice in the device list {ordinals:?}"
                 )));
             }
@@ -326,7 +326,7 @@ impl MultiContext {
     pub fn rank(ctx: Context, rank: usize, exchange: Box<dyn Exchange>) -> Result<Self> {
         let world = exchange.world();
         if rank >= world {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::MultiGpu(format!(
                 "rank {rank} of a job of {world} ranks"
             )));
         }
@@ -350,26 +350,28 @@ impl MultiContext {
 
     fn check_layout(&self, lengths: &[usize]) -> Result<Vec<usize>> {
         if lengths.len() != self.world {
-            return Err(Error::InvalidArgument(format!(
-                "{} shard lengths for a job of {} ranks (one shard per GPU)",
-                lengths.len(),
-                self.world
-            )));
+            return Err(Error::LengthMismatch {
+                what: "the shard lengths (one shard per GPU of the job)".into(),
+                expected: self.world as u64,
+                got: lengths.len() as u64,
+            });
         }
         let mut offsets = Vec::with_capacity(lengths.len());
         let mut at = 0usize;
         for &l in lengths {
             offsets.push(at);
-            at = at
-                .checked_add(l)
-                .ok_or_else(|| Error::InvalidArgument("the shard lengths overflow usize".into()))?;
+            at = at.checked_add(l).ok_or_else(|| Error::TooLarge {
+                what: "the sum of the shard lengths (it overflows usize)".into(),
+                size: (at as u64).saturating_add(l as u64),
+                limit: usize::MAX as u64,
+            })?;
         }
         Ok(offsets)
     }
 
     fn check_owner<T>(&self, b: &ShardedBuffer<T>) -> Result<()> {
         if b.owner != self.id {
-            return Err(Error::InvalidArgument(
+            return Err(Error::MultiGpu(
                 "this sharded buffer belongs to another multi-GPU handle".into(),
             ));
         }
@@ -406,19 +408,19 @@ impl MultiContext {
     ) -> Result<()> {
         self.check_owner(b)?;
         if data.len() != self.local.len() {
-            return Err(Error::InvalidArgument(format!(
-                "{} pieces of data for the {} ranks this process holds",
-                data.len(),
-                self.local.len()
-            )));
+            return Err(Error::LengthMismatch {
+                what: "the pieces of data (one per rank this process holds)".into(),
+                expected: self.local.len() as u64,
+                got: data.len() as u64,
+            });
         }
         for (((r, ctx), (buf, pad)), d) in self.local.iter().zip(&mut b.shards).zip(data) {
             if d.len() != b.lengths[*r] {
-                return Err(Error::InvalidArgument(format!(
-                    "rank {r}'s shard holds {} elements, the data {}",
-                    b.lengths[*r],
-                    d.len()
-                )));
+                return Err(Error::LengthMismatch {
+                    what: format!("the data for rank {r}'s shard (as long as the shard)"),
+                    expected: b.lengths[*r] as u64,
+                    got: d.len() as u64,
+                });
             }
             ctx.htod_into(d, buf.view_mut(*pad..*pad + d.len())?)?;
         }
@@ -434,11 +436,11 @@ impl MultiContext {
         self.require_all_local("copy a whole array to the devices")?;
         let mut b = self.alloc_zeros::<T>(lengths)?;
         if b.len() != data.len() {
-            return Err(Error::InvalidArgument(format!(
-                "the shard lengths add up to {}, the data holds {} elements",
-                b.len(),
-                data.len()
-            )));
+            return Err(Error::LengthMismatch {
+                what: "the data (as long as the shard lengths add up to)".into(),
+                expected: b.len() as u64,
+                got: data.len() as u64,
+            });
         }
         let pieces: Vec<&[T]> = b
             .offsets
@@ -468,7 +470,7 @@ impl MultiContext {
 
     fn require_all_local(&self, what: &str) -> Result<()> {
         if self.local.len() != self.world {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::MultiGpu(format!(
                 "this process holds {} of the job's {} ranks: it cannot {what} (use the _local \
                  calls)",
                 self.local.len(),
@@ -640,8 +642,10 @@ impl MultiContext {
                 tiles.min(u64::from(ctx.info().multiprocessors.max(1) * per_sm))
             }
         };
-        let grid = u32::try_from(grid).map_err(|_| {
-            Error::InvalidArgument(format!("{tiles} tiles exceed the launch limit"))
+        let grid = u32::try_from(grid).map_err(|_| Error::TooLarge {
+            what: "the tiles of a shard's reduction (the launch limit)".into(),
+            size: tiles,
+            limit: u32::MAX as u64,
         })?;
         let sim = k.sim;
         // SAFETY: the arguments of `reduce_tiles_device` in order; `input` holds `n` elements
@@ -774,7 +778,7 @@ impl MultiContext {
                 return Ok(ctx.dtoh(buf.view(at..at + 1)?)?[0]);
             }
         }
-        Err(Error::InvalidArgument(format!(
+        Err(Error::MultiGpu(format!(
             "element {index} is not in this process's shards (of {} elements)",
             b.len()
         )))

@@ -438,11 +438,10 @@ impl Context {
         let state = match &self.backend {
             Backend::Cuda(c) => {
                 if self.capturing()? {
-                    return Err(Error::InvalidArgument(
-                        "a reduction that returns its value to the host cannot be captured \
-                         into a CUDA graph; capture `reduce_into` (result on the device)"
-                            .into(),
-                    ));
+                    return Err(Error::NotCapturable {
+                        call: "a reduction that returns its value to the host",
+                        hint: "capture `reduce_into` (result on the device)",
+                    });
                 }
                 let slot = c.results.lock().unwrap_or_else(|p| p.into_inner()).pop();
                 let mut slot = match slot {
@@ -502,30 +501,27 @@ impl Context {
         y: DeviceView<'_, T>,
     ) -> Result<A> {
         if x.len() != y.len() {
-            return Err(Error::InvalidArgument(format!(
-                "the two inputs of {} have different lengths: {} and {}",
-                k.name,
-                x.len(),
-                y.len()
-            )));
+            return Err(Error::LengthMismatch {
+                what: format!(
+                    "the two inputs of {} have different lengths (the second against the first)",
+                    k.name
+                ),
+                expected: x.len() as u64,
+                got: y.len() as u64,
+            });
         }
         self.reduce_pending(lib, Job::Two(k, x, y), |a| a)?.wait()
     }
 
     fn kernel_for<T: DeviceElement>(op: Reduction) -> Result<ReduceKernel<T, T>> {
-        T::kernel(op).ok_or_else(|| {
-            Error::InvalidArgument(match op {
-                Reduction::Sum => format!(
-                    "the sum of {} accumulates in f32: call Context::sum, which returns the f32",
-                    T::DTYPE
-                ),
-                Reduction::Product => format!("there is no product of {}", T::DTYPE),
-                _ => format!(
-                    "the {} reduction is defined for integers, not {}",
-                    op.name(),
-                    T::DTYPE
-                ),
-            })
+        T::kernel(op).ok_or_else(|| Error::Unsupported {
+            op: format!("the {} reduction", op.name()),
+            dtype: T::DTYPE,
+            reason: match op {
+                Reduction::Sum => "it accumulates in f32: call Context::sum, which returns the f32",
+                Reduction::Product => "the library has no product of this type",
+                _ => "the reduction is defined for integers",
+            },
         })
     }
 
@@ -538,9 +534,11 @@ impl Context {
         mut out: DeviceViewMut<'_, A>,
     ) -> Result<()> {
         if out.is_empty() {
-            return Err(Error::InvalidArgument(
-                "the output buffer of a reduction must hold at least 1 element".into(),
-            ));
+            return Err(Error::OutputTooSmall {
+                what: "the output buffer of a reduction".into(),
+                needed: 1,
+                got: 0,
+            });
         }
         let (out_addr, _out_access) = self.write(&mut out)?;
         self.launch_reduce(lib, &Job::One(k, input), out_addr, 0, 0)

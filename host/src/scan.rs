@@ -220,7 +220,11 @@ impl Context {
     /// the launch's own, its counter and status words cleared inside the graph (a replay must
     /// not meet the previous replay's statuses, and the epoch is fixed in the graph).
     pub(crate) fn scan_workspace(&self, ws: &mut ScanWorkspace, tiles: u64) -> Result<ScanArgs> {
-        let too_many = || Error::InvalidArgument(format!("a scan of {tiles} tiles is too large"));
+        let too_many = || Error::TooLarge {
+            what: "the tiles of a scan (its workspace in bytes overflows the address space)".into(),
+            size: tiles,
+            limit: ((usize::MAX - 16) / (16 + VALUE_BYTES)) as u64,
+        };
         let t = usize::try_from(tiles).map_err(|_| too_many())?;
         let graph_bytes = t
             .checked_mul(16 + VALUE_BYTES)
@@ -277,10 +281,11 @@ impl Context {
     /// Room for `n` results in `output`, or an error.
     fn check_scan_output<T>(n: usize, output: &DeviceViewMut<'_, T>) -> Result<()> {
         if output.len() < n {
-            return Err(Error::InvalidArgument(format!(
-                "scan output holds {} elements, the input {n}",
-                output.len()
-            )));
+            return Err(Error::OutputTooSmall {
+                what: "the scan output (one element per input element)".into(),
+                needed: n as u64,
+                got: output.len() as u64,
+            });
         }
         Ok(())
     }
@@ -305,8 +310,10 @@ impl Context {
         u32::try_from(n.div_ceil(tile_elems))
             .ok()
             .filter(|&t| t < i32::MAX as u32)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!("a scan of {n} elements needs too many tiles"))
+            .ok_or_else(|| Error::TooLarge {
+                what: format!("the elements of a scan (in tiles of {tile_elems}, too many tiles)"),
+                size: n,
+                limit: (i32::MAX as u64 - 1).saturating_mul(tile_elems),
             })
     }
 
@@ -483,11 +490,11 @@ impl Context {
         let (keys, values, mut output) = (keys.into(), values.into(), output.into());
         Self::check_scan_output(values.len(), &output)?;
         if keys.len() != values.len() {
-            return Err(Error::InvalidArgument(format!(
-                "scan by key: {} keys for {} values",
-                keys.len(),
-                values.len()
-            )));
+            return Err(Error::LengthMismatch {
+                what: "scan by key: the keys (one per value)".into(),
+                expected: values.len() as u64,
+                got: keys.len() as u64,
+            });
         }
         let n = values.len() as u64;
         if n == 0 {

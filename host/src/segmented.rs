@@ -33,7 +33,7 @@ use kernels::reduce::segmented::{
     rows_chunks_per_row, rows_workspace_bytes,
 };
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SegmentFault};
 use crate::reduce::{DeviceElement, Reduction, reduction_arm};
 use crate::runtime::LaunchShape;
 use crate::runtime::{Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary};
@@ -230,8 +230,13 @@ struct ClearedScratch<L> {
 /// OS-thread switching).
 const SIM_GRID: u32 = 64;
 
-fn invalid(msg: String) -> Error {
-    Error::InvalidArgument(msg)
+/// The fault of a bad segment from the kernel's (inverted) check code.
+fn segment_fault(code: u64) -> SegmentFault {
+    if code & 1 == BAD_DECREASING {
+        SegmentFault::Decreasing
+    } else {
+        SegmentFault::PastEnd
+    }
 }
 
 impl Context {
@@ -266,28 +271,32 @@ impl Context {
             Segments::CheckLater { .. } => unreachable!("unwrapped just above"),
             Segments::Offsets { begin, end } => {
                 if begin.len() != end.len() {
-                    return Err(invalid(format!(
-                        "segmented reduction: {} begin offsets but {} end offsets",
-                        begin.len(),
-                        end.len()
-                    )));
+                    return Err(Error::LengthMismatch {
+                        what: "segmented reduction: the end offsets (one per begin offset)".into(),
+                        expected: begin.len() as u64,
+                        got: end.len() as u64,
+                    });
                 }
                 if begin.len() != count {
-                    return Err(invalid(format!(
-                        "segmented reduction: {} segments (offsets) but the output holds {count}",
-                        begin.len()
-                    )));
+                    return Err(Error::LengthMismatch {
+                        what: "segmented reduction: the segments (offsets, one per output element)"
+                            .into(),
+                        expected: count as u64,
+                        got: begin.len() as u64,
+                    });
                 }
                 (Some(begin), Some(end), 0)
             }
             Segments::Csr(offsets) => {
                 if offsets.len() != count + 1 && !(count == 0 && offsets.is_empty()) {
-                    return Err(invalid(format!(
-                        "segmented reduction: CSR offsets must hold one more entry than the \
-                         output ({count} segments need {}), got {}",
-                        count + 1,
-                        offsets.len()
-                    )));
+                    return Err(Error::LengthMismatch {
+                        what: format!(
+                            "segmented reduction: the CSR offsets (one more entry than the \
+                             output's {count} segments)"
+                        ),
+                        expected: count as u64 + 1,
+                        got: offsets.len() as u64,
+                    });
                 }
                 if count == 0 {
                     (None, None, 0)
@@ -297,37 +306,52 @@ impl Context {
             }
             Segments::Fixed(len) => {
                 if count.checked_mul(len) != Some(n) {
-                    return Err(invalid(if len == 0 {
-                        format!(
-                            "segmented reduction: segment length 0 with a non-empty input \
-                             ({n} elements)"
-                        )
-                    } else {
-                        format!(
-                            "segmented reduction: {count} segments of {len} elements need an \
-                             input of {count} x {len} elements, got {n} (the input must be \
-                             exactly out.len() x segment_len: no partial last row)"
-                        )
-                    }));
+                    return Err(Error::LengthMismatch {
+                        what: if len == 0 {
+                            "segmented reduction: the input of segments of length 0 (must be \
+                             empty)"
+                                .into()
+                        } else {
+                            format!(
+                                "segmented reduction: the input of {count} segments of {len} \
+                                 elements (exactly out.len() x segment_len: no partial last row)"
+                            )
+                        },
+                        expected: (count as u64).saturating_mul(len as u64),
+                        got: n as u64,
+                    });
                 }
                 (None, None, len as u64)
             }
         };
         if writes_index != index_out.is_some() {
-            return Err(invalid(format!(
-                "kernel `{}` {} an index output",
-                k.general.name,
-                if writes_index { "needs" } else { "takes no" }
-            )));
+            return Err(Error::Unsupported {
+                op: format!(
+                    "the segmented kernel `{}` {} an index output",
+                    k.general.name,
+                    if index_out.is_some() {
+                        "with"
+                    } else {
+                        "without"
+                    }
+                ),
+                dtype: T::DTYPE,
+                reason: if writes_index {
+                    "the kernel writes an index (call segmented_arg_custom)"
+                } else {
+                    "the kernel writes no index (call segmented_reduce_custom)"
+                },
+            });
         }
         let mut index_out = index_out;
         if let Some(ix) = &index_out
             && ix.len() != count
         {
-            return Err(invalid(format!(
-                "segmented argmin/argmax: {count} values but {} indices in the outputs",
-                ix.len()
-            )));
+            return Err(Error::LengthMismatch {
+                what: "segmented argmin/argmax: the index output (one per value output)".into(),
+                expected: count as u64,
+                got: ix.len() as u64,
+            });
         }
         if count == 0 {
             return Ok(());
@@ -341,12 +365,12 @@ impl Context {
             self.check_owner(DeviceView::from(&c.flag).owner())?;
         }
         if offsets && check.is_none() && self.capturing()? {
-            return Err(invalid(
-                "a segmented reduction over device offsets reads the kernel's check of the \
-                 offsets back, so it cannot be captured into a CUDA graph (the fixed-length \
-                 form can, and so can offsets checked later: `Segments::check_later`)"
-                    .into(),
-            ));
+            return Err(Error::NotCapturable {
+                call: "a segmented reduction over device offsets",
+                hint: "it reads the kernel's check of the offsets back (the fixed-length form \
+                       can be captured, and so can offsets checked later: \
+                       `Segments::check_later`)",
+            });
         }
 
         let ws = self.workspace::<SegmentedWorkspace>();
@@ -477,13 +501,12 @@ impl Context {
             ),
             _ => unreachable!("offsets checked on the device only"),
         };
-        Err(invalid(if code & 1 == BAD_DECREASING {
-            format!(
-                "segment {s}: end offset {e} is before its begin offset {b} (decreasing offsets)"
-            )
-        } else {
-            format!("segment {s}: offsets {b}..{e} reach past the end of the input ({n} elements)")
-        }))
+        Err(Error::BadSegment {
+            segment: s as u64,
+            fault: segment_fault(code),
+            offsets: Some((b, e)),
+            input_len: Some(n as u64),
+        })
     }
 
     /// The rows kernel over `out.len()` rows of `segment_len` (> `WARP_MAX`) elements; the
@@ -702,19 +725,17 @@ impl Context {
     }
 
     fn segmented_kernel_for<T: SegmentedElement>(op: Reduction) -> Result<SegmentedKernel<T, T>> {
-        T::segmented_kernel(op).ok_or_else(|| {
-            invalid(format!(
-                "the {} reduction is defined for integers, not {}",
-                op.name(),
-                T::DTYPE
-            ))
+        T::segmented_kernel(op).ok_or_else(|| Error::Unsupported {
+            op: format!("the {} reduction", op.name()),
+            dtype: T::DTYPE,
+            reason: "the reduction is defined for integers",
         })
     }
 
     /// Reduce each segment `input[begin[s]..end[s]]` with `op` into `out[s]`, in one launch.
     /// `begin`, `end` and `out` have one entry per segment; segments may be empty (identity),
     /// overlap and come in any order. Offsets with `end < begin` or past the input are an
-    /// [`Error::InvalidArgument`] naming the first such segment (checked by the kernel, which
+    /// [`Error::BadSegment`] naming the first such segment (checked by the kernel, which
     /// never reads them; `out` is then unspecified). Blocks until the kernel has run (it reads
     /// that check back).
     ///
@@ -856,7 +877,7 @@ impl Context {
 
     /// Read `check` (this waits for the work queued before it), clear it, and return the
     /// lowest bad segment any launch reported into it since it was last taken, as
-    /// [`Error::InvalidArgument`] naming the segment and what is wrong; `Ok` when there was
+    /// [`Error::BadSegment`] naming the segment and what is wrong; `Ok` when there was
     /// none. The offsets themselves are not read again (they may have changed since).
     pub fn take_offset_check(&self, check: &OffsetCheck) -> Result<()> {
         self.check_owner(DeviceView::from(&check.flag).owner())?;
@@ -867,11 +888,12 @@ impl Context {
         self.memset_raw(self.scratch_addr(&check.flag), 8)?;
         let code = !code;
         let s = code >> 1;
-        Err(invalid(if code & 1 == BAD_DECREASING {
-            format!("segment {s}: its end offset is before its begin offset (decreasing offsets)")
-        } else {
-            format!("segment {s}: its offsets reach past the end of the input")
-        }))
+        Err(Error::BadSegment {
+            segment: s,
+            fault: segment_fault(code),
+            offsets: None,
+            input_len: None,
+        })
     }
 
     /// Per segment, the smallest value and the index *within the segment* of its first

@@ -107,10 +107,11 @@ fn mean_var_kernel() -> ReduceKernel<f32, MomentsAcc> {
 
 fn check_mean_var_len(n: usize) -> Result<()> {
     if n as u64 > u32::MAX as u64 {
-        return Err(Error::InvalidArgument(format!(
-            "mean_var takes at most {} elements (a 32-bit count), not {n}",
-            u32::MAX
-        )));
+        return Err(Error::TooLarge {
+            what: "the elements of mean_var (a 32-bit count)".into(),
+            size: n as u64,
+            limit: u32::MAX as u64,
+        });
     }
     Ok(())
 }

@@ -5,10 +5,11 @@
 use gpu_reduce::{Context, Error, Reduction, ScanKind, ScanOperator};
 use gpu_reduce_tools::scan_ladder::ScanLadderExt;
 
-fn invalid<T: std::fmt::Debug>(r: gpu_reduce::Result<T>, what: &str) {
+/// `r` is the typed argument error `want` names (a variant of [`Error`]), with a message.
+fn invalid<T: std::fmt::Debug>(r: gpu_reduce::Result<T>, what: &str, want: fn(&Error) -> bool) {
     match r {
-        Err(Error::InvalidArgument(msg)) => assert!(!msg.is_empty(), "{what}: empty message"),
-        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+        Err(e) if want(&e) => assert!(!e.to_string().is_empty(), "{what}: empty message"),
+        other => panic!("{what}: expected another error, got {other:?}"),
     }
 }
 
@@ -22,9 +23,28 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
     let mut out = ctx.alloc_zeros::<f32>(5).unwrap();
 
     // Views out of range.
-    invalid(x.view(3..9), "view past the end");
+    invalid(x.view(3..9), "view past the end", |e| {
+        matches!(
+            e,
+            Error::OutOfRange {
+                start: 3,
+                end: 9,
+                len: 5,
+                ..
+            }
+        )
+    });
     #[allow(clippy::reversed_empty_ranges)]
-    invalid(x.view(4..2), "reversed view");
+    invalid(x.view(4..2), "reversed view", |e| {
+        matches!(
+            e,
+            Error::OutOfRange {
+                start: 4,
+                end: 2,
+                ..
+            }
+        )
+    });
     assert_eq!(x.view(5..).unwrap().len(), 0);
 
     // Empty input: the identity, None for argmin/argmax, no-op scans.
@@ -46,37 +66,109 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
     invalid(
         ctx.reduce_into(&x, Reduction::Sum, &mut none),
         "reduce_into empty output",
+        |e| {
+            matches!(
+                e,
+                Error::OutputTooSmall {
+                    needed: 1,
+                    got: 0,
+                    ..
+                }
+            )
+        },
     );
     let mut none64 = ctx.alloc_zeros::<f64>(0).unwrap();
     invalid(
         ctx.sum_compensated_into(&x, &mut none64),
         "compensated into empty output",
+        |e| {
+            matches!(
+                e,
+                Error::OutputTooSmall {
+                    needed: 1,
+                    got: 0,
+                    ..
+                }
+            )
+        },
     );
     invalid(
         ctx.reduce_into(&x, gpu_reduce::Reduction::Sum, &mut none),
         "reduce_into empty output",
+        |e| {
+            matches!(
+                e,
+                Error::OutputTooSmall {
+                    needed: 1,
+                    got: 0,
+                    ..
+                }
+            )
+        },
     );
     invalid(
         ctx.scan(&x, &mut short, ScanOperator::Sum, ScanKind::Inclusive),
         "scan into a short output",
+        |e| {
+            matches!(
+                e,
+                Error::OutputTooSmall {
+                    needed: 5,
+                    got: 4,
+                    ..
+                }
+            )
+        },
     );
     invalid(
         ctx.scan_bit(&x, &mut short, ScanOperator::Sum, ScanKind::Inclusive),
         "BIT scan into a short output",
+        |e| {
+            matches!(
+                e,
+                Error::OutputTooSmall {
+                    needed: 5,
+                    got: 4,
+                    ..
+                }
+            )
+        },
     );
     invalid(
         ctx.scan_bcao(&x, &mut short, ScanOperator::Sum, ScanKind::Exclusive),
         "BCAO scan into a short output",
+        |e| {
+            matches!(
+                e,
+                Error::OutputTooSmall {
+                    needed: 5,
+                    got: 4,
+                    ..
+                }
+            )
+        },
     );
     // Mismatched keys and values.
     let keys = ctx.htod(&[1u32, 1, 2]).unwrap();
     invalid(
         ctx.scan_by_key(&keys, &x, &mut out, ScanOperator::Sum, ScanKind::Inclusive),
         "3 keys for 5 values",
+        |e| {
+            matches!(
+                e,
+                Error::LengthMismatch {
+                    expected: 5,
+                    got: 3,
+                    ..
+                }
+            )
+        },
     );
     // Operators that do not apply: bitwise on floats.
     for op in [Reduction::And, Reduction::Or, Reduction::Xor] {
-        invalid(ctx.reduce(&x, op), "bitwise on f32");
+        invalid(ctx.reduce(&x, op), "bitwise on f32", |e| {
+            matches!(e, Error::Unsupported { dtype: "f32", .. })
+        });
     }
     assert_eq!(
         ctx.reduce(&xi, Reduction::Xor).unwrap(),

@@ -26,6 +26,26 @@ use rand::{Rng, SeedableRng, rngs::SmallRng};
 /// The context GPU tests run on. GPU tests are `#[ignore]`d and run only through
 /// `cargo xtask test --gpu` (or the bundle's run.sh), which first checks that a device exists;
 /// reaching this without one is a failure, not a pass.
+/// Whether `e` is one of the typed errors of a bad argument (the variants that replaced
+/// `InvalidArgument`).
+pub fn is_argument_error(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::LengthMismatch { .. }
+            | Error::OutputTooSmall { .. }
+            | Error::OutOfRange { .. }
+            | Error::BadSegment { .. }
+            | Error::Unsupported { .. }
+            | Error::UnsupportedOnBackend { .. }
+            | Error::NotCapturable { .. }
+            | Error::WrongBackend
+            | Error::WrongDevice { .. }
+            | Error::BadPointer { .. }
+            | Error::TooLarge { .. }
+            | Error::MultiGpu(_)
+    )
+}
+
 pub fn gpu() -> Context {
     match Context::new(0) {
         Ok(c) => c,
@@ -281,14 +301,23 @@ pub fn check_sum_repeatable(ctx: &Context, n: usize) {
 pub fn check_bad_requests(ctx: &Context) {
     let input = ctx.htod(&random_f32(1000, 1)).unwrap();
     let mut empty = ctx.alloc_zeros::<f32>(0).unwrap();
-    assert!(matches!(
-        ctx.reduce_into(&input, gpu_reduce::Reduction::Sum, &mut empty),
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        ctx.conformance_shfl(Shfl::Down, 1, 3, 32),
-        Err(Error::InvalidArgument(_))
-    ));
+    match ctx.reduce_into(&input, gpu_reduce::Reduction::Sum, &mut empty) {
+        Err(
+            e @ Error::OutputTooSmall {
+                needed: 1, got: 0, ..
+            },
+        ) => {
+            assert!(
+                e.to_string().contains("output buffer of a reduction"),
+                "{e}"
+            )
+        }
+        other => panic!("expected OutputTooSmall, got {other:?}"),
+    }
+    match ctx.conformance_shfl(Shfl::Down, 1, 3, 32) {
+        Err(e @ Error::External(_)) => assert!(e.to_string().contains("width 3"), "{e}"),
+        other => panic!("expected the tool's error on width 3, got {other:?}"),
+    }
     let (want, _) = cpu::sum_f64(&ctx.dtoh(&input).unwrap());
     approx::assert_relative_eq!(ctx.sum(&input).unwrap() as f64, want, max_relative = 1e-4);
 }

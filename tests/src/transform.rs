@@ -125,7 +125,11 @@ pub fn check_mean_var(ctx: &Context, n: usize) {
     let mut none = ctx.alloc_zeros::<MomentsAcc>(0).unwrap();
     assert!(matches!(
         ctx.mean_var_into(&b_one(ctx), &mut none),
-        Err(gpu_reduce::Error::InvalidArgument(_))
+        Err(gpu_reduce::Error::OutputTooSmall {
+            needed: 1,
+            got: 0,
+            ..
+        })
     ));
     let one = ctx.htod(&[2.5f32]).unwrap();
     let m = ctx.mean_var(&one).unwrap().unwrap();
@@ -234,8 +238,13 @@ pub fn check_dot(ctx: &Context, n: usize) {
     let e = ctx.alloc_zeros::<f32>(0).unwrap();
     assert_eq!(ctx.dot(&e, &e).unwrap(), 0.0);
     match ctx.dot(bx.view(..n).unwrap(), by.view(..n - 1).unwrap()) {
-        Err(gpu_reduce::Error::InvalidArgument(m)) => {
-            assert!(m.contains("different lengths"), "{m}")
+        Err(e @ gpu_reduce::Error::LengthMismatch { .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("different lengths"), "{m}");
+            assert!(
+                matches!(e, gpu_reduce::Error::LengthMismatch { expected, got, .. } if got + 1 == expected),
+                "{e:?}"
+            );
         }
         other => panic!("expected a length error, got {other:?}"),
     }

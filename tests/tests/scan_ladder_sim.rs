@@ -116,7 +116,8 @@ fn short_output_is_an_error_and_empty_is_a_no_op() {
             )
             .unwrap_err();
         assert!(
-            matches!(e, gpu_reduce::Error::InvalidArgument(_)) && e.to_string().contains("fewer"),
+            matches!(e, gpu_reduce::Error::OutputTooSmall { .. })
+                && e.to_string().contains("output"),
             "{method:?}: {e}"
         );
         let empty = ctx.alloc_zeros::<u64>(0).unwrap();

@@ -49,11 +49,11 @@ pub fn min_max<'a>(
 ) -> Result<Option<MinMaxResult>> {
     let x = x.into();
     if x.len() as u64 > NO_INDEX as u64 {
-        return Err(Error::InvalidArgument(format!(
-            "min_max takes at most {} elements (32-bit indices), not {}",
-            NO_INDEX,
-            x.len()
-        )));
+        return Err(Error::TooLarge {
+            what: "the elements of min_max (32-bit indices)".into(),
+            size: x.len() as u64,
+            limit: NO_INDEX as u64,
+        });
     }
     let a = ctx.reduce_custom::<f32, MinMax>(&LIB, x)?;
     Ok((a.argmin != NO_INDEX).then_some(MinMaxResult {

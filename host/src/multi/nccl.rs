@@ -58,7 +58,7 @@ impl NcclId {
     pub fn from_hex(s: &str) -> Result<Self> {
         let s = s.trim();
         if s.len() != 256 || !s.is_ascii() {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::MultiGpu(format!(
                 "an NCCL id is 256 hex digits, not {} characters",
                 s.len()
             )));
@@ -66,16 +66,15 @@ impl NcclId {
         let mut internal = [0 as core::ffi::c_char; 128];
         for (i, c) in internal.iter_mut().enumerate() {
             let b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
-                .map_err(|_| Error::InvalidArgument(format!("the NCCL id is not hex: {s:.16}…")))?;
+                .map_err(|_| Error::MultiGpu(format!("the NCCL id is not hex: {s:.16}…")))?;
             *c = b as core::ffi::c_char;
         }
         Ok(NcclId(Id::uninit(internal)))
     }
     /// The id in [`ID_ENV`].
     pub fn from_env() -> Result<Self> {
-        let v = std::env::var(ID_ENV).map_err(|_| {
-            Error::InvalidArgument(format!("{ID_ENV} is not set (rank 0 makes the id)"))
-        })?;
+        let v = std::env::var(ID_ENV)
+            .map_err(|_| Error::MultiGpu(format!("{ID_ENV} is not set (rank 0 makes the id)")))?;
         Self::from_hex(&v)
     }
 }
@@ -100,9 +99,10 @@ impl NcclExchange {
     pub fn new(ctx: &Context, rank: usize, world: usize, id: NcclId) -> Result<Self> {
         loaded()?;
         let Some((_, stream)) = ctx.cuda() else {
-            return Err(Error::InvalidArgument(
-                "NCCL needs a CUDA context, not the simulator".into(),
-            ));
+            return Err(Error::UnsupportedOnBackend {
+                op: "NCCL (it needs a CUDA context)",
+                backend: crate::BackendKind::Sim,
+            });
         };
         let comm = Comm::from_rank(stream.clone(), rank, world, id.0)
             .map_err(nccl_err("joining the communicator"))?;
@@ -132,7 +132,7 @@ impl Exchange for NcclExchange {
     }
     fn all_gather(&self, mut local: Vec<Vec<u32>>) -> Result<Vec<Vec<u32>>> {
         if local.len() != 1 {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::MultiGpu(format!(
                 "an NCCL rank holds one rank, not {}",
                 local.len()
             )));

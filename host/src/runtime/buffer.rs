@@ -157,9 +157,10 @@ impl<T> DeviceBuffer<T> {
                 drop(guard);
                 Ok(slice)
             }
-            Buf::Sim(_) => Err(Error::InvalidArgument(
-                "a simulator buffer has no CUDA memory to hand to cudarc".into(),
-            )),
+            Buf::Sim(_) => Err(Error::UnsupportedOnBackend {
+                op: "handing a buffer to cudarc (a simulator buffer has no CUDA memory)",
+                backend: crate::BackendKind::Sim,
+            }),
         }
     }
 
@@ -200,9 +201,12 @@ fn bounds(range: impl std::ops::RangeBounds<usize>, len: usize) -> Result<(usize
         Unbounded => len,
     };
     if start > end || end > len {
-        return Err(Error::InvalidArgument(format!(
-            "range {start}..{end} is outside a buffer of {len} elements"
-        )));
+        return Err(Error::OutOfRange {
+            what: "a view".into(),
+            start: start as u64,
+            end: end as u64,
+            len: len as u64,
+        });
     }
     Ok((start, end))
 }

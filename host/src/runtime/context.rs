@@ -349,11 +349,14 @@ impl Context {
     ) -> Result<()> {
         let mut dst = dst.into();
         if dst.len() < data.len() {
-            return Err(Error::InvalidArgument(format!(
-                "copying {} elements into device memory of {}",
-                data.len(),
-                dst.len()
-            )));
+            return Err(Error::OutputTooSmall {
+                what: format!(
+                    "copying {} elements: the device memory copied into",
+                    data.len()
+                ),
+                needed: data.len() as u64,
+                got: dst.len() as u64,
+            });
         }
         let bytes = std::mem::size_of_val(data);
         let (addr, _access) = self.write(&mut dst)?;
@@ -394,12 +397,11 @@ impl Context {
         let end = at
             .checked_add(src.len())
             .filter(|&e| e <= dst.len())
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "copying {} elements at {at} overflows a buffer of {}",
-                    src.len(),
-                    dst.len()
-                ))
+            .ok_or_else(|| Error::OutOfRange {
+                what: format!("copying {} elements at {at}", src.len()),
+                start: at as u64,
+                end: (at as u64).saturating_add(src.len() as u64),
+                len: dst.len() as u64,
             })?;
         let mut dst = dst.slice(at..end)?;
         let bytes = src.len() * std::mem::size_of::<T>();
@@ -496,9 +498,7 @@ impl Context {
                 seen.push((key.0, key.1, k));
                 Ok(k)
             }
-            Backend::Sim => Err(Error::InvalidArgument(
-                "internal: the simulator loads no PTX".into(),
-            )),
+            Backend::Sim => Err(Error::Internal("the simulator loads no PTX".into())),
         }
     }
 
@@ -586,13 +586,15 @@ impl Context {
             return Ok(());
         }
         if owner.backend() != self.info.backend {
-            return Err(Error::wrong_backend());
+            return Err(Error::WrongBackend);
         }
-        Err(Error::InvalidArgument(format!(
-            "memory of {} (or of another CUDA context) was passed to a context on {}",
-            owner.describe(),
-            self.owner().describe()
-        )))
+        Err(Error::WrongDevice {
+            memory: format!(
+                "memory of {} (or of another CUDA context)",
+                owner.describe()
+            ),
+            context: self.owner().describe(),
+        })
     }
 
     /// The address to read a view at, and what keeps it ordered until dropped (drop it after
@@ -607,7 +609,7 @@ impl Context {
                 (p, Access::Cuda(g))
             }
             (Mem::Raw { addr, .. }, _) => (addr, Access::Free),
-            (Mem::Cuda(_), Backend::Sim) => return Err(Error::wrong_backend()),
+            (Mem::Cuda(_), Backend::Sim) => return Err(Error::WrongBackend),
         };
         Ok((base + off, access))
     }
@@ -626,7 +628,7 @@ impl Context {
                 (p, Access::Cuda(g))
             }
             (MemMut::Raw { addr, .. }, _) => (*addr, Access::Free),
-            (MemMut::Cuda(_), Backend::Sim) => return Err(Error::wrong_backend()),
+            (MemMut::Cuda(_), Backend::Sim) => return Err(Error::WrongBackend),
         };
         Ok((base + off, access))
     }
@@ -744,7 +746,7 @@ impl Context {
                 }
                 Ok(())
             }
-            _ => Err(Error::InvalidArgument(format!(
+            _ => Err(Error::Internal(format!(
                 "a device fill of {size}-byte elements (4 or 8 only)"
             ))),
         }
@@ -752,22 +754,30 @@ impl Context {
 
     /// Check a raw pointer handed in for `len` elements of `T`.
     pub(crate) fn check_raw<T>(&self, addr: u64, len: usize) -> Result<Owner> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::InvalidArgument(format!("{len} elements overflow the address space"))
-        })?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::TooLarge {
+                what: format!(
+                    "the elements of a raw view ({}-byte elements overflow the address space)",
+                    std::mem::size_of::<T>()
+                ),
+                size: len as u64,
+                limit: (usize::MAX / std::mem::size_of::<T>().max(1)) as u64,
+            })?;
         if len == 0 {
             return Ok(self.owner());
         }
         if addr == 0 {
-            return Err(Error::InvalidArgument(
-                "a null pointer was given for a non-empty view".into(),
-            ));
+            return Err(Error::BadPointer {
+                addr,
+                reason: format!("a null pointer was given for a non-empty view of {len} elements"),
+            });
         }
         if !addr.is_multiple_of(std::mem::align_of::<T>() as u64) {
-            return Err(Error::InvalidArgument(format!(
-                "address {addr:#x} is not aligned to {} bytes",
-                std::mem::align_of::<T>()
-            )));
+            return Err(Error::BadPointer {
+                addr,
+                reason: format!("not aligned to {} bytes", std::mem::align_of::<T>()),
+            });
         }
         let Backend::Cuda(c) = &self.backend else {
             return Ok(Owner::Sim);
@@ -780,10 +790,9 @@ impl Context {
             // SAFETY: every attribute asked below writes at most 8 bytes.
             unsafe { sys::cuPointerGetAttribute(&mut v as *mut u64 as *mut _, a, addr) }
                 .result()
-                .map_err(|_| {
-                    Error::InvalidArgument(format!(
-                        "address {addr:#x} is not device memory known to the CUDA driver"
-                    ))
+                .map_err(|_| Error::BadPointer {
+                    addr,
+                    reason: "not device memory known to the CUDA driver".into(),
                 })?;
             Ok(v)
         };
@@ -791,18 +800,21 @@ impl Context {
         // DEVICE_ORDINAL is an int: read it into a zeroed u64 and keep the low half.
         let ordinal = attr(P::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)? as u32 as usize;
         if ordinal != self.info.ordinal {
-            return Err(Error::InvalidArgument(format!(
-                "address {addr:#x} is memory of CUDA device {ordinal}, not of device {}",
-                self.info.ordinal
-            )));
+            return Err(Error::WrongDevice {
+                memory: format!("address {addr:#x}, memory of CUDA device {ordinal},"),
+                context: format!("CUDA device {}", self.info.ordinal),
+            });
         }
         let start = attr(P::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)?;
         let size = attr(P::CU_POINTER_ATTRIBUTE_RANGE_SIZE)?;
         if addr + bytes as u64 > start + size {
-            return Err(Error::InvalidArgument(format!(
-                "{len} elements at {addr:#x} run past the end of its allocation \
-                 ({size} bytes at {start:#x})"
-            )));
+            return Err(Error::BadPointer {
+                addr,
+                reason: format!(
+                    "{len} elements run past the end of its allocation ({size} bytes at \
+                     {start:#x})"
+                ),
+            });
         }
         Ok(Owner::Cuda { ordinal, ctx: None })
     }

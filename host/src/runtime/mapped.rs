@@ -140,8 +140,8 @@ impl MappedResult {
                     return if self.raised(seq) {
                         Ok(words(self))
                     } else {
-                        Err(Error::InvalidArgument(
-                            "internal: the reduction kernel ended without raising its flag".into(),
+                        Err(Error::Internal(
+                            "the reduction kernel ended without raising its flag".into(),
                         ))
                     };
                 }

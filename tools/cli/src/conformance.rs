@@ -27,7 +27,7 @@ pub enum As64 {
 
 fn check_threads(threads: u32) -> Result<()> {
     if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::external(format!(
             "conformance kernels take whole warps (32..=1024 threads), got {threads}"
         )));
     }
@@ -71,7 +71,7 @@ impl Conformance for Context {
     fn conformance_shfl(&self, op: Shfl, arg: u32, width: u32, threads: u32) -> Result<Vec<u32>> {
         check_threads(threads)?;
         if !width.is_power_of_two() || width > 32 {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::external(format!(
                 "shuffle width {width} is not a power of two in 1..=32"
             )));
         }
@@ -143,7 +143,7 @@ impl Conformance for Context {
         rounds: u32,
     ) -> Result<Vec<u32>> {
         if threads == 0 || threads > 1024 || blocks == 0 {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::external(format!(
                 "bad shape: {blocks} blocks of {threads}"
             )));
         }
@@ -173,7 +173,7 @@ impl Conformance for Context {
         epoch: u32,
     ) -> Result<(u32, u32)> {
         if tile == 0 || tile as usize > flags.len() {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::external(format!(
                 "look-back of tile {tile} over {} tiles",
                 flags.len()
             )));

@@ -232,7 +232,7 @@ pub enum CubError {
 
 impl From<CubError> for gpu_reduce::Error {
     fn from(e: CubError) -> Self {
-        gpu_reduce::Error::InvalidArgument(format!("CUB: {e}"))
+        gpu_reduce::Error::external(format!("CUB: {e}"))
     }
 }
 
@@ -241,13 +241,11 @@ impl From<CubError> for gpu_reduce::Error {
 /// simulator.
 pub fn stream_of(ctx: &gpu_reduce::Context) -> gpu_reduce::Result<*mut c_void> {
     let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
-        return Err(gpu_reduce::Error::InvalidArgument(
-            "CUB needs the CUDA backend".into(),
-        ));
+        return Err(gpu_reduce::Error::external("CUB needs the CUDA backend"));
     };
     cuda_ctx
         .bind_to_thread()
-        .map_err(|e| gpu_reduce::Error::InvalidArgument(format!("binding the context: {e}")))?;
+        .map_err(|e| gpu_reduce::Error::external(format!("binding the context: {e}")))?;
     Ok(cuda_stream.cu_stream() as *mut c_void)
 }
 

@@ -321,9 +321,11 @@ fn launch<T: LadderElem>(
 
 fn check_n(n: usize) -> Result<u32> {
     if n > MAX_N {
-        return Err(Error::InvalidArgument(format!(
-            "the ladder's kernels index with u32: n = {n} is over {MAX_N}"
-        )));
+        return Err(Error::TooLarge {
+            what: "the elements of the ladder (its kernels index with u32)".into(),
+            size: n as u64,
+            limit: MAX_N as u64,
+        });
     }
     Ok(n as u32)
 }
@@ -418,9 +420,7 @@ fn run_typed<T: LadderElem>(
 ) -> Result<Vec<LadderRow>> {
     let n32 = check_n(n)?;
     if iters == 0 {
-        return Err(Error::InvalidArgument(
-            "the ladder needs at least one timed run".into(),
-        ));
+        return Err(Error::external("the ladder needs at least one timed run"));
     }
     let gpu = ctx.backend_kind() == BackendKind::Cuda;
     let data = T::random(n, seed);

@@ -243,7 +243,7 @@ fn first_calls(device: usize) -> Result<String, gpu_reduce::Error> {
     let t_again = t2.elapsed().as_secs_f64();
     let want: f64 = data.iter().map(|&v| v as f64).sum();
     if sum as f64 != want || again != sum {
-        return Err(gpu_reduce::Error::InvalidArgument(format!(
+        return Err(gpu_reduce::Error::external(format!(
             "first-call check failed: sum {sum}, again {again}, expected {want}"
         )));
     }
@@ -309,7 +309,7 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
         } => {
             let ctx = Context::new(device.unwrap_or(rank))?;
             let n = usize::try_from(n)
-                .map_err(|_| gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit")))?;
+                .map_err(|_| gpu_reduce::Error::external(format!("--n {n} does not fit")))?;
             let line = gpu_reduce_tools::multi::run_rank(
                 ctx,
                 rank,
@@ -502,9 +502,8 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
         } => {
             if let (Some(g), true) = (gpus, ones) {
                 let n = n.unwrap_or(1 << 28);
-                let n = usize::try_from(n).map_err(|_| {
-                    gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit"))
-                })?;
+                let n = usize::try_from(n)
+                    .map_err(|_| gpu_reduce::Error::external(format!("--n {n} does not fit")))?;
                 let ranks = (0..g as usize)
                     .map(|o| match backend {
                         BackendArg::Sim => Context::sim(),
@@ -541,7 +540,7 @@ fn run(cli: Cli) -> Result<ExitCode, gpu_reduce::Error> {
                 let iters = iters.unwrap_or(if gpu { 100 } else { 1 }) as usize;
                 let warmup = warmup.unwrap_or(if gpu { 10 } else { 0 }) as usize;
                 let n = usize::try_from(n).map_err(|_| {
-                    gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory"))
+                    gpu_reduce::Error::external(format!("--n {n} does not fit in memory"))
                 })?;
                 let seed = seed.unwrap_or_else(rand::random);
                 let rows = gpu_reduce_tools::ladder::run_ladder_seeded(
@@ -659,9 +658,8 @@ fn scan(ctx: &Context, args: ScanArgs) -> Result<ExitCode, gpu_reduce::Error> {
     text += &table.to_markdown();
     print!("{text}");
     if let Some(p) = out {
-        std::fs::write(&p, &text).map_err(|e| {
-            gpu_reduce::Error::InvalidArgument(format!("writing {}: {e}", p.display()))
-        })?;
+        std::fs::write(&p, &text)
+            .map_err(|e| gpu_reduce::Error::external(format!("writing {}: {e}", p.display())))?;
     }
     Ok(if table.all_checked() {
         ExitCode::SUCCESS
@@ -678,16 +676,15 @@ fn reduce(
     warmup: usize,
     seed: Option<u64>,
 ) -> Result<ExitCode, gpu_reduce::Error> {
-    let len = usize::try_from(n).map_err(|_| {
-        gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory"))
-    })?;
+    let len = usize::try_from(n)
+        .map_err(|_| gpu_reduce::Error::external(format!("--n {n} does not fit in memory")))?;
     println!("backend: {}", backend_line(ctx));
 
     let seed = seed.unwrap_or_else(rand::random);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut data = Vec::new();
     data.try_reserve_exact(len).map_err(|_| {
-        gpu_reduce::Error::InvalidArgument(format!("--n {n}: not enough host memory for the input"))
+        gpu_reduce::Error::external(format!("--n {n}: not enough host memory for the input"))
     })?;
     data.extend((0..len).map(|_| rng.random_range(-1.0f32..1.0)));
     let input = ctx.htod(&data)?;
@@ -817,7 +814,7 @@ fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> 
         }
     }
     std::fs::create_dir_all(out).map_err(|e| {
-        gpu_reduce::Error::InvalidArgument(format!("cannot create {}: {e}", out.display()))
+        gpu_reduce::Error::external(format!("cannot create {}: {e}", out.display()))
     })?;
     let steps = (config.sizes.len() * config.dtypes.len() * repeat) as u64;
     let bar = if quiet {
@@ -866,7 +863,7 @@ fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> 
     let (json_path, md_path) = (out.join("results.json"), out.join("results.md"));
     bench::report::write_json(sweep, &json_path)?;
     std::fs::write(&md_path, &md).map_err(|e| {
-        gpu_reduce::Error::InvalidArgument(format!("cannot write {}: {e}", md_path.display()))
+        gpu_reduce::Error::external(format!("cannot write {}: {e}", md_path.display()))
     })?;
     let plots = bench::plot::write_plots(sweep, out)?;
     println!("{md}");
@@ -956,7 +953,7 @@ fn bench(ctx: &Context, args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> 
             print!("{text}");
             let path = out.join("guard.md");
             std::fs::write(&path, &text).map_err(|e| {
-                gpu_reduce::Error::InvalidArgument(format!("cannot write {}: {e}", path.display()))
+                gpu_reduce::Error::external(format!("cannot write {}: {e}", path.display()))
             })?;
             c.passed()
         }
@@ -1125,7 +1122,7 @@ fn multi(
     if cuda {
         let present = gpu_reduce::device_count()?;
         if present < gpus {
-            return Err(gpu_reduce::Error::InvalidArgument(format!(
+            return Err(gpu_reduce::Error::external(format!(
                 "--gpus {gpus} asks for more GPUs than the {present} present"
             )));
         }
@@ -1141,9 +1138,8 @@ fn multi(
             })
             .collect()
     };
-    let n = usize::try_from(n).map_err(|_| {
-        gpu_reduce::Error::InvalidArgument(format!("--n {n} does not fit in memory"))
-    })?;
+    let n = usize::try_from(n)
+        .map_err(|_| gpu_reduce::Error::external(format!("--n {n} does not fit in memory")))?;
     let what = match op {
         gpu_reduce_tools::multi::MultiOp::Reduce => "f32 sum",
         gpu_reduce_tools::multi::MultiOp::Scan => "i32 inclusive sum",

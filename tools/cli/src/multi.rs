@@ -71,7 +71,7 @@ pub fn run(
                         times.push(dt);
                     }
                     if again.to_bits() != got.to_bits() {
-                        return Err(gpu_reduce::Error::InvalidArgument(format!(
+                        return Err(gpu_reduce::Error::external(format!(
                             "run {i} gave other bits: {again} vs {got}"
                         )));
                     }
@@ -249,7 +249,7 @@ pub fn run_rank(
             let tmp = path.with_extension("tmp");
             std::fs::write(&tmp, id.to_hex())
                 .and_then(|_| std::fs::rename(&tmp, path))
-                .map_err(|e| Error::InvalidArgument(format!("writing {}: {e}", path.display())))?;
+                .map_err(|e| Error::external(format!("writing {}: {e}", path.display())))?;
             id
         } else {
             let t = Instant::now();
@@ -267,7 +267,7 @@ pub fn run_rank(
             }
         }
     } else {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::external(format!(
             "give the ranks an NCCL id: --id-file PATH or {ID_ENV}"
         )));
     };

@@ -151,15 +151,18 @@ fn scan_ladder_args<T>(
     ctx.device_addr(output)?;
     let n = input.len();
     if output.len() < n {
-        return Err(Error::InvalidArgument(format!(
-            "the scan's output holds {} elements, fewer than the input's {n}",
-            output.len()
-        )));
+        return Err(Error::OutputTooSmall {
+            what: "the scan's output (one element per input element)".into(),
+            needed: n as u64,
+            got: output.len() as u64,
+        });
     }
     if n > MAX_N {
-        return Err(Error::InvalidArgument(format!(
-            "the teaching scans take at most {MAX_N} elements (1-D grid limit), not {n}"
-        )));
+        return Err(Error::TooLarge {
+            what: "the elements of a teaching scan (1-D grid limit)".into(),
+            size: n as u64,
+            limit: MAX_N as u64,
+        });
     }
     Ok(n as u64)
 }
@@ -176,7 +179,9 @@ fn run_step<T: ScanLadderElement>(
     // buffer would be a bug here, reported rather than launched.
     let level = |i: usize| {
         bufs.levels.get(i).copied().ok_or_else(|| {
-            Error::InvalidArgument(format!("internal: no buffer for level {i} of {l:?}"))
+            Error::Internal(format!(
+                "the scan ladder has no buffer for level {i} of {l:?}"
+            ))
         })
     };
     match l.step {
@@ -469,8 +474,14 @@ mod tests {
             ctx.scan_bcao(&input, &mut out, ScanOperator::Max, ScanKind::Exclusive),
         ] {
             match r {
-                Err(Error::InvalidArgument(m)) => assert!(m.contains("fewer than"), "{m}"),
-                other => panic!("expected InvalidArgument, got {other:?}"),
+                Err(
+                    e @ Error::OutputTooSmall {
+                        needed: 3, got: 2, ..
+                    },
+                ) => {
+                    assert!(e.to_string().contains("scan's output"), "{e}")
+                }
+                other => panic!("expected OutputTooSmall (3 needed, room for 2), got {other:?}"),
             }
         }
         let mut out = ctx.alloc_zeros::<i32>(4).unwrap();

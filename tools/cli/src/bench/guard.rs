@@ -136,7 +136,7 @@ impl Baseline {
     pub fn from_sweeps(sweeps: &[Sweep]) -> Result<Baseline> {
         let first = sweeps
             .first()
-            .ok_or_else(|| Error::InvalidArgument("a baseline needs at least one sweep".into()))?;
+            .ok_or_else(|| Error::external("a baseline needs at least one sweep"))?;
         Ok(Baseline {
             machine: first.machine.clone(),
             config: first.config.clone(),
@@ -147,9 +147,8 @@ impl Baseline {
 
     /// Write as pretty JSON.
     pub fn write(&self, path: &Path) -> Result<()> {
-        let err = |e: &dyn fmt::Display| {
-            Error::InvalidArgument(format!("cannot write {}: {e}", path.display()))
-        };
+        let err =
+            |e: &dyn fmt::Display| Error::external(format!("cannot write {}: {e}", path.display()));
         let text = serde_json::to_string_pretty(self).map_err(|e| err(&e))?;
         std::fs::write(path, text + "\n").map_err(|e| err(&e))
     }
@@ -157,9 +156,9 @@ impl Baseline {
     /// Read what [`Baseline::write`] wrote.
     pub fn read(path: &Path) -> Result<Baseline> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::InvalidArgument(format!("cannot read {}: {e}", path.display())))?;
+            .map_err(|e| Error::external(format!("cannot read {}: {e}", path.display())))?;
         serde_json::from_str(&text).map_err(|e| {
-            Error::InvalidArgument(format!("{} is not a bench baseline: {e}", path.display()))
+            Error::external(format!("{} is not a bench baseline: {e}", path.display()))
         })
     }
 }
@@ -176,7 +175,7 @@ impl Baseline {
             .filter(|c| c.to_string().contains(pattern))
             .collect();
         if cells.is_empty() {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::external(format!(
                 "no cell of the baseline matches \"{pattern}\" (cells are named like \"{}\")",
                 self.cells
                     .first()

@@ -228,12 +228,12 @@ fn cub_runner<'a, T: HalfSweep, O>(
     kind: CubKind,
 ) -> Result<impl Fn(usize) -> Result<()> + 'a> {
     let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
-        return Err(Error::InvalidArgument("CUB needs the CUDA backend".into()));
+        return Err(Error::external("CUB needs the CUDA backend"));
     };
     cuda_ctx
         .bind_to_thread()
-        .map_err(|e| Error::InvalidArgument(format!("binding the context: {e}")))?;
-    let cub_err = |e: cub::CubError| Error::InvalidArgument(format!("CUB: {e}"));
+        .map_err(|e| Error::external(format!("binding the context: {e}")))?;
+    let cub_err = |e: cub::CubError| Error::external(format!("CUB: {e}"));
     let n = inputs[0].len() as u64;
     let temp_bytes = match kind {
         CubKind::SumToF32 => cub.temp_bytes_sum_to_f32::<T::Cub>(n),

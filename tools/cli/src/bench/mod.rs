@@ -458,17 +458,17 @@ impl StreamExt for Context {
     ) -> Result<()> {
         let bytes = input.len() * std::mem::size_of::<T>();
         if !bytes.is_multiple_of(4) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::external(format!(
                 "stream_read_xor: {bytes} bytes is not a whole number of 32-bit words"
             )));
         }
         let (grid, block) = self.stream_shape();
         if partials.len() < (grid * block / 32) as usize {
-            return Err(Error::InvalidArgument(format!(
-                "stream_read_xor: {} partials, {} needed",
-                partials.len(),
-                grid * block / 32
-            )));
+            return Err(Error::OutputTooSmall {
+                what: "stream_read_xor: the partials (one per warp)".into(),
+                needed: (grid * block / 32) as u64,
+                got: partials.len() as u64,
+            });
         }
         let words = (bytes / 4) as u64;
         let (i, p) = (self.device_addr(input)?, self.device_addr(&*partials)?);
@@ -866,7 +866,7 @@ fn sweep_one<T: SweepElement>(
                     let tb = ctx.time_ms(0, 1, || run(i_cub))?;
                     let ok_cub = T::sum_ok(ctx.dtoh(&res)?[0], &hosts[i_cub]);
                     if !(ok_ours && ok_cub) {
-                        return Err(Error::InvalidArgument(format!(
+                        return Err(Error::external(format!(
                             "alternating run {i}: a wrong sum (ours ok: {ok_ours}, CUB ok: {ok_cub})"
                         )));
                     }
@@ -939,9 +939,7 @@ fn sweep_one<T: SweepElement>(
                 Dtype::I32 => crate::ladder::LadderDtype::I32,
                 // 16-bit types are swept by `halves`, never here.
                 Dtype::F16 | Dtype::Bf16 => {
-                    return Err(Error::InvalidArgument(
-                        "the reduction ladder has no 16-bit types".into(),
-                    ));
+                    return Err(Error::external("the reduction ladder has no 16-bit types"));
                 }
             };
             for row in crate::ladder::run_ladder_seeded(ctx, nu, dt, it, wu, seed)? {
@@ -1102,7 +1100,7 @@ pub fn cub_works(ctx: &Context, cub: &Cub) -> Result<()> {
     cub_sum_runner::<i32>(cub, ctx, &inputs, &res)?(0)?;
     let got = ctx.dtoh(&res)?[0];
     if !i32::sum_ok(got, &data) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::external(format!(
             "CUB's sum of the probe is {got}, not {}",
             data.iter().sum::<i32>()
         )));
@@ -1111,9 +1109,7 @@ pub fn cub_works(ctx: &Context, cub: &Cub) -> Result<()> {
     if let Some(runner) = i32::cub_inclusive_sum(cub, ctx, &inputs[0], &mut out) {
         runner?.run()?;
         if !i32::check(&ctx.dtoh(&out)?, &data) {
-            return Err(Error::InvalidArgument(
-                "CUB's inclusive sum of the probe is wrong".into(),
-            ));
+            return Err(Error::external("CUB's inclusive sum of the probe is wrong"));
         }
     }
     Ok(())

@@ -16,7 +16,7 @@ use gpu_reduce::{Error, Result};
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSansMono.ttf");
 
 fn plot_err(e: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!("drawing a figure: {e}"))
+    Error::external(format!("drawing a figure: {e}"))
 }
 
 fn register_font() -> Result<()> {

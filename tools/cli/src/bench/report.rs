@@ -7,7 +7,7 @@ use crate::cub::version_string;
 use gpu_reduce::{Error, Result};
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!("cannot write {}: {e}", path.display()))
+    Error::external(format!("cannot write {}: {e}", path.display()))
 }
 
 /// Write `sweep` as pretty JSON.
@@ -19,9 +19,9 @@ pub fn write_json(sweep: &Sweep, path: &Path) -> Result<()> {
 /// Read a sweep back (what `write_json` wrote).
 pub fn read_json(path: &Path) -> Result<Sweep> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::InvalidArgument(format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|e| Error::external(format!("cannot read {}: {e}", path.display())))?;
     serde_json::from_str(&text)
-        .map_err(|e| Error::InvalidArgument(format!("{} is not a sweep: {e}", path.display())))
+        .map_err(|e| Error::external(format!("{} is not a sweep: {e}", path.display())))
 }
 
 /// The measurement of `method` (by prefix) in the same op, type and size as `m`.
