@@ -95,19 +95,6 @@ impl<T: Copy> SharedArray<T> {
 /// unmangled) on nvptx64, and as a plain `unsafe fn` on the host that the simulator launches.
 #[macro_export]
 macro_rules! kernel {
-    // Exported under a name made of tokens (`concat!`), as the built-in table's instances are:
-    // the function itself is named `$name` inside the caller's `const _: () = { ... };`.
-    (#[export_name = $export:expr] $(#[$m:meta])* pub unsafe fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
-        $(#[$m])*
-        #[cfg(target_arch = "nvptx64")]
-        #[unsafe(export_name = $export)]
-        pub unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
-
-        $(#[$m])*
-        #[cfg(not(target_arch = "nvptx64"))]
-        #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
-        pub unsafe fn $name($($arg: $ty),*) $body
-    };
     ($(#[$m:meta])* pub unsafe fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         $(#[$m])*
         #[cfg(target_arch = "nvptx64")]
@@ -119,6 +106,55 @@ macro_rules! kernel {
         // A kernel's parameters are its launch ABI, as many as the algorithm needs.
         #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
         pub unsafe fn $name($($arg: $ty),*) $body
+    };
+}
+
+/// A kernel's parameters as the host passes them: each field's address and size, in order
+/// (the PTX entry takes them as separate parameters).
+pub trait KernelArgs {
+    /// Calls `f` with each field's address and size, in declaration order.
+    fn each_arg(&self, f: &mut dyn FnMut(*const u8, usize));
+}
+
+/// A family's kernel parameters, declared once, in a list of `field: Type,` (with docs):
+/// - `kernel_params!(struct #[doc...] Name<G, ..> { fields })` defines the `#[repr(C)]` struct
+///   that the host builds and the simulator passes, and its [`KernelArgs`];
+/// - `kernel_params!(entry #[export_name = NAME] k => (device::<..>) Name<G, ..> { fields })`
+///   writes kernel `k`: on nvptx64 a PTX entry taking the fields as separate parameters (so
+///   LLVM knows its pointers are global, which it cannot for pointers read from a by-value
+///   struct) that hands `device` the struct; on the host a function of the struct, for the
+///   simulator. `Name` and the type parameters `G` must name types where it expands.
+///
+/// Each family writes its list once in a macro of its own (`reduce_params!`, ...) that calls
+/// this with `struct` in its module and with `entry` in each instance.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! kernel_params {
+    (struct $(#[$m:meta])* $name:ident<$($g:ident),*> {
+        $($(#[$fm:meta])* $f:ident : $ty:ty,)*
+    }) => {
+        $(#[$m])*
+        #[repr(C)]
+        pub struct $name<$($g),*> { $($(#[$fm])* pub $f: $ty,)* }
+        $crate::params_copy!($name<$($g),*>);
+        impl<$($g),*> $crate::gpu::KernelArgs for $name<$($g),*> {
+            fn each_arg(&self, f: &mut dyn FnMut(*const u8, usize)) {
+                $( f(&raw const self.$f as *const u8, ::core::mem::size_of::<$ty>()); )*
+            }
+        }
+    };
+    (entry #[export_name = $export:expr] $k:ident => ($($device:tt)*) $name:ident<$($g:ident),*> {
+        $($(#[$fm:meta])* $f:ident : $ty:ty,)*
+    }) => {
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(export_name = $export)]
+        pub unsafe extern "ptx-kernel" fn $k($($f: $ty),*) {
+            unsafe { $($device)*($name { $($f),* }) }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        pub unsafe fn $k(p: $name<$($g),*>) {
+            unsafe { $($device)*(p) }
+        }
     };
 }
 

@@ -210,37 +210,46 @@ unsafe fn stage<X: Element>(
     }
 }
 
-/// The launch parameters of [`reduce_by_key_device`] (the kernel's one parameter, by value).
-#[repr(C)]
-pub struct ReduceByKeyParams<K, T> {
-    /// The keys, `n` elements.
-    pub keys: *const K,
-    /// The values, `n` elements.
-    pub values: *const T,
-    /// One key per run (the first `capacity` runs).
-    pub unique: *mut K,
-    /// One aggregate per run (the first `capacity` runs).
-    pub aggregates_out: *mut T,
-    /// Runs the outputs hold.
-    pub capacity: u64,
-    /// Where the number of runs goes.
-    pub num_runs: *mut u64,
-    /// Elements.
-    pub n: u64,
-    /// The tile counter: 0 at launch, 0 again after.
-    pub counter: *mut u32,
-    /// 16 bytes a tile: the run counts' look-back.
-    pub flags: *mut u32,
-    /// One fixed slot a tile: the values' fixed order.
-    pub aggregates: *mut Headed<T>,
-    /// New for every launch.
-    pub epoch: u32,
-    /// The look-back's first wait in nanoseconds.
-    pub delay_ns: u32,
-    /// Tiles ahead to prefetch into L2 (0: none).
-    pub prefetch: u32,
+/// The parameters of [`ReduceByKeyParams`]'s kernels, written once: the struct and every kernel entry's
+/// parameter list ([`kernel_params!`](crate::kernel_params)).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! reduce_by_key_params {
+    ($($mode:tt)*) => {
+        $crate::kernel_params! { $($mode)* ReduceByKeyParams<K, T> {
+            /// The keys, `n` elements.
+            keys: *const K,
+            /// The values, `n` elements.
+            values: *const T,
+            /// One key per run (the first `capacity` runs).
+            unique: *mut K,
+            /// One aggregate per run (the first `capacity` runs).
+            aggregates_out: *mut T,
+            /// Runs the outputs hold.
+            capacity: u64,
+            /// Where the number of runs goes.
+            num_runs: *mut u64,
+            /// Elements.
+            n: u64,
+            /// The tile counter: 0 at launch, 0 again after.
+            counter: *mut u32,
+            /// 16 bytes a tile: the run counts' look-back.
+            flags: *mut u32,
+            /// One fixed slot a tile: the values' fixed order.
+            aggregates: *mut Headed<T>,
+            /// New for every launch.
+            epoch: u32,
+            /// The look-back's first wait in nanoseconds.
+            delay_ns: u32,
+            /// Tiles ahead to prefetch into L2 (0: none).
+            prefetch: u32,
+        } }
+    };
 }
-crate::params_copy!(ReduceByKeyParams<K, T>);
+
+crate::reduce_by_key_params!(struct
+    /// The launch parameters of [`reduce_by_key_device`] (the kernel's one parameter, by value).
+);
 
 /// Reduce by key of the `n` `keys`/`values` (any length): run `r` (the `r`-th maximal run of equal
 /// consecutive keys) gets `unique[r]` = its key and `aggregates_out[r]` = the reduction of its
@@ -603,26 +612,22 @@ macro_rules! reduce_by_key_kernels {
     )*};
     (@emit $name:expr, $k:ty, $t:ty, $op:ty) => {
         const _: () = {
-            $crate::kernel! {
-                #[export_name = $name]
-                /// Reduce by key; see
-                /// [`reduce_by_key_device`]($crate::reduce::by_key::reduce_by_key_device).
-                pub unsafe fn kernel(p: $crate::reduce::by_key::ReduceByKeyParams<$k, $t>) {
-                    unsafe {
-                        $crate::reduce::by_key::reduce_by_key_device::<
-                            $k,
-                            $t,
-                            $op,
-                            {
-                                $crate::scan::policy::ACTIVE.reduce_by_key_items(
-                                    ::core::mem::size_of::<$k>() as u64,
-                                    ::core::mem::size_of::<$t>() as u64,
-                                ) as usize
-                            },
-                        >(p)
-                    }
-                }
-            }
+            use $crate::reduce::by_key::ReduceByKeyParams;
+            type K = $k;
+            type T = $t;
+            // Reduce by key; see `reduce_by_key_device`.
+            $crate::reduce_by_key_params!(entry #[export_name = $name] kernel =>
+                ($crate::reduce::by_key::reduce_by_key_device::<
+                    $k,
+                    $t,
+                    $op,
+                    {
+                        $crate::scan::policy::ACTIVE.reduce_by_key_items(
+                            ::core::mem::size_of::<$k>() as u64,
+                            ::core::mem::size_of::<$t>() as u64,
+                        ) as usize
+                    },
+                >));
             #[cfg(not(target_arch = "nvptx64"))]
             impl $crate::reduce::by_key::ReduceByKeyInstance<$k, $t> for $op {
                 const KERNEL: $crate::Kernel<$crate::reduce::by_key::SimReduceByKeyFn<$k, $t>> =

@@ -174,16 +174,12 @@ pub trait Reduce2Instance<T: Element>: MapOp2<T> {
 macro_rules! reduce2_kernels {
     ($($name:ident : $t:ty, $op:ty;)*) => {$(
         const _: () = {
-            $crate::kernel! {
-                #[export_name = stringify!($name)]
-                /// One-launch reduction of pairs; see
-                /// [`reduce2_device`]($crate::reduce::dot::reduce2_device).
-                pub unsafe fn kernel(
-                    p: $crate::reduce::ReduceParams<$t, <$op as $crate::reduce::dot::MapOp2<$t>>::Acc>,
-                ) {
-                    unsafe { $crate::reduce::dot::reduce2_device::<$t, $op>(p) }
-                }
-            }
+            use $crate::reduce::ReduceParams;
+            type T = $t;
+            type A = <$op as $crate::reduce::dot::MapOp2<$t>>::Acc;
+            // One-launch reduction of pairs; see `reduce2_device`.
+            $crate::reduce_params!(entry #[export_name = stringify!($name)] kernel =>
+                ($crate::reduce::dot::reduce2_device::<$t, $op>));
             #[cfg(not(target_arch = "nvptx64"))]
             impl $crate::reduce::dot::Reduce2Instance<$t> for $op {
                 const KERNEL: $crate::Kernel<

@@ -81,31 +81,40 @@ unsafe fn two_tile_step<T: Element, O: ReduceOp<T>>(
     O::combine(acc0, acc1)
 }
 
-/// The launch parameters of the one-launch reductions ([`reduce_device`], and the pair
-/// reductions of [`dot`]): the kernel's one parameter, passed by value, the same struct on the
-/// GPU, on the simulator and in the host's launch.
-#[repr(C)]
-pub struct ReduceParams<T, A> {
-    /// The input, `n` elements.
-    pub input: *const T,
-    /// The second input of a pair reduction (`n` elements); unused by one-input reductions.
-    pub input2: *const T,
-    /// Elements (pairs) to reduce.
-    pub n: u64,
-    /// `tiles` accumulators of workspace.
-    pub partials: *mut A,
-    /// The retirement counter: 0 at launch, 0 again at the end.
-    pub retire_count: *mut u32,
-    /// Where the result goes.
-    pub out: *mut A,
-    /// A flag raised to `seq` (system-scope release) after `out` is written; null for none.
-    pub done: *mut u32,
-    /// Tiles the input is cut into ([`policy::ReducePolicy::tiles`]).
-    pub tiles: u32,
-    /// The value `done` is raised to.
-    pub seq: u32,
+/// The one-launch reductions' parameters ([`ReduceParams`]), written once: the struct and every
+/// kernel entry's parameter list ([`kernel_params!`](crate::kernel_params)).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! reduce_params {
+    ($($mode:tt)*) => {
+        $crate::kernel_params! { $($mode)* ReduceParams<T, A> {
+            /// The input, `n` elements.
+            input: *const T,
+            /// The second input of a pair reduction (`n` elements); unused by one-input reductions.
+            input2: *const T,
+            /// Elements (pairs) to reduce.
+            n: u64,
+            /// `tiles` accumulators of workspace.
+            partials: *mut A,
+            /// The retirement counter: 0 at launch, 0 again at the end.
+            retire_count: *mut u32,
+            /// Where the result goes.
+            out: *mut A,
+            /// A flag raised to `seq` (system-scope release) after `out` is written; null for none.
+            done: *mut u32,
+            /// Tiles the input is cut into ([`policy::ReducePolicy::tiles`]).
+            tiles: u32,
+            /// The value `done` is raised to.
+            seq: u32,
+        } }
+    };
 }
-crate::params_copy!(ReduceParams<T, A>);
+
+reduce_params!(struct
+    /// The launch parameters of the one-launch reductions ([`reduce_device`], and the pair
+    /// reductions of [`dot`]), the same struct on the GPU, on the simulator and in the host's
+    /// launch.
+);
 
 /// The one-launch reduction of `n` elements at `input` (naturally aligned; a misaligned start
 /// for 16-byte loads is handled by a scalar head) with operator `O`, cut into `tiles` tiles
@@ -360,15 +369,12 @@ macro_rules! reduce_kernels {
     )*};
     (@emit $name:expr, $t:ty, $op:ty) => {
         const _: () = {
-            $crate::kernel! {
-                #[export_name = $name]
-                /// One-launch reduction; see [`reduce_device`]($crate::reduce::reduce_device).
-                pub unsafe fn kernel(
-                    p: $crate::reduce::ReduceParams<$t, <$op as $crate::ops::ReduceOp<$t>>::Acc>,
-                ) {
-                    unsafe { $crate::reduce::reduce_device::<$t, $op>(p) }
-                }
-            }
+            use $crate::reduce::ReduceParams;
+            type T = $t;
+            type A = <$op as $crate::ops::ReduceOp<$t>>::Acc;
+            // One-launch reduction; see `reduce_device`.
+            $crate::reduce_params!(entry #[export_name = $name] kernel =>
+                ($crate::reduce::reduce_device::<$t, $op>));
             #[cfg(not(target_arch = "nvptx64"))]
             impl $crate::reduce::ReduceInstance<$t> for $op {
                 const KERNEL: $crate::Kernel<

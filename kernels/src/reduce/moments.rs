@@ -257,13 +257,10 @@ macro_rules! mean_var_name {
 // The host finds the mean-and-variance kernel as any reduction's, by operator and type.
 #[cfg(feature = "builtin")]
 const _: () = {
-    crate::kernel! {
-        #[export_name = mean_var_name!()]
-        /// Mean and variance of f32 ([`mean_var_device`]).
-        pub unsafe fn kernel(p: ReduceParams<f32, MeanVarAcc>) {
-            unsafe { mean_var_device(p) }
-        }
-    }
+    type T = f32;
+    type A = MeanVarAcc;
+    // Mean and variance of f32 (`mean_var_device`).
+    crate::reduce_params!(entry #[export_name = mean_var_name!()] kernel => (mean_var_device));
     #[cfg(not(target_arch = "nvptx64"))]
     impl ReduceInstance<f32> for MeanVar {
         const KERNEL: crate::Kernel<SimReduceFn<f32, MeanVarAcc>> = crate::Kernel {

@@ -341,36 +341,45 @@ unsafe fn block_segment<T: Element, O: ReduceOp<T>, const L: usize>(
     block_reduce(acc, O::identity(), O::combine, scratch)
 }
 
-/// The launch parameters of the segmented reductions ([`segmented_device`], [`rows_device`]):
-/// the kernels' one parameter, by value.
-#[repr(C)]
-pub struct SegmentedParams<T, Out> {
-    /// The input.
-    pub input: *const T,
-    /// Elements at `input`.
-    pub n: u64,
-    /// Segment `s` starts at `begin[s]`; null for fixed-length rows.
-    pub begin: *const u64,
-    /// Segment `s` ends at `end[s]` (unused for rows).
-    pub end: *const u64,
-    /// The rows' length (when `begin` is null).
-    pub segment_len: u64,
-    /// Segments.
-    pub k: u64,
-    /// One result per segment.
-    pub out: *mut Out,
-    /// One index per segment (argmin/argmax), or null.
-    pub index_out: *mut u64,
-    /// The offsets check's status word.
-    pub status: *mut u64,
-    /// The workspace.
-    pub ws: *mut u64,
-    /// Work-list entries the workspace holds; 0 selects the listed form.
-    pub entry_cap: u64,
-    /// Partials the workspace holds.
-    pub partial_cap: u64,
+/// The parameters of [`SegmentedParams`]'s kernels, written once: the struct and every kernel entry's
+/// parameter list ([`kernel_params!`](crate::kernel_params)).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! segmented_params {
+    ($($mode:tt)*) => {
+        $crate::kernel_params! { $($mode)* SegmentedParams<T, Out> {
+            /// The input.
+            input: *const T,
+            /// Elements at `input`.
+            n: u64,
+            /// Segment `s` starts at `begin[s]`; null for fixed-length rows.
+            begin: *const u64,
+            /// Segment `s` ends at `end[s]` (unused for rows).
+            end: *const u64,
+            /// The rows' length (when `begin` is null).
+            segment_len: u64,
+            /// Segments.
+            k: u64,
+            /// One result per segment.
+            out: *mut Out,
+            /// One index per segment (argmin/argmax), or null.
+            index_out: *mut u64,
+            /// The offsets check's status word.
+            status: *mut u64,
+            /// The workspace.
+            ws: *mut u64,
+            /// Work-list entries the workspace holds; 0 selects the listed form.
+            entry_cap: u64,
+            /// Partials the workspace holds.
+            partial_cap: u64,
+        } }
+    };
 }
-crate::params_copy!(SegmentedParams<T, Out>);
+
+crate::segmented_params!(struct
+    /// The launch parameters of the segmented reductions ([`segmented_device`], [`rows_device`]):
+    /// the kernels' one parameter, by value.
+);
 
 /// The one-launch segmented reduction of the `k` segments of the `n` elements at `input` with
 /// operator `O`; segment `s` is `begin[s]..end[s]`, or, when `begin` is null,
@@ -1075,22 +1084,15 @@ macro_rules! segmented_reduce_kernels {
     };
     (@emit $name:expr, $rows:expr, $t:ty, $op:ty, $sink:ty, $out:ty, $writes_index:expr) => {
         const _: () = {
-            $crate::kernel! {
-                #[export_name = $name]
-                /// One-launch segmented reduction; see
-                /// [`segmented_device`]($crate::reduce::segmented::segmented_device).
-                pub unsafe fn kernel(p: $crate::reduce::segmented::SegmentedParams<$t, $out>) {
-                    unsafe { $crate::reduce::segmented::segmented_device::<$t, $op, $sink>(p) }
-                }
-            }
-            $crate::kernel! {
-                #[export_name = $rows]
-                /// Segmented reduction of fixed-size long rows; see
-                /// [`rows_device`]($crate::reduce::segmented::rows_device).
-                pub unsafe fn rows(p: $crate::reduce::segmented::SegmentedParams<$t, $out>) {
-                    unsafe { $crate::reduce::segmented::rows_device::<$t, $op, $sink>(p) }
-                }
-            }
+            use $crate::reduce::segmented::SegmentedParams;
+            type T = $t;
+            type Out = $out;
+            // One-launch segmented reduction; see `segmented_device`.
+            $crate::segmented_params!(entry #[export_name = $name] kernel =>
+                ($crate::reduce::segmented::segmented_device::<$t, $op, $sink>));
+            // Segmented reduction of fixed-size long rows; see `rows_device`.
+            $crate::segmented_params!(entry #[export_name = $rows] rows =>
+                ($crate::reduce::segmented::rows_device::<$t, $op, $sink>));
             #[cfg(not(target_arch = "nvptx64"))]
             impl $crate::reduce::segmented::SegmentedReduceInstance<$t> for $op {
                 type Out = $out;

@@ -18,21 +18,30 @@ use crate::gpu;
 use crate::load::Cut;
 use crate::ops::{Element, ReduceOp};
 
-/// The launch parameters of [`reduce_tiles_device`] (the kernel's one parameter, by value).
-#[repr(C)]
-pub struct TilesParams<T, A> {
-    /// The shard's elements.
-    pub input: *const T,
-    /// Elements at `input`.
-    pub n: u64,
-    /// Elements per tile.
-    pub tile_elems: u64,
-    /// The global index of `input[0]`.
-    pub index_base: u64,
-    /// One accumulator per tile.
-    pub partials: *mut A,
+/// The parameters of [`TilesParams`]'s kernels, written once: the struct and every kernel entry's
+/// parameter list ([`kernel_params!`](crate::kernel_params)).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! tiles_params {
+    ($($mode:tt)*) => {
+        $crate::kernel_params! { $($mode)* TilesParams<T, A> {
+            /// The shard's elements.
+            input: *const T,
+            /// Elements at `input`.
+            n: u64,
+            /// Elements per tile.
+            tile_elems: u64,
+            /// The global index of `input[0]`.
+            index_base: u64,
+            /// One accumulator per tile.
+            partials: *mut A,
+        } }
+    };
 }
-crate::params_copy!(TilesParams<T, A>);
+
+crate::tiles_params!(struct
+    /// The launch parameters of [`reduce_tiles_device`] (the kernel's one parameter, by value).
+);
 
 /// Reduce the tiles `input[t·tile_elems .. min((t+1)·tile_elems, n)]`, `t = 0, 1, …`, one block
 /// each (any grid; blocks stride over the tiles), into `partials[t]`. `tile_elems` is a
@@ -115,16 +124,12 @@ macro_rules! reduce_tiles_kernels {
     )*};
     (@emit $name:expr, $t:ty, $op:ty) => {
         const _: () = {
-            $crate::kernel! {
-                #[export_name = $name]
-                /// Partials of contiguous tiles; see
-                /// [`reduce_tiles_device`]($crate::reduce::tiles::reduce_tiles_device).
-                pub unsafe fn kernel(
-                    p: $crate::reduce::tiles::TilesParams<$t, <$op as $crate::ops::ReduceOp<$t>>::Acc>,
-                ) {
-                    unsafe { $crate::reduce::tiles::reduce_tiles_device::<$t, $op>(p) }
-                }
-            }
+            use $crate::reduce::tiles::TilesParams;
+            type T = $t;
+            type A = <$op as $crate::ops::ReduceOp<$t>>::Acc;
+            // Partials of contiguous tiles; see `reduce_tiles_device`.
+            $crate::tiles_params!(entry #[export_name = $name] kernel =>
+                ($crate::reduce::tiles::reduce_tiles_device::<$t, $op>));
             #[cfg(not(target_arch = "nvptx64"))]
             impl $crate::reduce::tiles::TilesInstance<$t> for $op {
                 const TILES_KERNEL: $crate::Kernel<

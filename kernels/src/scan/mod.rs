@@ -47,56 +47,74 @@ pub(crate) unsafe fn next_tile(counter: *mut u32) -> u64 {
     unsafe { slot.read(0) as u64 }
 }
 
-/// The launch parameters of the scans ([`scan_device`], [`half::scan_half_device`]): the
-/// kernels' one parameter, by value.
-#[repr(C)]
-pub struct ScanParams<T> {
-    /// The input, `n` elements.
-    pub input: *const T,
-    /// The output (may be `input`: in place).
-    pub output: *mut T,
-    /// Elements.
-    pub n: u64,
-    /// The tile counter: 0 at launch, 0 again after.
-    pub counter: *mut u32,
-    /// One status entry per tile.
-    pub flags: *mut u32,
-    /// One aggregate per tile.
-    pub aggregates: *mut T,
-    /// One inclusive prefix per tile.
-    pub prefixes: *mut T,
-    /// Null, or a value combined on the left of every element (the multi-GPU scan's seed).
-    pub seed: *const T,
-    /// New for every launch (the tile statuses' epoch).
-    pub epoch: u32,
+/// The parameters of [`ScanParams`]'s kernels, written once: the struct and every kernel entry's
+/// parameter list ([`kernel_params!`](crate::kernel_params)).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! scan_params {
+    ($($mode:tt)*) => {
+        $crate::kernel_params! { $($mode)* ScanParams<T> {
+            /// The input, `n` elements.
+            input: *const T,
+            /// The output (may be `input`: in place).
+            output: *mut T,
+            /// Elements.
+            n: u64,
+            /// The tile counter: 0 at launch, 0 again after.
+            counter: *mut u32,
+            /// One status entry per tile.
+            flags: *mut u32,
+            /// One aggregate per tile.
+            aggregates: *mut T,
+            /// One inclusive prefix per tile.
+            prefixes: *mut T,
+            /// Null, or a value combined on the left of every element (the multi-GPU scan's seed).
+            seed: *const T,
+            /// New for every launch (the tile statuses' epoch).
+            epoch: u32,
+        } }
+    };
 }
-crate::params_copy!(ScanParams<T>);
 
-/// The launch parameters of [`scan_by_key_device`] (the kernel's one parameter, by value).
-#[repr(C)]
-pub struct ScanByKeyParams<K, T> {
-    /// The keys, `n` elements.
-    pub keys: *const K,
-    /// The values, `n` elements.
-    pub values: *const T,
-    /// The output.
-    pub output: *mut T,
-    /// Elements.
-    pub n: u64,
-    /// The tile counter: 0 at launch, 0 again after.
-    pub counter: *mut u32,
-    /// One status entry per tile.
-    pub flags: *mut u32,
-    /// One aggregate per tile.
-    pub aggregates: *mut Headed<T>,
-    /// One inclusive prefix per tile.
-    pub prefixes: *mut Headed<T>,
-    /// 0: inclusive, 1: exclusive.
-    pub exclusive: u32,
-    /// New for every launch.
-    pub epoch: u32,
+crate::scan_params!(struct
+    /// The launch parameters of the scans ([`scan_device`], [`half::scan_half_device`]): the
+    /// kernels' one parameter, by value.
+);
+
+/// The parameters of [`ScanByKeyParams`]'s kernels, written once: the struct and every kernel entry's
+/// parameter list ([`kernel_params!`](crate::kernel_params)).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! scan_by_key_params {
+    ($($mode:tt)*) => {
+        $crate::kernel_params! { $($mode)* ScanByKeyParams<K, T> {
+            /// The keys, `n` elements.
+            keys: *const K,
+            /// The values, `n` elements.
+            values: *const T,
+            /// The output.
+            output: *mut T,
+            /// Elements.
+            n: u64,
+            /// The tile counter: 0 at launch, 0 again after.
+            counter: *mut u32,
+            /// One status entry per tile.
+            flags: *mut u32,
+            /// One aggregate per tile.
+            aggregates: *mut Headed<T>,
+            /// One inclusive prefix per tile.
+            prefixes: *mut Headed<T>,
+            /// 0: inclusive, 1: exclusive.
+            exclusive: u32,
+            /// New for every launch.
+            epoch: u32,
+        } }
+    };
 }
-crate::params_copy!(ScanByKeyParams<K, T>);
+
+crate::scan_by_key_params!(struct
+    /// The launch parameters of [`scan_by_key_device`] (the kernel's one parameter, by value).
+);
 
 /// Inclusive (`EXCLUSIVE = false`) or exclusive scan of `n` elements from `input` to `output`
 /// (the same address for in place) with operator `O`. One block of `ACTIVE.block` threads per
@@ -458,20 +476,13 @@ macro_rules! scan_kernels {
     // `$device`: the scan's device function (the 16-bit floats' scans in f32 have their own).
     (@emit $incl:expr, $excl:expr, $t:ty, $op:ty, $($device:tt)*) => {
         const _: () = {
-            $crate::kernel! {
-                #[export_name = $incl]
-                /// Inclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
-                pub unsafe fn inclusive(p: $crate::scan::ScanParams<$t>) {
-                    unsafe { $($device)*::<$t, $op, false>(p) }
-                }
-            }
-            $crate::kernel! {
-                #[export_name = $excl]
-                /// Exclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
-                pub unsafe fn exclusive(p: $crate::scan::ScanParams<$t>) {
-                    unsafe { $($device)*::<$t, $op, true>(p) }
-                }
-            }
+            use $crate::scan::ScanParams;
+            type T = $t;
+            // Inclusive and exclusive single-pass scans; see `scan_device`.
+            $crate::scan_params!(entry #[export_name = $incl] inclusive =>
+                ($($device)*::<$t, $op, false>));
+            $crate::scan_params!(entry #[export_name = $excl] exclusive =>
+                ($($device)*::<$t, $op, true>));
             #[cfg(not(target_arch = "nvptx64"))]
             impl $crate::scan::ScanInstance<$t> for $op {
                 const INCLUSIVE: $crate::Kernel<$crate::scan::SimScanFn<$t>> =
@@ -505,13 +516,12 @@ macro_rules! scan_by_key_kernels {
     )*};
     (@emit $name:expr, $k:ty, $t:ty, $op:ty) => {
         const _: () = {
-            $crate::kernel! {
-                #[export_name = $name]
-                /// Scan by key; see [`scan_by_key_device`]($crate::scan::scan_by_key_device).
-                pub unsafe fn kernel(p: $crate::scan::ScanByKeyParams<$k, $t>) {
-                    unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op>(p) }
-                }
-            }
+            use $crate::scan::ScanByKeyParams;
+            type K = $k;
+            type T = $t;
+            // Scan by key; see `scan_by_key_device`.
+            $crate::scan_by_key_params!(entry #[export_name = $name] kernel =>
+                ($crate::scan::scan_by_key_device::<$k, $t, $op>));
             #[cfg(not(target_arch = "nvptx64"))]
             impl $crate::scan::ScanByKeyInstance<$k, $t> for $op {
                 const KERNEL: $crate::Kernel<$crate::scan::SimScanByKeyFn<$k, $t>> =
