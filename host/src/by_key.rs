@@ -4,41 +4,52 @@
 
 use cudarc::driver::PushKernelArg;
 use kernels::Kernel;
-use kernels::ops::{Max, Min, Sum};
 use kernels::reduce::by_key::{ReduceByKeyInstance, SimReduceByKeyFn};
 use kernels::scan::Headed;
 use kernels::scan::policy::ACTIVE;
 
 use crate::error::{Error, Result};
-use crate::reduce::DeviceElement;
+use crate::reduce::{DeviceElement, Reduction};
 use crate::runtime::{
     Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
 };
-use crate::scan::{ScanElement, ScanOperator, ScanWorkspace};
+use crate::scan::{ScanElement, ScanWorkspace, scan_arm, unsupported_scan};
 
 /// A reduce-by-key kernel as the host calls it.
 pub type ReduceByKeyKernel<K, T> = Kernel<SimReduceByKeyFn<K, T>>;
 
-/// Value types of the built-in reduce by key for keys `K` (u32 and u64 keys, compared
-/// bitwise; values i32, u32, i64, u64, f32, f64).
+/// Value types of the built-in reduce by key for keys `K`: keys u32 and u64 (compared
+/// bitwise), values i32, u32, i64, u64, f32, f64; one impl per (key, value) pair of the
+/// kernels' built-in table.
+#[diagnostic::on_unimplemented(
+    message = "no built-in reduce by key of `{Self}` values with `{K}` keys",
+    note = "reduce by key takes u32 or u64 keys and i32, u32, i64, u64, f32 or f64 values"
+)]
 pub trait ReduceByKeyElement<K>: ScanElement {
-    /// The built-in kernel of `op`.
-    fn reduce_by_key_kernel(op: ScanOperator) -> ReduceByKeyKernel<K, Self>;
+    /// The built-in kernel of `op`; `None` for an operator the family lacks (it offers
+    /// [`Reduction::SCAN`]: sum, min and max).
+    fn reduce_by_key_kernel(op: Reduction) -> Option<ReduceByKeyKernel<K, Self>>;
 }
 
-impl<K: kernels::ops::Element, T: ScanElement> ReduceByKeyElement<K> for T
-where
-    Sum: ReduceByKeyInstance<K, T>,
-    Min: ReduceByKeyInstance<K, T>,
-    Max: ReduceByKeyInstance<K, T>,
-{
-    fn reduce_by_key_kernel(op: ScanOperator) -> ReduceByKeyKernel<K, Self> {
-        match op {
-            ScanOperator::Sum => <Sum as ReduceByKeyInstance<K, T>>::KERNEL,
-            ScanOperator::Min => <Min as ReduceByKeyInstance<K, T>>::KERNEL,
-            ScanOperator::Max => <Max as ReduceByKeyInstance<K, T>>::KERNEL,
+/// [`ReduceByKeyElement`] of every (key, value) pair of the kernels' built-in table.
+macro_rules! reduce_by_key_element {
+    ([$($k:ident)*]) => {
+        $( kernels::builtin_table!(types reduce_by_key_element! { @key $k } int float); )*
+    };
+    (@key $k:ident $t:ident { $([$op:ident $Op:path])* }) => {
+        impl ReduceByKeyElement<$k> for $t {
+            fn reduce_by_key_kernel(op: Reduction) -> Option<ReduceByKeyKernel<$k, $t>> {
+                $( scan_arm!(op, $op, <$Op as ReduceByKeyInstance<$k, $t>>::KERNEL); )*
+                None
+            }
         }
-    }
+    };
+}
+kernels::builtin_table!(keys reduce_by_key_element! {});
+
+/// The built-in kernel of `op`, or [`Error::Unsupported`].
+fn kernel_for<K, T: ReduceByKeyElement<K>>(op: Reduction) -> Result<ReduceByKeyKernel<K, T>> {
+    T::reduce_by_key_kernel(op).ok_or_else(|| unsupported_scan(op, T::DTYPE, "reduce by key"))
 }
 
 /// The device word the blocking calls read the run count from (one per context).
@@ -81,12 +92,12 @@ impl Context {
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
-    /// use gpu_reduce::{Context, ScanOperator};
+    /// use gpu_reduce::{Context, Reduction};
     /// let ctx = Context::sim()?;
     /// let keys = ctx.htod(&[7u32, 7, 2, 2, 2, 7])?;
     /// let x = ctx.htod(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
     /// let (mut uk, mut agg) = (ctx.alloc_zeros::<u32>(6)?, ctx.alloc_zeros::<f32>(6)?);
-    /// let runs = ctx.reduce_by_key(&keys, &x, &mut uk, &mut agg, ScanOperator::Sum)?;
+    /// let runs = ctx.reduce_by_key(&keys, &x, &mut uk, &mut agg, Reduction::Sum)?;
     /// assert_eq!(runs, 3);
     /// assert_eq!(ctx.dtoh(&uk)?[..runs], [7, 2, 7]);
     /// assert_eq!(ctx.dtoh(&agg)?[..runs], [3.0, 12.0, 6.0]);
@@ -98,9 +109,9 @@ impl Context {
         values: impl Into<DeviceView<'b, T>>,
         unique_keys: impl Into<DeviceViewMut<'c, K>>,
         aggregates: impl Into<DeviceViewMut<'d, T>>,
-        op: ScanOperator,
+        op: Reduction,
     ) -> Result<usize> {
-        let k = T::reduce_by_key_kernel(op);
+        let k = kernel_for::<K, T>(op)?;
         self.reduce_by_key_to_host(
             &crate::BUILTIN,
             k,
@@ -149,7 +160,7 @@ impl Context {
         unique_keys: impl Into<DeviceViewMut<'c, K>>,
         aggregates: impl Into<DeviceViewMut<'d, T>>,
         num_runs: impl Into<DeviceViewMut<'e, u64>>,
-        op: ScanOperator,
+        op: Reduction,
     ) -> Result<()> {
         let mut num_runs = num_runs.into();
         if num_runs.is_empty() {
@@ -173,7 +184,7 @@ impl Context {
         };
         self.launch_reduce_by_key(
             &crate::BUILTIN,
-            T::reduce_by_key_kernel(op),
+            kernel_for::<K, T>(op)?,
             &keys,
             &values,
             &mut unique_keys,
@@ -341,9 +352,9 @@ impl Context {
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
     fn of<T: ReduceByKeyElement<u32> + ReduceByKeyElement<u64>>(names: &mut Vec<&'static str>) {
-        for op in ScanOperator::ALL {
-            names.push(<T as ReduceByKeyElement<u32>>::reduce_by_key_kernel(op).name);
-            names.push(<T as ReduceByKeyElement<u64>>::reduce_by_key_kernel(op).name);
+        for op in Reduction::ALL {
+            names.extend(<T as ReduceByKeyElement<u32>>::reduce_by_key_kernel(op).map(|k| k.name));
+            names.extend(<T as ReduceByKeyElement<u64>>::reduce_by_key_kernel(op).map(|k| k.name));
         }
     }
     let mut names = Vec::new();

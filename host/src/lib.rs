@@ -8,14 +8,14 @@
 //!
 //! ```
 //! # fn main() -> gpu_reduce::Result<()> {
-//! use gpu_reduce::{Context, Reduction, ScanKind, ScanOperator};
+//! use gpu_reduce::{Context, Reduction, ScanKind};
 //! let ctx = Context::sim()?; // or Context::new(0)? for GPU 0, Context::auto(0)? for either
 //! let x = ctx.htod(&[3.0f32, 1.0, 2.0])?;
 //! assert_eq!(ctx.sum(&x)?, 6.0); // one launch, deterministic
 //! assert_eq!(ctx.argmax(&x)?, Some((0, 3.0)));
 //! assert_eq!(ctx.reduce(&x, Reduction::Min)?, 1.0);
 //! let mut out = ctx.alloc_zeros::<f32>(3)?;
-//! ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)?; // single pass
+//! ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Inclusive)?; // single pass
 //! assert_eq!(ctx.dtoh(&out)?, [3.0, 4.0, 6.0]);
 //! # Ok(()) }
 //! ```
@@ -40,7 +40,7 @@ pub use runtime::{
     BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, DeviceViewMut, KernelLibrary,
     LaunchShape, LoadStats, device_count, load_stats,
 };
-pub use scan::{ByKeyKernel, ScanElement, ScanKind, ScanOperator};
+pub use scan::{ScanByKeyElement, ScanElement, ScanKind};
 pub use segmented::{DeviceOffsets, OffsetCheck, SegmentedElement, Segments};
 pub use transform::{DotElement, Moments, MomentsAcc, NormElement};
 

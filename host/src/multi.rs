@@ -43,7 +43,7 @@ use kernels::reduce::tiles::{SimTilesFn, TilesInstance};
 use crate::error::{Error, Result};
 use crate::reduce::{DeviceElement, Reduction, reduction_arm};
 use crate::runtime::{BackendKind, Context, DeviceBuffer, LaunchShape};
-use crate::scan::{ScanElement, ScanKind, ScanOperator};
+use crate::scan::{ScanElement, ScanKind};
 
 /// Most tiles of a sharded reduction: the partials every rank gathers (at most 8192 × 16
 /// bytes).
@@ -194,6 +194,10 @@ impl<T> ShardedBuffer<T> {
 }
 
 /// Element types of the sharded reductions and scans: i32, u32, i64, u64, f32, f64.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type of the sharded (multi-GPU) arrays",
+    note = "sharded arrays hold i32, u32, i64, u64, f32 or f64"
+)]
 pub trait ShardElement: DeviceElement + ScanElement + ShflValue + ValidAsZeroBits {
     /// [`MultiContext::reduce`] for this type (the operator types per element type).
     fn reduce_sharded(m: &MultiContext, b: &ShardedBuffer<Self>, op: Reduction) -> Result<Self>;
@@ -668,15 +672,15 @@ impl MultiContext {
     pub fn scan_in_place<T: ShardElement>(
         &self,
         b: &mut ShardedBuffer<T>,
-        op: ScanOperator,
+        op: Reduction,
         kind: ScanKind,
     ) -> Result<()> {
         self.check_owner(b)?;
-        let reduction = match op {
-            ScanOperator::Sum => Reduction::Sum,
-            ScanOperator::Min => Reduction::Min,
-            ScanOperator::Max => Reduction::Max,
-        };
+        // The operator's scan kernel and identity (an error for an operator the scans lack,
+        // before any launch).
+        let kernel = Context::scan_kernel_for::<T>(op, kind)?;
+        let unsupported = || crate::scan::unsupported_scan(op, T::DTYPE, "scan");
+        let identity = op.identity::<T>().ok_or_else(unsupported)?;
         // 1. Each shard's total (the one-launch reduction; the identity when empty), queued
         //    on every rank before any is awaited.
         //    No rank needs the last rank's total, so it is not computed (one rank: a plain
@@ -685,7 +689,7 @@ impl MultiContext {
         for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
             let v = buf.view(*pad..*pad + b.lengths[*r])?;
             pending.push(if *r + 1 < self.world {
-                Some(ctx.reduce_async(v, reduction)?)
+                Some(ctx.reduce_async(v, op)?)
             } else {
                 None
             });
@@ -694,7 +698,7 @@ impl MultiContext {
         for p in pending {
             totals.push(to_words(&[match p {
                 Some(p) => p.wait()?,
-                None => op.identity::<T>(),
+                None => identity,
             }]));
         }
         // 2. Every rank learns every total; rank r's seed is the combination of those before.
@@ -720,7 +724,8 @@ impl MultiContext {
             } else {
                 let seed = totals[1..*r]
                     .iter()
-                    .fold(totals[0], |acc, &t| op.combine(acc, t));
+                    .try_fold(totals[0], |acc, &t| op.combine(acc, t))
+                    .ok_or_else(unsupported)?;
                 Some(ctx.htod(&[seed])?)
             };
             let seed = match &seed_buf {
@@ -729,14 +734,7 @@ impl MultiContext {
             };
             let mut v = buf.view_mut(*pad..*pad + len)?;
             let (a, _write) = ctx.write(&mut v)?;
-            ctx.launch_scan(
-                &crate::BUILTIN,
-                T::scan_kernel(op, kind),
-                a,
-                a,
-                len as u64,
-                seed,
-            )?;
+            ctx.launch_scan(&crate::BUILTIN, kernel, a, a, len as u64, seed)?;
             seeds.push(seed_buf);
         }
         // The seeds' buffers live until the scans have read them.

@@ -52,6 +52,39 @@ impl Reduction {
         Reduction::Xor,
     ];
 
+    /// The operators of the scans and the by-key families (plain and by-key scans, reduce by
+    /// key): sum, min and max. The others are [`Error::Unsupported`] there.
+    pub const SCAN: [Reduction; 3] = [Reduction::Sum, Reduction::Min, Reduction::Max];
+
+    /// The operator's identity for `T`, with the device kernels' semantics (`+inf` for min of
+    /// floats, `T::MAX` for min of integers, all ones for `And`, ...); `None` where `T` has no
+    /// such built-in operator (the bitwise operators on floats, the product of `f16`/`bf16`).
+    /// For `f16`/`bf16` the sum's identity is the element type's zero (their sums accumulate
+    /// in f32 from 0.0).
+    ///
+    /// ```
+    /// use gpu_reduce::Reduction;
+    /// assert_eq!(Reduction::Min.identity::<i32>(), Some(i32::MAX));
+    /// assert_eq!(Reduction::Xor.identity::<f32>(), None);
+    /// ```
+    pub fn identity<T: DeviceElement>(self) -> Option<T> {
+        T::op_identity(self)
+    }
+
+    /// `a ⊕ b` with the same semantics as the device kernels (integer sums and products wrap,
+    /// float min/max propagate NaN and order `-0.0 < +0.0`); `None` where [`Reduction::identity`]
+    /// is `None`. (For `f16`/`bf16` the sum here is one rounded 16-bit addition; the device
+    /// sums and scans accumulate in f32, see [`Context::sum`] and [`Context::scan`].)
+    ///
+    /// ```
+    /// use gpu_reduce::Reduction;
+    /// assert_eq!(Reduction::Sum.combine(i32::MAX, 1), Some(i32::MIN)); // wraps
+    /// assert_eq!(Reduction::Max.combine(1.0f32, f32::NAN).map(f32::is_nan), Some(true));
+    /// ```
+    pub fn combine<T: DeviceElement>(self, a: T, b: T) -> Option<T> {
+        T::op_combine(self, a, b)
+    }
+
     /// Its name in messages.
     pub fn name(self) -> &'static str {
         match self {
@@ -108,6 +141,10 @@ impl<'v, T, A> Job<'_, 'v, T, A> {
 /// feature the 16-bit floats `half::f16` and `half::bf16` (min, max, argmin, argmax in the type;
 /// the sum accumulates in f32 and returns the f32). The kernels come from the `kernels` crate's macro invocations (its
 /// `ReduceInstance` impls); nothing here names one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type of the device reductions",
+    note = "the reductions take i32, u32, i64, u64, f32, f64 (and half::f16, half::bf16 with the `f16` feature)"
+)]
 pub trait DeviceElement:
     kernels::ops::Num + DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + Debug
 {
@@ -124,6 +161,12 @@ pub trait DeviceElement:
     fn argmin_kernel() -> ReduceKernel<Self, ArgAcc<Self>>;
     /// The argmax kernel.
     fn argmax_kernel() -> ReduceKernel<Self, ArgAcc<Self>>;
+    /// [`Reduction::identity`] (generated from the kernels' built-in table).
+    #[doc(hidden)]
+    fn op_identity(op: Reduction) -> Option<Self>;
+    /// [`Reduction::combine`] (generated from the kernels' built-in table).
+    #[doc(hidden)]
+    fn op_combine(op: Reduction, a: Self, b: Self) -> Option<Self>;
 }
 
 /// `if $op is the `Reduction` of the table's operator token { return Some($e) }`: what a
@@ -180,7 +223,22 @@ macro_rules! device_element {
                 $( reduction_arm!(op, $op, <$Op as ReduceInstance<Self>>::KERNEL); )*
                 None
             }
+            fn op_identity(op: Reduction) -> Option<Self> {
+                $( device_element!(@semantics op $op $Op, identity()); )*
+                None
+            }
+            fn op_combine(op: Reduction, a: Self, b: Self) -> Option<Self> {
+                $( device_element!(@semantics op $op $Op, combine(a, b)); )*
+                None
+            }
         }
+    };
+    // The 16-bit floats' `sum_f32` (an f32 accumulator): the element type's own sum.
+    (@semantics $v:ident sum_f32 $Op:path, $f:ident $args:tt) => {
+        device_element!(@semantics $v sum kernels::ops::Sum, $f $args);
+    };
+    (@semantics $v:ident $op:ident $Op:path, $f:ident ($($a:expr),*)) => {
+        reduction_arm!($v, $op, <$Op as kernels::ops::ReduceOp<Self>>::$f($($a),*));
     };
     (@item sum $Op:path) => {
         type Sum = Self;

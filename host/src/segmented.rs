@@ -61,6 +61,10 @@ impl<T: kernels::ops::Element, Out> SegmentedKernel<T, Out> {
 
 /// Element types of the built-in segmented reductions (i32, u32, i64, u64, f32, f64): the
 /// kernels come from the `kernels` crate's `segmented_reduce_kernels!` invocation.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no built-in segmented reduction",
+    note = "the segmented reductions take i32, u32, i64, u64, f32 or f64"
+)]
 pub trait SegmentedElement: DeviceElement {
     /// The kernel of `op` for this type; `None` where the operator is not defined (bitwise
     /// operators on floats).

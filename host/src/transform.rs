@@ -118,6 +118,10 @@ fn check_mean_var_len(n: usize) -> Result<()> {
 
 /// Element types with a sum of squares and a norm: f32 (accumulated in f64, exact squares)
 /// and f64 (the norm through a scaled sum of squares).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no built-in sum of squares or norm",
+    note = "sum_of_squares and norm2 take f32 or f64"
+)]
 pub trait NormElement: DeviceElement {
     /// Sum of squares, as [`Context::sum_of_squares`] returns it.
     fn sum_of_squares(ctx: &Context, x: DeviceView<'_, Self>) -> Result<f64>;
@@ -265,6 +269,10 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
 }
 
 /// Element types with a dot product: f32 (products and sum in f64, one rounding) and f64.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no built-in dot product",
+    note = "dot takes f32 or f64"
+)]
 pub trait DotElement: DeviceElement {
     /// The dot product, as [`Context::dot`] returns it.
     fn dot(ctx: &Context, x: DeviceView<'_, Self>, y: DeviceView<'_, Self>) -> Result<Self>;

@@ -10,7 +10,7 @@
 //! the diff; larger recorded cases are kept as they were).
 
 use gpu_reduce::multi::MultiContext;
-use gpu_reduce::{BackendKind, Context, Reduction, ScanKind, ScanOperator};
+use gpu_reduce::{BackendKind, Context, Reduction, ScanKind};
 use std::fmt::Write as _;
 
 /// Data independent of any crate's RNG (splitmix64), so the recorded bits stay valid.
@@ -140,11 +140,11 @@ where
     let mut agg = ctx.alloc_zeros::<T>(n).unwrap();
     let runs = if into {
         let mut count = ctx.alloc_zeros::<u64>(1).unwrap();
-        ctx.reduce_by_key_into(&k, &v, &mut uk, &mut agg, &mut count, ScanOperator::Sum)
+        ctx.reduce_by_key_into(&k, &v, &mut uk, &mut agg, &mut count, Reduction::Sum)
             .unwrap();
         ctx.dtoh(&count).unwrap()[0] as usize
     } else {
-        ctx.reduce_by_key(&k, &v, &mut uk, &mut agg, ScanOperator::Sum)
+        ctx.reduce_by_key(&k, &v, &mut uk, &mut agg, Reduction::Sum)
             .unwrap()
     };
     let a = ctx.dtoh(&agg).unwrap();
@@ -160,7 +160,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
     let scan_f32 = |kind| {
         let x = ctx.htod(&uniform_f32(n, 16)).unwrap();
         let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
-        ctx.scan(&x, &mut out, ScanOperator::Sum, kind).unwrap();
+        ctx.scan(&x, &mut out, Reduction::Sum, kind).unwrap();
         bits_f32(&ctx.dtoh(&out).unwrap())
     };
     match name {
@@ -169,7 +169,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
         "f64_inclusive_sum" => {
             let x = ctx.htod(&uniform_f64(n, 17)).unwrap();
             let mut out = ctx.alloc_zeros::<f64>(n).unwrap();
-            ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+            ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Inclusive)
                 .unwrap();
             bits_f64(&ctx.dtoh(&out).unwrap())
         }
@@ -177,7 +177,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
             let k = ctx.htod(&run_keys(n, 5000, 18)).unwrap();
             let v = ctx.htod(&uniform_f32(n, 19)).unwrap();
             let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
-            ctx.scan_by_key(&k, &v, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+            ctx.scan_by_key(&k, &v, &mut out, Reduction::Sum, ScanKind::Inclusive)
                 .unwrap();
             bits_f32(&ctx.dtoh(&out).unwrap())
         }
@@ -414,7 +414,7 @@ fn same_bits_with_noise(
             && let Some((c, b, o)) = busy.as_mut()
         {
             // Queued before ours, on its own stream: the two share the GPU.
-            c.scan(&*b, &mut *o, ScanOperator::Sum, ScanKind::Inclusive)
+            c.scan(&*b, &mut *o, Reduction::Sum, ScanKind::Inclusive)
                 .unwrap();
         }
         let b = run(r);
@@ -434,7 +434,7 @@ pub fn check_repeatable(ctx: &Context, noise: Option<&Context>, n: usize, reps: 
     let x = ctx.htod(&uniform_f32(n, 21)).unwrap();
     let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
     same_bits_with_noise(noise, n, reps, "scan", |_| {
-        ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+        ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Inclusive)
             .unwrap();
         bits_f32(&ctx.dtoh(&out).unwrap())
     });
@@ -485,7 +485,7 @@ pub fn check_accuracy(ctx: &Context, n: usize) {
         .collect();
     let d = ctx.htod(&x).unwrap();
     let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
-    ctx.scan(&d, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+    ctx.scan(&d, &mut out, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     let got = ctx.dtoh(&out).unwrap();
     let scale = 2f64.powi(53);

@@ -2,9 +2,7 @@
 //! reductions and CUDA graph capture. Bodies shared by the simulator and GPU tests.
 
 use gpu_reduce::cudarc::driver::sys;
-use gpu_reduce::{
-    Context, DeviceView, DeviceViewMut, Error, Reduction, ScanKind, ScanOperator, Segments,
-};
+use gpu_reduce::{Context, DeviceView, DeviceViewMut, Error, Reduction, ScanKind, Segments};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 fn random_i64(n: usize, seed: u64) -> Vec<i64> {
@@ -74,7 +72,7 @@ pub fn check_views_and_raw(ctx: &Context) {
     let out_addr = ctx.device_addr(&out).unwrap();
     // SAFETY: `out` outlives the view; only this scan writes it.
     let dst = unsafe { DeviceViewMut::<i64>::from_raw(ctx, out_addr, host.len()) }.unwrap();
-    ctx.scan(&buf, dst, ScanOperator::Sum, ScanKind::Inclusive)
+    ctx.scan(&buf, dst, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     assert_eq!(ctx.dtoh(&out).unwrap(), inclusive(&host));
     ctx.memset_zeros(out.view_mut(10..20).unwrap()).unwrap();
@@ -142,12 +140,12 @@ pub fn check_cudarc_memory(ctx_own: &Context) {
         ctx.sum(&x.slice(10..1000)).unwrap(),
         host[10..1000].iter().sum::<i64>()
     );
-    ctx.scan(&x, &mut y, ScanOperator::Sum, ScanKind::Inclusive)
+    ctx.scan(&x, &mut y, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     ctx.scan(
         &x.slice(..1000),
         &mut y.slice_mut(5000..6000),
-        ScanOperator::Max,
+        Reduction::Max,
         ScanKind::Exclusive,
     )
     .unwrap();
@@ -239,7 +237,7 @@ pub fn check_graph_capture(ctx: &Context) {
         &mut unique,
         &mut by_key,
         &mut run_count,
-        ScanOperator::Sum,
+        Reduction::Sum,
     )
     .unwrap();
 
@@ -278,7 +276,7 @@ pub fn check_graph_capture(ctx: &Context) {
             &mut unique,
             &mut by_key,
             &mut run_count,
-            ScanOperator::Sum,
+            Reduction::Sum,
         )?;
         // A value-returning call cannot be captured: a clear error, not a hang.
         match ctx.sum(&x) {

@@ -4,7 +4,7 @@
 //! GPUs.
 
 use gpu_reduce::multi::{MultiContext, ShardElement, ThreadExchange, tile_elems};
-use gpu_reduce::{Context, Error, Reduction, ScanKind, ScanOperator};
+use gpu_reduce::{Context, Error, Reduction, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 /// Shard layouts of `n` elements over 1..=5 ranks: one rank, halves, tile-misaligned cuts,
@@ -103,7 +103,7 @@ pub fn check_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
         .collect();
     for layout in layouts(n).into_iter().take(7) {
         let m = MultiContext::new(make(layout.len())).unwrap();
-        for op in ScanOperator::ALL {
+        for op in Reduction::SCAN {
             for kind in ScanKind::ALL {
                 let mut b = m.htod(&x, &layout).unwrap();
                 m.scan_in_place(&mut b, op, kind).unwrap();
@@ -118,7 +118,7 @@ pub fn check_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     let m = MultiContext::new(make(3)).unwrap();
     let run = || {
         let mut b = m.htod(&f, &layout).unwrap();
-        m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+        m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)
             .unwrap();
         m.dtoh(&b).unwrap()
     };
@@ -153,7 +153,7 @@ pub fn check_process_per_rank(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     let want = all.reduce(&b, Reduction::Sum).unwrap().to_bits();
     let want_max = all.argmax(&b).unwrap();
     let mut scanned = all.htod(&f, &layout).unwrap();
-    all.scan_in_place(&mut scanned, ScanOperator::Sum, ScanKind::Exclusive)
+    all.scan_in_place(&mut scanned, Reduction::Sum, ScanKind::Exclusive)
         .unwrap();
     let want_scan = all.dtoh_local(&scanned).unwrap();
 
@@ -181,7 +181,7 @@ pub fn check_process_per_rank(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
                     m.htod_local(&[mine], &mut b).unwrap();
                     let sum = m.reduce(&b, Reduction::Sum).unwrap().to_bits();
                     let max = m.argmax(&b).unwrap();
-                    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Exclusive)
+                    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Exclusive)
                         .unwrap();
                     (sum, max, m.dtoh_local(&b).unwrap().remove(0))
                 })
@@ -315,9 +315,9 @@ pub fn check_nccl_one_rank(ctx: impl Fn() -> Context) -> &'static str {
     let mut b1 = single.htod(&f, &[n]).unwrap();
     assert_eq!(m.argmax(&b).unwrap(), single.argmax(&b1).unwrap());
     single
-        .scan_in_place(&mut b1, ScanOperator::Sum, ScanKind::Inclusive)
+        .scan_in_place(&mut b1, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
-    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     let x = single.dtoh(&b1).unwrap();
     let y = m.dtoh_local(&b).unwrap().remove(0);
@@ -348,7 +348,7 @@ pub fn check_nccl_threads() -> String {
     let b = all.htod(&f, &layout).unwrap();
     let want = all.reduce(&b, Reduction::Sum).unwrap().to_bits();
     let mut s = all.htod(&f, &layout).unwrap();
-    all.scan_in_place(&mut s, ScanOperator::Sum, ScanKind::Inclusive)
+    all.scan_in_place(&mut s, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     let want_scan = all.dtoh_local(&s).unwrap();
     let offsets: Vec<usize> = layout
@@ -374,7 +374,7 @@ pub fn check_nccl_threads() -> String {
                         want,
                         "rank {r}"
                     );
-                    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+                    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)
                         .unwrap();
                     let got = m.dtoh_local(&b).unwrap().remove(0);
                     assert!(
@@ -401,7 +401,7 @@ pub fn check_fill_and_get(make: &dyn Fn(usize) -> Vec<Context>) {
     let mut b = m.alloc_zeros::<i32>(&layout).unwrap();
     m.fill(&mut b, 1).unwrap();
     assert_eq!(m.reduce(&b, Reduction::Sum).unwrap(), 12_002);
-    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     for i in [0, 4999, 5000, 5001, 12_001] {
         assert_eq!(m.get(&b, i).unwrap(), i as i32 + 1, "element {i}");

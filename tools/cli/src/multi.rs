@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use gpu_reduce::multi::MultiContext;
-use gpu_reduce::{Context, Reduction, Result, ScanKind, ScanOperator};
+use gpu_reduce::{Context, Reduction, Result, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 /// What to run.
@@ -99,13 +99,13 @@ pub fn run(
             for &r in &counts {
                 let m = MultiContext::new(make(r)?)?;
                 let mut b = m.htod(&x, &equal_shards(n, r))?;
-                m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
+                m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
                 let ok =
-                    m.dtoh(&b)? == crate::cpu::cpu_scan(&x, ScanOperator::Sum, ScanKind::Inclusive);
+                    m.dtoh(&b)? == crate::cpu::cpu_scan(&x, Reduction::Sum, ScanKind::Inclusive);
                 let mut times = Vec::with_capacity(iters);
                 for i in 0..warmup + iters {
                     let t = Instant::now();
-                    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
+                    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
                     if i >= warmup {
                         times.push(t.elapsed().as_secs_f64() * 1e3);
                     }
@@ -196,7 +196,7 @@ pub fn run_ones(ranks: Vec<Context>, n: usize) -> Result<bool> {
     let mut b = m.alloc_zeros::<i32>(&lengths)?;
     m.fill(&mut b, 1)?;
     let t = Instant::now();
-    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
+    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     let mut samples = vec![0, n - 1];
     let mut at = 0usize;
@@ -296,7 +296,7 @@ pub fn run_rank(
     let max = m.argmax(&b)?;
     let mut s = m.alloc_zeros::<i32>(&lengths)?;
     m.htod_local(&[&x], &mut s)?;
-    m.scan_in_place(&mut s, ScanOperator::Sum, ScanKind::Inclusive)?;
+    m.scan_in_place(&mut s, Reduction::Sum, ScanKind::Inclusive)?;
     let scanned = m.dtoh_local(&s)?.remove(0);
     let check = scanned.iter().fold(0u64, |h, &v| {
         (h ^ v as u32 as u64).wrapping_mul(0x100_0000_01b3)

@@ -20,9 +20,9 @@ use serde::{Deserialize, Serialize};
 use crate::cub::Cub;
 use crate::scan_table::TableElement;
 use gpu_reduce::Reduction;
+use gpu_reduce::ScanKind;
 use gpu_reduce::{BackendKind, Context, DeviceBuffer};
 use gpu_reduce::{Error, Result};
-use gpu_reduce::{ScanKind, ScanOperator};
 
 /// What a measurement belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -965,7 +965,7 @@ fn sweep_one<T: SweepElement>(
 
     if cfg.ops.contains(&Op::Scan) {
         progress(&format!("{} n={n}: scan", T::SWEEP_DTYPE.name()));
-        let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
+        let (op, incl) = (Reduction::Sum, ScanKind::Inclusive);
         // f32: each method's last element against the exact sum, from the checked output.
         let mut acc = (T::SWEEP_DTYPE == Dtype::F32).then(|| ScanAccuracy::new(&hosts[0]));
         ctx.memset_zeros(&mut out)?;
