@@ -99,8 +99,8 @@ impl Context {
     /// let (mut uk, mut agg) = (ctx.alloc_zeros::<u32>(6)?, ctx.alloc_zeros::<f32>(6)?);
     /// let runs = ctx.reduce_by_key(&keys, &x, &mut uk, &mut agg, Reduction::Sum)?;
     /// assert_eq!(runs, 3);
-    /// assert_eq!(ctx.dtoh(&uk)?[..runs], [7, 2, 7]);
-    /// assert_eq!(ctx.dtoh(&agg)?[..runs], [3.0, 12.0, 6.0]);
+    /// assert_eq!(ctx.dtoh(&uk)?[..runs as usize], [7, 2, 7]);
+    /// assert_eq!(ctx.dtoh(&agg)?[..runs as usize], [3.0, 12.0, 6.0]);
     /// # Ok(()) }
     /// ```
     pub fn reduce_by_key<'a, 'b, 'c, 'd, K: DeviceElement, T: ReduceByKeyElement<K>>(
@@ -110,7 +110,7 @@ impl Context {
         unique_keys: impl Into<DeviceViewMut<'c, K>>,
         aggregates: impl Into<DeviceViewMut<'d, T>>,
         op: Reduction,
-    ) -> Result<usize> {
+    ) -> Result<u64> {
         let k = kernel_for::<K, T>(op)?;
         self.reduce_by_key_to_host(
             &crate::BUILTIN,
@@ -132,7 +132,7 @@ impl Context {
         values: impl Into<DeviceView<'b, T>>,
         unique_keys: impl Into<DeviceViewMut<'c, K>>,
         aggregates: impl Into<DeviceViewMut<'d, T>>,
-    ) -> Result<usize>
+    ) -> Result<u64>
     where
         K: DeviceElement,
         T: DeviceElement,
@@ -213,7 +213,7 @@ impl Context {
         values: DeviceView<'_, T>,
         mut unique_keys: DeviceViewMut<'_, K>,
         mut aggregates: DeviceViewMut<'_, T>,
-    ) -> Result<usize> {
+    ) -> Result<u64> {
         Self::check_by_key(&keys, &values)?;
         if values.is_empty() {
             return Ok(0);
@@ -244,8 +244,8 @@ impl Context {
             count_addr,
             (ws.delay_ns, ws.prefetch),
         )?;
-        let runs = self.dtoh(buf)?[0] as usize;
-        let room = unique_keys.len().min(aggregates.len());
+        let runs = self.dtoh(buf)?[0];
+        let room = unique_keys.len().min(aggregates.len()) as u64;
         if runs > room {
             return Err(Error::OutputTooSmall {
                 what: format!(
@@ -254,8 +254,8 @@ impl Context {
                     unique_keys.len(),
                     aggregates.len()
                 ),
-                needed: runs as u64,
-                got: room as u64,
+                needed: runs,
+                got: room,
             });
         }
         Ok(runs)

@@ -41,7 +41,7 @@ pub use runtime::{
     LaunchShape, LoadStats, device_count, load_stats,
 };
 pub use scan::{ScanByKeyElement, ScanElement, ScanKind};
-pub use segmented::{DeviceOffsets, OffsetCheck, SegmentedElement, Segments};
+pub use segmented::{OffsetCheck, SegmentedElement, Segments};
 pub use transform::{DotElement, Moments, MomentsAcc, NormElement};
 
 pub use cudarc;

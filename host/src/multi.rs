@@ -163,6 +163,8 @@ impl std::fmt::Debug for MultiContext {
 /// `offsets[r] .. offsets[r] + lengths[r]`. This process holds the shards of its ranks.
 pub struct ShardedBuffer<T> {
     owner: u64,
+    /// Every rank's shard length (the public form of `lengths`).
+    shard_lengths: Vec<u64>,
     lengths: Vec<usize>,
     offsets: Vec<usize>,
     /// One per local rank, in the handle's order: the buffer and the front pad (elements)
@@ -180,16 +182,16 @@ impl<T> std::fmt::Debug for ShardedBuffer<T> {
 
 impl<T> ShardedBuffer<T> {
     /// Elements of the logical array.
-    pub fn len(&self) -> usize {
-        self.offsets.last().copied().unwrap_or(0) + self.lengths.last().copied().unwrap_or(0)
+    pub fn len(&self) -> u64 {
+        self.shard_lengths.iter().sum()
     }
     /// Whether the logical array is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
     /// Every rank's shard length, in rank order.
-    pub fn lengths(&self) -> &[usize] {
-        &self.lengths
+    pub fn lengths(&self) -> &[u64] {
+        &self.shard_lengths
     }
 }
 
@@ -352,7 +354,8 @@ impl MultiContext {
         self.local.iter().map(|(r, c)| (*r, c))
     }
 
-    fn check_layout(&self, lengths: &[usize]) -> Result<Vec<usize>> {
+    /// The shard lengths as `usize` (each shard is allocated) and their offsets.
+    fn check_layout(&self, lengths: &[u64]) -> Result<(Vec<usize>, Vec<usize>)> {
         if lengths.len() != self.world {
             return Err(Error::LengthMismatch {
                 what: "the shard lengths (one shard per GPU of the job)".into(),
@@ -361,8 +364,15 @@ impl MultiContext {
             });
         }
         let mut offsets = Vec::with_capacity(lengths.len());
+        let mut sizes = Vec::with_capacity(lengths.len());
         let mut at = 0usize;
         for &l in lengths {
+            let l = usize::try_from(l).map_err(|_| Error::TooLarge {
+                what: "a shard length (it exceeds usize)".into(),
+                size: l,
+                limit: usize::MAX as u64,
+            })?;
+            sizes.push(l);
             offsets.push(at);
             at = at.checked_add(l).ok_or_else(|| Error::TooLarge {
                 what: "the sum of the shard lengths (it overflows usize)".into(),
@@ -370,7 +380,7 @@ impl MultiContext {
                 limit: usize::MAX as u64,
             })?;
         }
-        Ok(offsets)
+        Ok((sizes, offsets))
     }
 
     fn check_owner<T>(&self, b: &ShardedBuffer<T>) -> Result<()> {
@@ -386,18 +396,19 @@ impl MultiContext {
     /// per rank of the job, the same on every rank).
     pub fn alloc_zeros<T: ShardElement + ValidAsZeroBits>(
         &self,
-        lengths: &[usize],
+        lengths: &[u64],
     ) -> Result<ShardedBuffer<T>> {
-        let offsets = self.check_layout(lengths)?;
+        let (sizes, offsets) = self.check_layout(lengths)?;
         let per_vec = 16 / std::mem::size_of::<T>();
         let mut shards = Vec::with_capacity(self.local.len());
         for (r, ctx) in &self.local {
             let pad = offsets[*r] % per_vec;
-            shards.push((ctx.alloc_zeros::<T>(pad + lengths[*r])?, pad));
+            shards.push((ctx.alloc_zeros::<T>(pad + sizes[*r])?, pad));
         }
         Ok(ShardedBuffer {
             owner: self.id,
-            lengths: lengths.to_vec(),
+            shard_lengths: lengths.to_vec(),
+            lengths: sizes,
             offsets,
             shards,
         })
@@ -435,14 +446,14 @@ impl MultiContext {
     pub fn htod<T: ShardElement + ValidAsZeroBits>(
         &self,
         data: &[T],
-        lengths: &[usize],
+        lengths: &[u64],
     ) -> Result<ShardedBuffer<T>> {
         self.require_all_local("copy a whole array to the devices")?;
         let mut b = self.alloc_zeros::<T>(lengths)?;
-        if b.len() != data.len() {
+        if b.len() != data.len() as u64 {
             return Err(Error::LengthMismatch {
                 what: "the data (as long as the shard lengths add up to)".into(),
-                expected: b.len() as u64,
+                expected: b.len(),
                 got: data.len() as u64,
             });
         }
@@ -513,7 +524,7 @@ impl MultiContext {
         O::Acc: ShflValue,
     {
         self.check_owner(b)?;
-        let n = b.len() as u64;
+        let n = b.len();
         let size = std::mem::size_of::<T>() as u64;
         let l = tile_elems(n, size);
         let tiles = n.div_ceil(l);
@@ -767,12 +778,12 @@ impl MultiContext {
 
     /// Element `index` of the logical array, read from the rank that holds it (which must be
     /// one of this process's).
-    pub fn get<T: ShardElement>(&self, b: &ShardedBuffer<T>, index: usize) -> Result<T> {
+    pub fn get<T: ShardElement>(&self, b: &ShardedBuffer<T>, index: u64) -> Result<T> {
         self.check_owner(b)?;
         for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
-            let o = b.offsets[*r];
-            if (o..o + b.lengths[*r]).contains(&index) {
-                let at = pad + index - o;
+            let o = b.offsets[*r] as u64;
+            if (o..o + b.shard_lengths[*r]).contains(&index) {
+                let at = pad + (index - o) as usize;
                 return Ok(ctx.dtoh(buf.view(at..at + 1)?)?[0]);
             }
         }

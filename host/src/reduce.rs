@@ -629,8 +629,8 @@ impl Context {
     pub fn reduce_into<'a, 'b, T: DeviceElement>(
         &self,
         input: impl Into<DeviceView<'a, T>>,
-        op: Reduction,
         out: impl Into<DeviceViewMut<'b, T>>,
+        op: Reduction,
     ) -> Result<()> {
         let k = Self::kernel_for::<T>(op)?;
         self.reduce_into_buf(&crate::BUILTIN, &k, input.into(), out.into())

@@ -64,7 +64,7 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
 
     // Outputs with no room.
     invalid(
-        ctx.reduce_into(&x, Reduction::Sum, &mut none),
+        ctx.reduce_into(&x, &mut none, Reduction::Sum),
         "reduce_into empty output",
         |e| {
             matches!(
@@ -93,7 +93,7 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
         },
     );
     invalid(
-        ctx.reduce_into(&x, gpu_reduce::Reduction::Sum, &mut none),
+        ctx.reduce_into(&x, &mut none, gpu_reduce::Reduction::Sum),
         "reduce_into empty output",
         |e| {
             matches!(

@@ -61,7 +61,7 @@ pub fn check_reduce_by_key(ctx: &Context, sizes: &[usize]) {
                         T::DTYPE,
                         op.name()
                     );
-                    let runs = ctx.reduce_by_key(&dk, &dv, &mut uk, &mut agg, op).unwrap();
+                    let runs = ctx.reduce_by_key(&dk, &dv, &mut uk, &mut agg, op).unwrap() as usize;
                     let (want_k, want_a) = cpu_reduce_by_key(&keys, &vals, op);
                     assert_eq!(runs, want_k.len(), "{what}: run count");
                     let got_k = ctx.dtoh(&uk).unwrap();
@@ -99,7 +99,7 @@ pub fn check_reduce_by_key(ctx: &Context, sizes: &[usize]) {
                     let what = format!("reduce by key {} max n={n} from 1", T::DTYPE);
                     let runs = ctx
                         .reduce_by_key(vk, vv, &mut uk, &mut agg, Reduction::Max)
-                        .unwrap();
+                        .unwrap() as usize;
                     let (want_k, want_a) =
                         cpu_reduce_by_key(&keys[1..], &vals[1..], Reduction::Max);
                     assert_eq!(runs, want_k.len(), "{what}: run count");

@@ -10,7 +10,7 @@
 //! the diff; larger recorded cases are kept as they were).
 
 use gpu_reduce::multi::MultiContext;
-use gpu_reduce::{BackendKind, Context, Reduction, ScanKind};
+use gpu_reduce::{BackendKind, Context, Reduction, ScanKind, Segments};
 use std::fmt::Write as _;
 
 /// Data independent of any crate's RNG (splitmix64), so the recorded bits stay valid.
@@ -145,7 +145,7 @@ where
         ctx.dtoh(&count).unwrap()[0] as usize
     } else {
         ctx.reduce_by_key(&k, &v, &mut uk, &mut agg, Reduction::Sum)
-            .unwrap()
+            .unwrap() as usize
     };
     let a = ctx.dtoh(&agg).unwrap();
     let words = std::iter::once(runs as u64).chain(a[..runs].iter().map(|x| x.bits64()));
@@ -239,13 +239,13 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
             if name.starts_with("f32") {
                 let x = ctx.htod(&uniform_f32(n, 40)).unwrap();
                 let mut out = ctx.alloc_zeros::<f32>(segs).unwrap();
-                ctx.segmented_reduce_csr(&x, &off, Reduction::Sum, &mut out)
+                ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, Reduction::Sum)
                     .unwrap();
                 bits_f32(&ctx.dtoh(&out).unwrap())
             } else {
                 let x = ctx.htod(&uniform_f64(n, 41)).unwrap();
                 let mut out = ctx.alloc_zeros::<f64>(segs).unwrap();
-                ctx.segmented_reduce_csr(&x, &off, Reduction::Sum, &mut out)
+                ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, Reduction::Sum)
                     .unwrap();
                 bits_f64(&ctx.dtoh(&out).unwrap())
             }
@@ -261,7 +261,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
                 1 => vec![n],
                 _ => vec![n / 3 + 7, n / 3 - 7, n - 2 * (n / 3)],
             };
-            let b = m.htod(&x, &lengths).unwrap();
+            let b = m.htod(&x, &crate::multi::u64s(&lengths)).unwrap();
             bits_of(&[m.reduce(&b, Reduction::Sum).unwrap().bits64()])
         }
         "f32_reduce_by_key_sum" => {

@@ -31,9 +31,9 @@ pub struct MultiRow {
 }
 
 /// Equal shards of `n` over `ranks` (the first ones one longer).
-pub fn equal_shards(n: usize, ranks: usize) -> Vec<usize> {
+pub fn equal_shards(n: usize, ranks: usize) -> Vec<u64> {
     (0..ranks)
-        .map(|r| n / ranks + usize::from(r < n % ranks))
+        .map(|r| (n / ranks + usize::from(r < n % ranks)) as u64)
         .collect()
 }
 
@@ -200,6 +200,7 @@ pub fn run_ones(ranks: Vec<Context>, n: usize) -> Result<bool> {
     let ms = t.elapsed().as_secs_f64() * 1e3;
     let mut samples = vec![0, n - 1];
     let mut at = 0usize;
+    let lengths: Vec<usize> = lengths.iter().map(|&l| l as usize).collect();
     for l in &lengths {
         samples.extend(
             [at.saturating_sub(1), at, at + 1]
@@ -211,7 +212,7 @@ pub fn run_ones(ranks: Vec<Context>, n: usize) -> Result<bool> {
     samples.extend((1..16).map(|k| n / 16 * k));
     let mut bad = 0;
     for &i in &samples {
-        if m.get(&b, i)? != (i as u64 + 1) as u32 as i32 {
+        if m.get(&b, i as u64)? != (i as u64 + 1) as u32 as i32 {
             bad += 1;
         }
     }
@@ -272,17 +273,18 @@ pub fn run_rank(
         )));
     };
     let lengths = equal_shards(n, world);
-    let start: usize = lengths[..rank].iter().sum();
+    let start = lengths[..rank].iter().sum::<u64>() as usize;
+    let len = lengths[rank] as usize;
     let hash = |i: u64| {
         let mut z = (i ^ seed).wrapping_add(0x9e37_79b9_7f4a_7c15);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
-    let f: Vec<f32> = (start..start + lengths[rank])
+    let f: Vec<f32> = (start..start + len)
         .map(|i| (hash(i as u64) >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
         .collect();
-    let x: Vec<i32> = (start..start + lengths[rank])
+    let x: Vec<i32> = (start..start + len)
         .map(|i| (hash(i as u64) % 201) as i32 - 100)
         .collect();
     let ex = NcclExchange::new(&ctx, rank, world, id)?;
@@ -311,6 +313,6 @@ pub fn run_rank(
         } else {
             "OTHER"
         },
-        start + lengths[rank]
+        start + len
     ))
 }

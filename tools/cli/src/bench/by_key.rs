@@ -83,7 +83,13 @@ pub fn by_key_cases(
         let mut agg = ctx.alloc_zeros::<f32>(n)?;
         let mut count = ctx.alloc_zeros::<u64>(1)?;
         let runs = ctx.reduce_by_key(&dk, &dv, &mut uk, &mut agg, Reduction::Sum)?;
-        let ok = check(&keys, &vals, runs, &ctx.dtoh(&uk)?, &ctx.dtoh(&agg)?);
+        let ok = check(
+            &keys,
+            &vals,
+            runs as usize,
+            &ctx.dtoh(&uk)?,
+            &ctx.dtoh(&agg)?,
+        );
         // Timed in stream order (the count stays on the device), as CUB is.
         let t = ctx.time_ms(warmup, iters, || {
             ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, Reduction::Sum)

@@ -826,7 +826,7 @@ fn sweep_one<T: SweepElement>(
         let mut res = ctx.alloc_zeros::<T>(1)?;
         let ok = T::sum_ok(ctx.reduce(&inputs[0], Reduction::Sum)?, &hosts[0]);
         let t = ctx.time_ms(wu, it, || {
-            ctx.reduce_into(&inputs[next()], Reduction::Sum, &mut res)
+            ctx.reduce_into(&inputs[next()], &mut res, Reduction::Sum)
         })?;
         record("reduce", "ours: sum (one launch)", Family::Ours, b, &t, ok);
         for (label, c) in cubs.iter() {
@@ -845,7 +845,7 @@ fn sweep_one<T: SweepElement>(
             let per_call = |t: Vec<f64>| t.iter().map(|x| x / BACK_TO_BACK as f64).collect();
             let t: Vec<f64> = per_call(ctx.time_ms(wu, it, || {
                 (0..BACK_TO_BACK)
-                    .try_for_each(|_| ctx.reduce_into(&inputs[next()], Reduction::Sum, &mut res))
+                    .try_for_each(|_| ctx.reduce_into(&inputs[next()], &mut res, Reduction::Sum))
             })?);
             // The last call's input is one of the rotation's: its sum must be one of theirs.
             let last_ok = |v: T| hosts.iter().any(|h| T::sum_ok(v, h));
@@ -859,7 +859,7 @@ fn sweep_one<T: SweepElement>(
                 for i in 0..wu + it {
                     let i_ours = next();
                     let ta = ctx.time_ms(0, 1, || {
-                        ctx.reduce_into(&inputs[i_ours], Reduction::Sum, &mut res)
+                        ctx.reduce_into(&inputs[i_ours], &mut res, Reduction::Sum)
                     })?;
                     let ok_ours = T::sum_ok(ctx.dtoh(&res)?[0], &hosts[i_ours]);
                     let i_cub = next();
