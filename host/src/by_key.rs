@@ -9,7 +9,7 @@ use kernels::scan::Headed;
 use kernels::scan::policy::ACTIVE;
 
 use crate::error::{Error, Result};
-use crate::reduce::{DeviceElement, Reduction};
+use crate::reduce::{ACC_WORDS, DeviceElement, Pending, Reduction};
 use crate::runtime::{
     Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
 };
@@ -50,6 +50,23 @@ kernels::builtin_table!(keys reduce_by_key_element! {});
 /// The built-in kernel of `op`, or [`Error::Unsupported`].
 fn kernel_for<K, T: ReduceByKeyElement<K>>(op: Reduction) -> Result<ReduceByKeyKernel<K, T>> {
     T::reduce_by_key_kernel(op).ok_or_else(|| unsupported_scan(op, T::DTYPE, "reduce by key"))
+}
+
+/// `runs` if the outputs (`keys` and `aggregates` long) had room for every run, else the error
+/// naming both numbers.
+fn check_runs(runs: u64, keys: usize, aggregates: usize) -> Result<u64> {
+    let room = keys.min(aggregates) as u64;
+    if runs > room {
+        return Err(Error::OutputTooSmall {
+            what: format!(
+                "reduce by key: the outputs ({keys} keys and {aggregates} aggregates; the first \
+                 {room} runs were written)"
+            ),
+            needed: runs,
+            got: room,
+        });
+    }
+    Ok(runs)
 }
 
 /// The device word the blocking calls read the run count from (one per context).
@@ -194,6 +211,64 @@ impl Context {
         )
     }
 
+    /// [`Context::reduce_by_key`] without blocking: the kernel is queued and the handle's
+    /// [`Pending::wait`] returns the run count (or the error of outputs too small, after the
+    /// runs that fit were written). The outputs must not be read before the wait.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Reduction};
+    /// let ctx = Context::sim()?;
+    /// let keys = ctx.htod(&[1u64, 1, 5])?;
+    /// let x = ctx.htod(&[2i32, 3, 4])?;
+    /// let (mut uk, mut agg) = (ctx.alloc_zeros::<u64>(3)?, ctx.alloc_zeros::<i32>(3)?);
+    /// let pending = ctx.reduce_by_key_async(&keys, &x, &mut uk, &mut agg, Reduction::Max)?;
+    /// assert_eq!(pending.wait()?, 2);
+    /// assert_eq!(ctx.dtoh(&agg)?[..2], [3, 4]);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_by_key_async<'a, 'b, 'c, 'd, K: DeviceElement, T: ReduceByKeyElement<K>>(
+        &self,
+        keys: impl Into<DeviceView<'a, K>>,
+        values: impl Into<DeviceView<'b, T>>,
+        unique_keys: impl Into<DeviceViewMut<'c, K>>,
+        aggregates: impl Into<DeviceViewMut<'d, T>>,
+        op: Reduction,
+    ) -> Result<Pending<'_, u64>> {
+        let k = kernel_for::<K, T>(op)?;
+        let (keys, values) = (keys.into(), values.into());
+        let (mut unique_keys, mut aggregates) = (unique_keys.into(), aggregates.into());
+        Self::check_by_key(&keys, &values)?;
+        let (kl, al) = (unique_keys.len(), aggregates.len());
+        let finish = move |w: [u64; ACC_WORDS]| check_runs(w[0], kl, al);
+        if values.is_empty() {
+            return Ok(self.pending_ready(k.name, Ok(0)));
+        }
+        if self.capturing()? {
+            return Err(Error::NotCapturable {
+                call: "reduce_by_key_async",
+                hint: "it returns the run count to the host; use reduce_by_key_into",
+            });
+        }
+        let count = self.alloc_zeros::<u64>(ACC_WORDS)?;
+        let tuning = {
+            let ws = self.workspace::<ByKeyWorkspace>();
+            let ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+            (ws.delay_ns, ws.prefetch)
+        };
+        self.launch_reduce_by_key(
+            &crate::BUILTIN,
+            k,
+            &keys,
+            &values,
+            &mut unique_keys,
+            &mut aggregates,
+            self.scratch_addr(&count),
+            tuning,
+        )?;
+        self.pending_on_device(count, k.name, finish)
+    }
+
     fn check_by_key<K, T>(keys: &DeviceView<'_, K>, values: &DeviceView<'_, T>) -> Result<()> {
         if keys.len() != values.len() {
             return Err(Error::LengthMismatch {
@@ -245,20 +320,7 @@ impl Context {
             (ws.delay_ns, ws.prefetch),
         )?;
         let runs = self.dtoh(buf)?[0];
-        let room = unique_keys.len().min(aggregates.len()) as u64;
-        if runs > room {
-            return Err(Error::OutputTooSmall {
-                what: format!(
-                    "reduce by key: the outputs ({} keys and {} aggregates; the first {room} \
-                     runs were written)",
-                    unique_keys.len(),
-                    aggregates.len()
-                ),
-                needed: runs,
-                got: room,
-            });
-        }
-        Ok(runs)
+        check_runs(runs, unique_keys.len(), aggregates.len())
     }
 
     /// Launch `k` after the checks; `count_addr` is a device u64 the caller orders; `tuning`

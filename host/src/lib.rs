@@ -35,14 +35,16 @@ pub mod transform;
 
 pub use by_key::ReduceByKeyElement;
 pub use error::{Error, Result, SegmentFault};
-pub use reduce::{DeviceElement, Pending, Reduction};
+pub use reduce::{ArgValue, DeviceElement, Pending, Reduction};
 pub use runtime::{
     BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, DeviceViewMut, KernelLibrary,
     LaunchShape, LoadStats, device_count, load_stats,
 };
 pub use scan::{ScanByKeyElement, ScanElement, ScanKind};
 pub use segmented::{OffsetCheck, SegmentedElement, Segments};
-pub use transform::{DotElement, Moments, MomentsAcc, NormElement};
+pub use transform::{
+    DotElement, MinMaxElement, MinMaxPair, Moments, MomentsAcc, NormElement, ScaledSumSquares,
+};
 
 pub use cudarc;
 pub use kernels;

@@ -1,7 +1,7 @@
 //! A user's program: a sum and a scan through the library, on a GPU when there is one and on the
 //! CPU simulator otherwise (`--sim` forces it), checked against the CPU.
 
-use gpu_reduce::{Context, ScanKind, Reduction};
+use gpu_reduce::{Context, Reduction, ScanKind};
 
 fn main() -> Result<(), gpu_reduce::Error> {
     let ctx = if std::env::args().any(|a| a == "--sim") {
