@@ -1,6 +1,16 @@
 //! Reduce by key (CUB's `DeviceReduce::ReduceByKey`): runs of equal consecutive keys become
 //! one unique key and one aggregate each, in one pass (run counts through the scan's decoupled
 //! look-back, the values carried between tiles in a fixed order: `kernels::reduce::by_key`).
+//!
+//! | call | the run count |
+//! | --- | --- |
+//! | [`Context::reduce_by_key`]`(keys, values, unique_out, aggregates_out, op)` | returned (`u64`; blocks) |
+//! | [`Context::reduce_by_key_into`]`(keys, values, unique_out, aggregates_out, num_runs, op)` | left in `num_runs[0]` (never blocks) |
+//! | [`Context::reduce_by_key_async`]`(keys, values, unique_out, aggregates_out, op)` | a [`Pending`] |
+//! | [`Context::reduce_by_key_custom`]`::<K, T, O>(lib, keys, values, unique_out, aggregates_out)` | returned, for a user operator |
+//!
+//! Operators: [`Reduction::SCAN`] (sum, min, max); keys u32 or u64, values i32, u32, i64, u64,
+//! f32, f64 ([`ReduceByKeyElement`]). The scan by key is [`Context::scan_by_key`].
 
 use cudarc::driver::PushKernelArg;
 use kernels::Kernel;

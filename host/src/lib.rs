@@ -20,6 +20,32 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Which call
+//!
+//! Every call is a method of [`Context`] (of [`multi::MultiContext`] for several GPUs), in the
+//! module of its family. One operator enum, [`Reduction`], for every reducing call and the
+//! scans. One argument order: inputs, then outputs, then the operator (then the scan kind);
+//! a custom-operator form takes its [`KernelLibrary`] first. Every call that returns a value
+//! has three forms: blocking (`sum`), `_into` (the result left in a device buffer: never
+//! blocks, can be captured into a CUDA graph) and `_async` (a [`Pending`]).
+//!
+//! | family | calls |
+//! | --- | --- |
+//! | [`reduce`]: one value | `reduce(input, op)`, `sum`, `argmin`, `argmax`, `sum_compensated`, `reduce_custom`; each with `_into` and `_async` |
+//! | [`transform`]: maps on load | `sum_of_squares`, `norm2`, `mean_var`, `min_max`, `dot(x, y)`; each with `_into` and `_async` |
+//! | [`scan`]: prefix scans | `scan(input, output, op, kind)`, `scan_in_place(data, op, kind)`, `inclusive_sum`, `scan_by_key(keys, values, output, op, kind)`, `scan_custom` |
+//! | [`segmented`]: one value per segment | `segmented_reduce(input, segments, out, op)`, `segmented_argmin`/`_argmax(input, segments, indices, values)`, `segmented_reduce_custom`, `segmented_arg_custom`; segments from [`Segments`] |
+//! | [`by_key`]: runs of equal keys | `reduce_by_key(keys, values, unique_out, aggregates_out, op)`, `_into`, `_async`, `reduce_by_key_custom` |
+//! | [`multi`]: several GPUs | `MultiContext::{reduce, argmin, argmax, scan_in_place}` over a `ShardedBuffer` |
+//!
+//! # Integer types
+//!
+//! Counts and indices of elements are `u64` in every signature: argmin/argmax indices, run
+//! counts, segment offsets and lengths, sharded arrays' lengths and indices (the device works
+//! in 64-bit indices; more than 2^32 elements are supported). Sizes of host-side memory
+//! objects are `usize`, as in cudarc and Rust's slices: [`DeviceBuffer::len`], view lengths
+//! and ranges, allocation lengths, byte counts; so are device ordinals and ranks.
+//!
 //! Layers: [`runtime`] (contexts, buffers, kernel loading and launching; no algorithm) under
 //! [`reduce`] and [`scan`]; [`error`] for everything that can fail.
 #![warn(missing_docs)]

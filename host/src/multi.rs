@@ -29,6 +29,14 @@
 //! pieces of at most one tile); [`ThreadExchange`] connects ranks that are threads of one
 //! process (the tests, and simulated devices). The ranks must make the same calls in the same
 //! order, as with any collective library.
+//!
+//! | call | what |
+//! | --- | --- |
+//! | [`MultiContext::alloc_zeros`]`(lengths)`, [`MultiContext::htod`]`(data, lengths)` | a sharded array (`lengths: &[u64]`, one per rank) |
+//! | [`MultiContext::htod_local`]`(data, b)`, [`MultiContext::dtoh`]`(b)`, [`MultiContext::dtoh_local`]`(b)`, [`MultiContext::fill`]`(b, value)`, [`MultiContext::get`]`(b, index)` | copies |
+//! | [`MultiContext::reduce`]`(b, op)` | a [`Reduction`] over the whole array |
+//! | [`MultiContext::argmin`]`(b)`, [`MultiContext::argmax`]`(b)` | `Option<(global index: u64, value)>` |
+//! | [`MultiContext::scan_in_place`]`(b, op, kind)` | a scan ([`Reduction::SCAN`]) left in the shards |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};

@@ -1,6 +1,18 @@
 //! Device-wide reductions, one launch each: sum, product, min, max, bitwise and/or/xor,
 //! argmin/argmax, a compensated f32 sum, and user operators compiled into kernels.
 //!
+//! | call | returns |
+//! | --- | --- |
+//! | [`Context::reduce`]`(input, op)`, `_into(input, out, op)`, `_async(input, op)` | `T` ([`Reduction`]) |
+//! | [`Context::sum`]`(input)`, `_into(input, out)`, `_async(input)` | `T::Sum` (f32 for f16/bf16) |
+//! | [`Context::argmin`]`(input)`, [`Context::argmax`], `_into(input, out)`, `_async(input)` | `Option<(u64, T)>`; [`ArgValue`] on the device |
+//! | [`Context::sum_compensated`]`(input)`, `_into(input, out)`, `_async(input)` | `f32` (f64 on the device) |
+//! | [`Context::reduce_custom`]`::<T, O>(lib, input)`, `_into(lib, input, out)`, `_async(lib, input)` | `O::Acc` |
+//!
+//! Every value-returning call has the same three forms: blocking, `_into` (the result left in
+//! `out[0]` on the device: never blocks, can be captured into a CUDA graph) and `_async` (a
+//! [`Pending`] whose [`Pending::wait`] gives the value).
+//!
 //! Semantics (see `kernels::ops`): integer sums and products wrap; float min/max propagate NaN
 //! and order `-0.0 < +0.0`; argmin/argmax give the first occurrence, NaN winning; the empty
 //! input gives the operator's identity (`None` for argmin/argmax). Results are deterministic:

@@ -1,5 +1,16 @@
 //! Prefix scans on the device: the single-pass decoupled look-back scan (Merrill & Garland
 //! 2016), plain and by key, for the built-in operators and user operators.
+//!
+//! | call | what |
+//! | --- | --- |
+//! | [`Context::scan`]`(input, output, op, kind)` | `output[i]` = the scan of `input` with `op` ([`Reduction::SCAN`]) |
+//! | [`Context::scan_in_place`]`(data, op, kind)` | the same, overwriting `data` |
+//! | [`Context::inclusive_sum`]`(input, output)` | the inclusive sum |
+//! | [`Context::scan_by_key`]`(keys, values, output, op, kind)` | restarting at every change of key |
+//! | [`Context::scan_custom`]`::<T, O>(lib, input, output, kind)` | a user operator's scan |
+//!
+//! The scans offer sum, min and max ([`Reduction::SCAN`]); another [`Reduction`] is
+//! [`crate::Error::Unsupported`]. They never block and can be captured into a CUDA graph.
 
 use crate::reduce::{DeviceElement, Reduction};
 

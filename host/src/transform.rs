@@ -3,6 +3,14 @@
 //! together. One launch and one read of the input each; deterministic like every reduction.
 //! A map of your own is a `ReduceOp` whose `lift` applies it (see `examples/minmax`), called
 //! with [`Context::reduce_custom`].
+//!
+//! | call | returns | `_into` leaves on the device |
+//! | --- | --- | --- |
+//! | [`Context::sum_of_squares`]`(x)`, `_into(x, out)`, `_async(x)` | `f64` | `f64` |
+//! | [`Context::norm2`]`(x)`, `_into(x, out)`, `_async(x)` | `T` | `T::NormAcc` (f64 for f32, [`ScaledSumSquares`] for f64) |
+//! | [`Context::mean_var`]`(x)`, `_into(x, out)`, `_async(x)` | `Option<`[`Moments`]`>` | [`MomentsAcc`] |
+//! | [`Context::min_max`]`(x)`, `_into(x, out)`, `_async(x)` | `Option<(T, T)>` | [`MinMaxPair`] |
+//! | [`Context::dot`]`(x, y)`, `_into(x, y, out)`, `_async(x, y)` | `T` | `f64` |
 
 use kernels::reduce::ReduceInstance;
 use kernels::reduce::dot::{Dot, Reduce2Instance};
