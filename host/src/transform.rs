@@ -229,7 +229,8 @@ impl<T: PartialOrd> MinMaxPair<T> {
     /// `(min, max)` as [`Context::min_max`] returns it: `None` for empty input (the
     /// identities, `min > max`; a NaN makes both NaN, which is no empty input).
     pub fn get(self) -> Option<(T, T)> {
-        (!(self.min > self.max)).then_some((self.min, self.max))
+        let empty = self.min.partial_cmp(&self.max) == Some(std::cmp::Ordering::Greater);
+        (!empty).then_some((self.min, self.max))
     }
 }
 

@@ -95,7 +95,7 @@ pub fn by_key_cases(
             ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, Reduction::Sum)
         })?;
         // Bytes: keys and values read, one key and one aggregate written per run.
-        let bytes = n as u64 * 8 + runs as u64 * 8;
+        let bytes = n as u64 * 8 + runs * 8;
         let nn = n as u64;
         rows.push(case_measurement(
             "reduce_by_key",
