@@ -12,9 +12,8 @@
 //! Operators: [`Reduction::SCAN`] (sum, min, max); keys u32 or u64, values i32, u32, i64, u64,
 //! f32, f64 ([`ReduceByKeyElement`]). The scan by key is [`Context::scan_by_key`].
 
-use cudarc::driver::PushKernelArg;
 use kernels::Kernel;
-use kernels::reduce::by_key::{ReduceByKeyInstance, SimReduceByKeyFn};
+use kernels::reduce::by_key::{ReduceByKeyInstance, ReduceByKeyParams, SimReduceByKeyFn};
 use kernels::scan::Headed;
 use kernels::scan::policy::ACTIVE;
 
@@ -374,49 +373,24 @@ impl Context {
         let ws = self.workspace::<ScanWorkspace>();
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
         let a = self.scan_workspace(&mut ws, grid as u64)?;
-        let sim = k.sim;
-        // SAFETY: the arguments of `reduce_by_key_device` in order; the same values for the
-        // simulator, as addresses of this context's (host) memory. The outputs hold
-        // `capacity` elements each, the inputs `n`.
-        unsafe {
-            self.launch(
-                lib,
-                k.name,
-                LaunchShape::linear(grid, ACTIVE.block, 0),
-                |b| {
-                    b.arg(&kp)
-                        .arg(&vp)
-                        .arg(&up)
-                        .arg(&ap)
-                        .arg(&capacity)
-                        .arg(&count_addr)
-                        .arg(&n)
-                        .arg(&a.counter)
-                        .arg(&a.flags)
-                        .arg(&a.aggregates)
-                        .arg(&a.epoch)
-                        .arg(&delay_ns)
-                        .arg(&prefetch);
-                },
-                || {
-                    sim(
-                        kp as *const K,
-                        vp as *const T,
-                        up as *mut K,
-                        ap as *mut T,
-                        capacity,
-                        count_addr as *mut u64,
-                        n,
-                        a.counter as *mut u32,
-                        a.flags as *mut u32,
-                        a.aggregates as *mut Headed<T>,
-                        a.epoch,
-                        delay_ns,
-                        prefetch,
-                    )
-                },
-            )
-        }
+        let params = ReduceByKeyParams {
+            keys: kp as *const K,
+            values: vp as *const T,
+            unique: up as *mut K,
+            aggregates_out: ap as *mut T,
+            capacity,
+            num_runs: count_addr as *mut u64,
+            n,
+            counter: a.counter as *mut u32,
+            flags: a.flags as *mut u32,
+            aggregates: a.aggregates as *mut Headed<T>,
+            epoch: a.epoch,
+            delay_ns,
+            prefetch,
+        };
+        // SAFETY: addresses of this context's memory: the inputs hold `n` elements, the
+        // outputs `capacity` each.
+        unsafe { self.launch_kernel(lib, &k, LaunchShape::linear(grid, ACTIVE.block, 0), params) }
     }
 }
 

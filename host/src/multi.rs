@@ -41,12 +41,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use cudarc::driver::{PushKernelArg, ValidAsZeroBits};
+use cudarc::driver::ValidAsZeroBits;
 use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::ops::{ArgAcc, ArgMax, ArgMin};
 use kernels::reduce::policy::BLOCK;
-use kernels::reduce::tiles::{SimTilesFn, TilesInstance};
+use kernels::reduce::tiles::{SimTilesFn, TilesInstance, TilesParams};
 
 use crate::error::{Error, Result};
 use crate::reduce::{DeviceElement, Reduction, reduction_arm};
@@ -670,18 +670,21 @@ impl MultiContext {
             size: tiles,
             limit: u32::MAX as u64,
         })?;
-        let sim = k.sim;
-        // SAFETY: the arguments of `reduce_tiles_device` in order; `input` holds `n` elements
-        // and `out` room for `tiles` accumulators, all of `ctx`.
+        let params = TilesParams {
+            input: input as *const T,
+            n,
+            tile_elems: l,
+            index_base: base,
+            partials: out as *mut A,
+        };
+        // SAFETY: `input` holds `n` elements and `out` room for `tiles` accumulators, all of
+        // `ctx`.
         unsafe {
-            ctx.launch(
+            ctx.launch_kernel(
                 &crate::BUILTIN,
-                k.name,
+                &k,
                 LaunchShape::linear(grid, BLOCK, 0),
-                |b| {
-                    b.arg(&input).arg(&n).arg(&l).arg(&base).arg(&out);
-                },
-                || sim(input as *const T, n, l, base, out as *mut A),
+                params,
             )
         }
     }

@@ -20,12 +20,12 @@
 
 use std::fmt::Debug;
 
-use cudarc::driver::{DeviceRepr, PushKernelArg, ValidAsZeroBits};
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use kernels::Kernel;
 use kernels::ops::{ArgAcc, SumCompensated};
 use kernels::reduce::policy::{BLOCK, POLICY};
 use kernels::reduce::transform::MeanVar;
-use kernels::reduce::{ReduceInstance, SimReduceFn};
+use kernels::reduce::{ReduceInstance, ReduceParams, SimReduceFn};
 
 use crate::error::{Error, Result};
 use crate::runtime::mapped::MappedResult;
@@ -502,51 +502,23 @@ impl Context {
         // second round).
         let rounds = tiles.div_ceil(limit.max(1));
         let grid = tiles.div_ceil(rounds);
-        // SAFETY: the arguments of `reduce_device` (`reduce2_device`: x, then y) in order; the
-        // same values for the simulator, as addresses of this context's (host) memory.
-        unsafe {
-            self.launch(
-                lib,
-                name,
-                LaunchShape::linear(grid, BLOCK, 0),
-                |b| {
-                    b.arg(&input_addr);
-                    if let Job::Two(..) = job {
-                        b.arg(&y_addr);
-                    }
-                    b.arg(&n)
-                        .arg(&tiles)
-                        .arg(&partials)
-                        .arg(&counter)
-                        .arg(&out)
-                        .arg(&done)
-                        .arg(&seq);
-                },
-                || match job {
-                    Job::One(k, _) => (k.sim)(
-                        input_addr as *const T,
-                        n,
-                        tiles,
-                        partials as *mut A,
-                        counter as *mut u32,
-                        out as *mut A,
-                        done as *mut u32,
-                        seq,
-                    ),
-                    Job::Two(k, _, _) => (k.sim)(
-                        input_addr as *const T,
-                        y_addr as *const T,
-                        n,
-                        tiles,
-                        partials as *mut A,
-                        counter as *mut u32,
-                        out as *mut A,
-                        done as *mut u32,
-                        seq,
-                    ),
-                },
-            )
-        }
+        let kernel = match job {
+            Job::One(k, _) | Job::Two(k, _, _) => *k,
+        };
+        let params = ReduceParams {
+            input: input_addr as *const T,
+            input2: y_addr as *const T,
+            n,
+            partials: partials as *mut A,
+            retire_count: counter as *mut u32,
+            out: out as *mut A,
+            done: done as *mut u32,
+            tiles,
+            seq,
+        };
+        // SAFETY: addresses of this context's memory: the input(s) of `n` elements, scratch for
+        // `tiles` accumulators and the counter, room for one `A` at `out`.
+        unsafe { self.launch_kernel(lib, kernel, LaunchShape::linear(grid, BLOCK, 0), params) }
     }
 
     /// Queue `k` and return a handle on its accumulator, converted by `finish`. On a GPU the

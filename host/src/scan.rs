@@ -39,11 +39,12 @@ impl ScanKind {
 // ---------------------------------------------------------------------------------------------
 // The production scan: single pass, decoupled look-back.
 
-use cudarc::driver::PushKernelArg;
 use kernels::Kernel;
 use kernels::scan::lookback::EPOCH_MASK;
 use kernels::scan::policy::ACTIVE;
-use kernels::scan::{Headed, ScanByKeyInstance, ScanInstance, SimScanByKeyFn, SimScanFn};
+use kernels::scan::{
+    Headed, ScanByKeyInstance, ScanByKeyParams, ScanInstance, ScanParams, SimScanByKeyFn, SimScanFn,
+};
 
 use crate::error::{Error, Result};
 use crate::runtime::{
@@ -329,40 +330,19 @@ impl Context {
         let ws = self.workspace::<ScanWorkspace>();
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
         let a = self.scan_workspace(&mut ws, grid as u64)?;
-        let sim = k.sim;
-        // SAFETY: the arguments of `scan_device` (and `scan_half_device`) in order; the same
-        // values for the simulator, as addresses of this context's (host) memory.
-        unsafe {
-            self.launch(
-                lib,
-                k.name,
-                LaunchShape::linear(grid, ACTIVE.block, 0),
-                |b| {
-                    b.arg(&input)
-                        .arg(&output)
-                        .arg(&n)
-                        .arg(&a.counter)
-                        .arg(&a.flags)
-                        .arg(&a.aggregates)
-                        .arg(&a.prefixes)
-                        .arg(&a.epoch)
-                        .arg(&seed);
-                },
-                || {
-                    sim(
-                        input as *const T,
-                        output as *mut T,
-                        n,
-                        a.counter as *mut u32,
-                        a.flags as *mut u32,
-                        a.aggregates as *mut T,
-                        a.prefixes as *mut T,
-                        a.epoch,
-                        seed as *const T,
-                    )
-                },
-            )
-        }
+        let params = ScanParams {
+            input: input as *const T,
+            output: output as *mut T,
+            n,
+            counter: a.counter as *mut u32,
+            flags: a.flags as *mut u32,
+            aggregates: a.aggregates as *mut T,
+            prefixes: a.prefixes as *mut T,
+            seed: seed as *const T,
+            epoch: a.epoch,
+        };
+        // SAFETY: addresses of this context's memory with the room the scan needs.
+        unsafe { self.launch_kernel(lib, &k, LaunchShape::linear(grid, ACTIVE.block, 0), params) }
     }
 
     /// Scan `input` with `op` into `output[..input.len()]`, in one pass (decoupled look-back).
@@ -501,42 +481,21 @@ impl Context {
         let ws = self.workspace::<ScanWorkspace>();
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
         let a = self.scan_workspace(&mut ws, grid as u64)?;
-        let sim = k.sim;
-        // SAFETY: the arguments of `scan_by_key_device` in order; the same values for the
-        // simulator, as addresses of this context's (host) memory.
-        unsafe {
-            self.launch(
-                &crate::BUILTIN,
-                k.name,
-                LaunchShape::linear(grid, ACTIVE.block, 0),
-                |b| {
-                    b.arg(&kp)
-                        .arg(&vp)
-                        .arg(&op_)
-                        .arg(&n)
-                        .arg(&exclusive)
-                        .arg(&a.counter)
-                        .arg(&a.flags)
-                        .arg(&a.aggregates)
-                        .arg(&a.prefixes)
-                        .arg(&a.epoch);
-                },
-                || {
-                    sim(
-                        kp as *const K,
-                        vp as *const T,
-                        op_ as *mut T,
-                        n,
-                        exclusive,
-                        a.counter as *mut u32,
-                        a.flags as *mut u32,
-                        a.aggregates as *mut Headed<T>,
-                        a.prefixes as *mut Headed<T>,
-                        a.epoch,
-                    )
-                },
-            )
-        }
+        let params = ScanByKeyParams {
+            keys: kp as *const K,
+            values: vp as *const T,
+            output: op_ as *mut T,
+            n,
+            counter: a.counter as *mut u32,
+            flags: a.flags as *mut u32,
+            aggregates: a.aggregates as *mut Headed<T>,
+            prefixes: a.prefixes as *mut Headed<T>,
+            exclusive,
+            epoch: a.epoch,
+        };
+        let shape = LaunchShape::linear(grid, ACTIVE.block, 0);
+        // SAFETY: addresses of this context's memory with the room the scan needs.
+        unsafe { self.launch_kernel(&crate::BUILTIN, &k, shape, params) }
     }
 }
 

@@ -30,13 +30,12 @@
 //! never blocks and can be captured, as the fixed-length forms, which are checked on the host
 //! alone.
 
-use cudarc::driver::PushKernelArg;
 use kernels::Kernel;
 use kernels::ops::{ArgMax, ArgMin};
 use kernels::reduce::segmented::{
     BAD_DECREASING, BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, LISTED_MAX, OWNER_WORDS,
-    SEGMENTS_PER_BLOCK, SegmentedReduceInstance, SimSegmentedFn, WARP_MAX, listed_workspace_bytes,
-    rows_chunks_per_row, rows_workspace_bytes,
+    SEGMENTS_PER_BLOCK, SegmentedParams, SegmentedReduceInstance, SimSegmentedFn, WARP_MAX,
+    listed_workspace_bytes, rows_chunks_per_row, rows_workspace_bytes,
 };
 
 use crate::error::{Error, Result, SegmentFault};
@@ -481,45 +480,27 @@ impl Context {
                 let index_write = index_out.as_mut().map(|ix| self.write(ix)).transpose()?;
                 let index_addr = index_write.as_ref().map_or(0, |r| r.0);
                 let (n, count) = (n as u64, count as u64);
-                let sim = k.sim;
-                // SAFETY: the arguments of `segmented_device` in order; the same values for the
-                // simulator, as addresses of this context's (host) memory. Offsets views hold
+                // SAFETY: addresses of this context's memory. Offsets views hold
                 // `count` entries each (checked above), the outputs `count` elements; fixed-length
                 // segments cover exactly the input.
                 unsafe {
-                    self.launch(
+                    self.launch_kernel(
                         lib,
-                        k.name,
+                        k,
                         LaunchShape::linear(grid, BLOCK, 0),
-                        |b| {
-                            b.arg(&input_addr)
-                                .arg(&n)
-                                .arg(&begin_addr)
-                                .arg(&end_addr)
-                                .arg(&segment_len)
-                                .arg(&count)
-                                .arg(&out_addr)
-                                .arg(&index_addr)
-                                .arg(&status)
-                                .arg(&list)
-                                .arg(&entry_cap)
-                                .arg(&partial_cap);
-                        },
-                        || {
-                            sim(
-                                input_addr as *const T,
-                                n,
-                                begin_addr as *const u64,
-                                end_addr as *const u64,
-                                segment_len,
-                                count,
-                                out_addr as *mut Out,
-                                index_addr as *mut u64,
-                                status as *mut u64,
-                                list as *mut u64,
-                                entry_cap,
-                                partial_cap,
-                            )
+                        SegmentedParams {
+                            input: input_addr as *const T,
+                            n,
+                            begin: begin_addr as *const u64,
+                            end: end_addr as *const u64,
+                            segment_len,
+                            k: count,
+                            out: out_addr as *mut Out,
+                            index_out: index_addr as *mut u64,
+                            status: status as *mut u64,
+                            ws: list as *mut u64,
+                            entry_cap,
+                            partial_cap,
                         },
                     )?;
                 }
@@ -589,45 +570,27 @@ impl Context {
         let (out_addr, _out_access) = self.write(&mut out)?;
         let index_write = index_out.as_mut().map(|ix| self.write(ix)).transpose()?;
         let index_addr = index_write.as_ref().map_or(0, |r| r.0);
-        let (n, zero) = (input.len() as u64, 0u64);
-        let sim = k.sim;
-        // SAFETY: the arguments of the segmented kernels in order (`rows_device` reads input,
-        // segment_len, k, out, index_out and ws); the input holds exactly rows x segment_len
+        let n = input.len() as u64;
+        // SAFETY: `rows_device` reads input, segment_len, k, out, index_out and ws; the input holds exactly rows x segment_len
         // elements, the outputs `rows` each, the scratch `rows_workspace_bytes`.
         unsafe {
-            self.launch(
+            self.launch_kernel(
                 lib,
-                k.name,
+                k,
                 LaunchShape::linear(grid, BLOCK, 0),
-                |b| {
-                    b.arg(&input_addr)
-                        .arg(&n)
-                        .arg(&zero)
-                        .arg(&zero)
-                        .arg(&segment_len)
-                        .arg(&rows)
-                        .arg(&out_addr)
-                        .arg(&index_addr)
-                        .arg(&zero)
-                        .arg(&scratch)
-                        .arg(&zero)
-                        .arg(&zero);
-                },
-                || {
-                    sim(
-                        input_addr as *const T,
-                        n,
-                        std::ptr::null(),
-                        std::ptr::null(),
-                        segment_len,
-                        rows,
-                        out_addr as *mut Out,
-                        index_addr as *mut u64,
-                        std::ptr::null_mut(),
-                        scratch as *mut u64,
-                        0,
-                        0,
-                    )
+                SegmentedParams {
+                    input: input_addr as *const T,
+                    n,
+                    begin: std::ptr::null(),
+                    end: std::ptr::null(),
+                    segment_len,
+                    k: rows,
+                    out: out_addr as *mut Out,
+                    index_out: index_addr as *mut u64,
+                    status: std::ptr::null_mut(),
+                    ws: scratch as *mut u64,
+                    entry_cap: 0,
+                    partial_cap: 0,
                 },
             )
         }
@@ -672,47 +635,28 @@ impl Context {
         let (out_addr, _out_access) = self.write(&mut out)?;
         let index_write = index_out.as_mut().map(|ix| self.write(ix)).transpose()?;
         let index_addr = index_write.as_ref().map_or(0, |r| r.0);
-        let zero = 0u64;
-        let sim = k.sim;
-        // SAFETY: the arguments of the segmented kernels in order (entry_cap 0 selects
-        // `listed_device`, which reads all but segment_len); the offsets hold `count` entries
+        // SAFETY: entry_cap 0 selects `listed_device`, which reads all but segment_len; the offsets hold `count` entries
         // each (checked by the caller), the outputs `count` elements, the scratch
         // `listed_workspace_bytes`; the table takes 8 bytes per segment of dynamic shared
         // memory.
         unsafe {
-            self.launch(
+            self.launch_kernel(
                 lib,
-                k.name,
+                k,
                 LaunchShape::linear(grid, BLOCK, 8 * count as u32),
-                |b| {
-                    b.arg(&input_addr)
-                        .arg(&n)
-                        .arg(&begin_addr)
-                        .arg(&end_addr)
-                        .arg(&zero)
-                        .arg(&count)
-                        .arg(&out_addr)
-                        .arg(&index_addr)
-                        .arg(&status)
-                        .arg(&scratch)
-                        .arg(&zero)
-                        .arg(&cap);
-                },
-                || {
-                    sim(
-                        input_addr as *const T,
-                        n,
-                        begin_addr as *const u64,
-                        end_addr as *const u64,
-                        0,
-                        count,
-                        out_addr as *mut Out,
-                        index_addr as *mut u64,
-                        status as *mut u64,
-                        scratch as *mut u64,
-                        0,
-                        cap,
-                    )
+                SegmentedParams {
+                    input: input_addr as *const T,
+                    n,
+                    begin: begin_addr as *const u64,
+                    end: end_addr as *const u64,
+                    segment_len: 0,
+                    k: count,
+                    out: out_addr as *mut Out,
+                    index_out: index_addr as *mut u64,
+                    status: status as *mut u64,
+                    ws: scratch as *mut u64,
+                    entry_cap: 0,
+                    partial_cap: cap,
                 },
             )
         }

@@ -12,9 +12,9 @@
 //! | [`Context::min_max`]`(x)`, `_into(x, out)`, `_async(x)` | `Option<(T, T)>` | [`MinMaxPair`] |
 //! | [`Context::dot`]`(x, y)`, `_into(x, y, out)`, `_async(x, y)` | `T` | `f64` |
 
-use kernels::reduce::ReduceInstance;
 use kernels::reduce::dot::{Dot, Reduce2Instance};
 use kernels::reduce::transform::{MeanVar, MinMax, ScaledSsq, SumSquares};
+use kernels::reduce::{ReduceInstance, ReduceParams};
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use kernels::reduce::transform::MeanVarAcc;
@@ -78,31 +78,21 @@ impl MomentsAcc {
 ///
 /// # Safety
 /// As the kernel.
-#[allow(clippy::too_many_arguments)] // the kernel's parameters
-unsafe fn sim_mean_var(
-    input: *const f32,
-    n: u64,
-    tiles: u32,
-    partials: *mut MomentsAcc,
-    retire: *mut u32,
-    out: *mut MomentsAcc,
-    done: *mut u32,
-    seq: u32,
-) {
+unsafe fn sim_mean_var(p: ReduceParams<f32, MomentsAcc>) {
     let k = <MeanVar as ReduceInstance<f32>>::KERNEL;
-    // SAFETY: the caller's arguments; MomentsAcc and MeanVarAcc share their layout.
-    unsafe {
-        (k.sim)(
-            input,
-            n,
-            tiles,
-            partials.cast(),
-            retire,
-            out.cast(),
-            done,
-            seq,
-        )
-    }
+    let p = ReduceParams {
+        partials: p.partials.cast(),
+        out: p.out.cast(),
+        input: p.input,
+        input2: p.input2,
+        n: p.n,
+        retire_count: p.retire_count,
+        done: p.done,
+        tiles: p.tiles,
+        seq: p.seq,
+    };
+    // SAFETY: the caller's struct; MomentsAcc and MeanVarAcc share their layout.
+    unsafe { (k.sim)(p) }
 }
 
 /// The mean-and-variance kernel as the host calls it, accumulating into [`MomentsAcc`].

@@ -4,7 +4,8 @@
 //! - [`gpu`]: hardware primitives (indices, barriers, shared memory, shuffles, votes, atomics,
 //!   fences, vector loads). Only this module touches `core::arch::nvptx` or `asm!`.
 //! - [`warp`]: warp-wide collectives built on shuffles.
-//! - [`block`]: block-wide collectives built on warps and shared memory.
+//! - [`block`]: block-wide collectives built on warps and shared memory; [`load`]: how a
+//!   kernel reads an array (the head/vector/tail cut that fixes a result's bits).
 //! - [`reduce`], [`scan`]: device-wide algorithms (one launch each), each with its tuning in
 //!   one `policy` module.
 //!
@@ -29,6 +30,7 @@ pub mod gpu;
 
 pub mod block;
 pub mod half;
+pub mod load;
 pub mod ops;
 pub mod reduce;
 pub mod scan;

@@ -553,6 +553,49 @@ impl Context {
         }
     }
 
+    /// Launch `kernel` of `lib` with `shape`, passing `params` (the kernel's one parameter: a
+    /// `#[repr(C)]` struct of the kernels crate, such as `kernels::reduce::ReduceParams`) by
+    /// value: on a GPU on the context's stream, on the simulator by calling `kernel.sim` with
+    /// the same struct on every simulated thread. The one launch path of the built-in families.
+    ///
+    /// # Safety
+    /// `params` must be what `kernel` takes, its pointers valid for what the kernel does with
+    /// them (addresses of this context's memory, from [`Context::device_addr`]).
+    pub unsafe fn launch_kernel<P: Copy>(
+        &self,
+        lib: &'static KernelLibrary,
+        kernel: &kernels::Kernel<unsafe fn(P)>,
+        shape: LaunchShape,
+        params: P,
+    ) -> Result<()> {
+        /// The struct as one kernel parameter: its bytes, as the PTX entry's by-value `.param`.
+        #[repr(transparent)]
+        struct ByValue<P>(P);
+        // SAFETY: a plain `#[repr(C)]` struct of integers and pointers, the entry's layout.
+        unsafe impl<P: Copy> cudarc::driver::DeviceRepr for ByValue<P> {}
+        /// The simulated threads share the struct, as the GPU's threads share the parameter.
+        struct Shared<P>(P);
+        // SAFETY: only copied out; what its pointers reach is the kernel's business.
+        unsafe impl<P> Sync for Shared<P> {}
+        use cudarc::driver::PushKernelArg;
+        let (by_value, shared, sim) = (ByValue(params), Shared(params), kernel.sim);
+        // SAFETY: the caller's contract; the simulator calls the same kernel with the same struct.
+        unsafe {
+            self.launch(
+                lib,
+                kernel.name,
+                shape,
+                |b| {
+                    b.arg(&by_value);
+                },
+                || {
+                    let s = &shared;
+                    sim(s.0)
+                },
+            )
+        }
+    }
+
     /// The device address of a view's first element (a host address on the simulator), for
     /// the kernel arguments of [`Context::launch`]. An error when the memory belongs to another
     /// backend or device. For cudarc memory used on another stream, prefer passing views to

@@ -122,6 +122,22 @@ macro_rules! kernel {
     };
 }
 
+/// `Clone` and `Copy` for a kernel's parameter struct of pointers and integers, whatever its
+/// type parameters (`derive` would ask them to be `Copy`).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! params_copy {
+    ($name:ident<$($p:ident),*>) => {
+        impl<$($p),*> Clone for $name<$($p),*> {
+            #[inline(always)]
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<$($p),*> Copy for $name<$($p),*> {}
+    };
+}
+
 /// CUDA C++'s `__launch_bounds__(THREADS, MIN_BLOCKS)` for the kernel `NAME`:
 /// `launch_bounds!(NAME, THREADS, MIN_BLOCKS);` leaves a marker comment in the PTX, which the
 /// PTX builder (`ptx-builder`) turns into the entry's `.maxntid THREADS, 1, 1` and

@@ -210,6 +210,38 @@ unsafe fn stage<X: Element>(
     }
 }
 
+/// The launch parameters of [`reduce_by_key_device`] (the kernel's one parameter, by value).
+#[repr(C)]
+pub struct ReduceByKeyParams<K, T> {
+    /// The keys, `n` elements.
+    pub keys: *const K,
+    /// The values, `n` elements.
+    pub values: *const T,
+    /// One key per run (the first `capacity` runs).
+    pub unique: *mut K,
+    /// One aggregate per run (the first `capacity` runs).
+    pub aggregates_out: *mut T,
+    /// Runs the outputs hold.
+    pub capacity: u64,
+    /// Where the number of runs goes.
+    pub num_runs: *mut u64,
+    /// Elements.
+    pub n: u64,
+    /// The tile counter: 0 at launch, 0 again after.
+    pub counter: *mut u32,
+    /// 16 bytes a tile: the run counts' look-back.
+    pub flags: *mut u32,
+    /// One fixed slot a tile: the values' fixed order.
+    pub aggregates: *mut Headed<T>,
+    /// New for every launch.
+    pub epoch: u32,
+    /// The look-back's first wait in nanoseconds.
+    pub delay_ns: u32,
+    /// Tiles ahead to prefetch into L2 (0: none).
+    pub prefetch: u32,
+}
+crate::params_copy!(ReduceByKeyParams<K, T>);
+
 /// Reduce by key of the `n` `keys`/`values` (any length): run `r` (the `r`-th maximal run of equal
 /// consecutive keys) gets `unique[r]` = its key and `aggregates_out[r]` = the reduction of its
 /// values with `O`, for `r < capacity` (runs past it are counted, not written);
@@ -229,29 +261,32 @@ unsafe fn stage<X: Element>(
 /// # Safety
 /// Pointers valid for the sizes above; the outputs do not overlap the inputs.
 #[inline(always)]
-// The kernel's launch parameters, passed straight through; index loops over the 4 lanes of a
-// 16-byte chunk (fully unrolled: constant indices, registers).
-#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+// Index loops over the 4 lanes of a 16-byte chunk (fully unrolled: constant indices,
+// registers).
+#[allow(clippy::needless_range_loop)]
 pub unsafe fn reduce_by_key_device<
     K: Element,
     T: Element,
     O: ReduceOp<T, Acc = T>,
     const ITEMS: usize,
 >(
-    keys: *const K,
-    values: *const T,
-    unique: *mut K,
-    aggregates_out: *mut T,
-    capacity: u64,
-    num_runs: *mut u64,
-    n: u64,
-    counter: *mut u32,
-    flags: *mut u32,
-    aggregates: *mut Headed<T>,
-    epoch: u32,
-    delay_ns: u32,
-    prefetch: u32,
+    p: ReduceByKeyParams<K, T>,
 ) {
+    let ReduceByKeyParams {
+        keys,
+        values,
+        unique,
+        aggregates_out,
+        capacity,
+        num_runs,
+        n,
+        counter,
+        flags,
+        aggregates,
+        epoch,
+        delay_ns,
+        prefetch,
+    } = p;
     // The head mask is a u32; a warp's keys and values fit its chunks, in whole bank groups.
     const {
         assert!(
@@ -546,25 +581,9 @@ pub unsafe fn reduce_by_key_device<
     }
 }
 
-/// The simulator's entry point of a reduce-by-key kernel: keys, values, unique out, aggregates
-/// out, capacity, run count out, n, counter, flags, tile aggregates, epoch, first delay,
-/// prefetch distance in tiles.
+/// The simulator's entry point of a reduce-by-key kernel.
 #[cfg(not(target_arch = "nvptx64"))]
-pub type SimReduceByKeyFn<K, T> = unsafe fn(
-    *const K,
-    *const T,
-    *mut K,
-    *mut T,
-    u64,
-    *mut u64,
-    u64,
-    *mut u32,
-    *mut u32,
-    *mut Headed<T>,
-    u32,
-    u32,
-    u32,
-);
+pub type SimReduceByKeyFn<K, T> = unsafe fn(ReduceByKeyParams<K, T>);
 
 /// An operator whose reduce-by-key kernel over keys `K` and values `T` exists
 /// ([`reduce_by_key_kernels!`](crate::reduce_by_key_kernels) implements it).
@@ -588,12 +607,7 @@ macro_rules! reduce_by_key_kernels {
                 #[export_name = $name]
                 /// Reduce by key; see
                 /// [`reduce_by_key_device`]($crate::reduce::by_key::reduce_by_key_device).
-                pub unsafe fn kernel(
-                    keys: *const $k, values: *const $t, unique: *mut $k, aggregates_out: *mut $t,
-                    capacity: u64, num_runs: *mut u64, n: u64, counter: *mut u32, flags: *mut u32,
-                    aggregates: *mut $crate::scan::Headed<$t>, epoch: u32, delay_ns: u32,
-                    prefetch: u32,
-                ) {
+                pub unsafe fn kernel(p: $crate::reduce::by_key::ReduceByKeyParams<$k, $t>) {
                     unsafe {
                         $crate::reduce::by_key::reduce_by_key_device::<
                             $k,
@@ -605,10 +619,7 @@ macro_rules! reduce_by_key_kernels {
                                     ::core::mem::size_of::<$t>() as u64,
                                 ) as usize
                             },
-                        >(
-                            keys, values, unique, aggregates_out, capacity, num_runs, n, counter,
-                            flags, aggregates, epoch, delay_ns, prefetch,
-                        )
+                        >(p)
                     }
                 }
             }

@@ -3,10 +3,11 @@
 //! last-block combine as the one-input reduction ([`reduce_device`](super::reduce_device)),
 //! so the result is deterministic and the same on every GPU and the simulator.
 
-use super::finish_tiles;
 use super::policy::BLOCK as REDUCE_BLOCK;
+use super::{ReduceParams, finish_tiles};
 use crate::block::block_reduce;
 use crate::gpu::{self, ShflValue};
+use crate::load::Cut;
 use crate::ops::Element;
 
 /// A reduction of pairs: `lift2` maps `(x[i], y[i])` to an accumulator, `combine` as in
@@ -88,45 +89,27 @@ fn fold_pair<T: Element, O: MapOp2<T>>(a: [u32; 4], b: [u32; 4], base: u64) -> O
 /// # Safety
 /// `x` and `y` valid for `n` elements; the rest as `reduce_device`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
-pub unsafe fn reduce2_device<T: Element, O: MapOp2<T>>(
-    x: *const T,
-    y: *const T,
-    n: u64,
-    tiles: u32,
-    partials: *mut O::Acc,
-    retire_count: *mut u32,
-    out: *mut O::Acc,
-    done: *mut u32,
-    seq: u32,
-) {
+pub unsafe fn reduce2_device<T: Element, O: MapOp2<T>>(p: ReduceParams<T, O::Acc>) {
+    let ReduceParams {
+        input: x,
+        input2: y,
+        n,
+        tiles,
+        partials,
+        retire_count,
+        out,
+        done,
+        seq,
+    } = p;
     let scratch = crate::static_shared!(REDUCE2_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<O::Acc>() };
     let tid = gpu::thread_idx_x() as u64;
     let grid = gpu::grid_dim_x() as u64;
     let tiles = tiles as u64;
     let threads = tiles * REDUCE_BLOCK as u64;
-    let size = core::mem::size_of::<T>() as u64;
-    let per_vec = T::PER_VEC as u64;
-
-    let (mx, my) = ((x as u64 & 15) / size, (y as u64 & 15) / size);
-    let head = if mx != my {
-        n // no common 16-byte boundary: all scalar
-    } else if mx == 0 {
-        0
-    } else {
-        (16 / size - mx).min(n)
-    };
-    let vectors = (n - head) / per_vec;
-    let (bx, by) = unsafe {
-        (
-            x.add(head as usize) as *const u32,
-            y.add(head as usize) as *const u32,
-        )
-    };
-    let tail_start = head + vectors * per_vec;
-    let load = |p: *const u32, v: u64| unsafe { gpu::load_nc_v4_b32(p.add(4 * v as usize)) };
-    let pair = |i: u64| unsafe { O::lift2(x.add(i as usize).read(), y.add(i as usize).read(), i) };
+    let (cx, cy) = Cut::pair(x, y, n);
+    let (head, vectors, tail_start) = (cx.head, cx.vectors, cx.tail_start());
+    let pair = |i: u64| unsafe { O::lift2(cx.get(i), cy.get(i), i) };
 
     let mut tile = gpu::block_idx_x() as u64;
     let mut tile_acc = O::identity();
@@ -135,8 +118,8 @@ pub unsafe fn reduce2_device<T: Element, O: MapOp2<T>>(
         let (mut acc0, mut acc1) = (O::identity(), O::identity());
         let mut v = gtid;
         while v < vectors {
-            let (a, b) = (load(bx, v), load(by, v));
-            acc0 = O::combine(acc0, fold_pair::<T, O>(a, b, head + v * per_vec));
+            let (a, b) = unsafe { (cx.vector(v), cy.vector(v)) };
+            acc0 = O::combine(acc0, fold_pair::<T, O>(a, b, cx.first(v)));
             v += threads;
         }
         // Scalar head and tail (a loop: the head is every pair when the inputs' offsets
@@ -174,11 +157,9 @@ pub unsafe fn reduce2_device<T: Element, O: MapOp2<T>>(
     };
 }
 
-/// The simulator's entry point of a two-input reduction kernel: x, y, n, tiles, partials,
-/// counter, output, done flag (or null), sequence number.
+/// The simulator's entry point of a two-input reduction kernel (the one-input one's).
 #[cfg(not(target_arch = "nvptx64"))]
-pub type SimReduce2Fn<T, A> =
-    unsafe fn(*const T, *const T, u64, u32, *mut A, *mut u32, *mut A, *mut u32, u32);
+pub type SimReduce2Fn<T, A> = super::SimReduceFn<T, A>;
 
 /// A pair map whose kernel over `T` exists ([`reduce2_kernels!`](crate::reduce2_kernels)).
 #[cfg(not(target_arch = "nvptx64"))]
@@ -192,29 +173,24 @@ pub trait Reduce2Instance<T: Element>: MapOp2<T> {
 #[macro_export]
 macro_rules! reduce2_kernels {
     ($($name:ident : $t:ty, $op:ty;)*) => {$(
-        $crate::kernel! {
-            /// One-launch reduction of pairs; see
-            /// [`reduce2_device`]($crate::reduce::dot::reduce2_device).
-            pub unsafe fn $name(
-                x: *const $t,
-                y: *const $t,
-                n: u64,
-                tiles: u32,
-                partials: *mut <$op as $crate::reduce::dot::MapOp2<$t>>::Acc,
-                retire_count: *mut u32,
-                out: *mut <$op as $crate::reduce::dot::MapOp2<$t>>::Acc,
-                done: *mut u32,
-                seq: u32,
-            ) {
-                unsafe { $crate::reduce::dot::reduce2_device::<$t, $op>(x, y, n, tiles, partials, retire_count, out, done, seq) }
+        const _: () = {
+            $crate::kernel! {
+                #[export_name = stringify!($name)]
+                /// One-launch reduction of pairs; see
+                /// [`reduce2_device`]($crate::reduce::dot::reduce2_device).
+                pub unsafe fn kernel(
+                    p: $crate::reduce::ReduceParams<$t, <$op as $crate::reduce::dot::MapOp2<$t>>::Acc>,
+                ) {
+                    unsafe { $crate::reduce::dot::reduce2_device::<$t, $op>(p) }
+                }
             }
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl $crate::reduce::dot::Reduce2Instance<$t> for $op {
-            const KERNEL: $crate::Kernel<
-                $crate::reduce::dot::SimReduce2Fn<$t, <$op as $crate::reduce::dot::MapOp2<$t>>::Acc>,
-            > = $crate::Kernel { name: stringify!($name), sim: $name };
-        }
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::reduce::dot::Reduce2Instance<$t> for $op {
+                const KERNEL: $crate::Kernel<
+                    $crate::reduce::dot::SimReduce2Fn<$t, <$op as $crate::reduce::dot::MapOp2<$t>>::Acc>,
+                > = $crate::Kernel { name: stringify!($name), sim: kernel };
+            }
+        };
     )*};
 }
 

@@ -20,6 +20,7 @@ pub mod transform;
 
 use crate::block::{block_reduce, block_reduce2};
 use crate::gpu;
+use crate::load::Cut;
 #[cfg(feature = "builtin")]
 use crate::ops::SumCompensated;
 use crate::ops::{Element, ReduceOp};
@@ -56,35 +57,55 @@ pub(crate) fn fold_vec<T: Element, O: ReduceOp<T>>(w: [u32; 4], base: u64) -> O:
 /// # Safety
 /// As [`reduce_device`]; the arguments are its values.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the enclosing kernel's values, passed straight through
 unsafe fn two_tile_step<T: Element, O: ReduceOp<T>>(
-    input: *const T,
-    n: u64,
-    head: u64,
-    vectors: u64,
-    tail_start: u64,
+    cut: &Cut<T>,
     threads: u64,
     g: u64,
     l0: [u32; 4],
     l1: [u32; 4],
 ) -> O::Acc {
-    let per_vec = T::PER_VEC as u64;
     let (mut acc0, mut acc1) = (O::identity(), O::identity());
-    if g + threads < vectors {
-        acc0 = O::combine(acc0, fold_vec::<T, O>(l0, head + g * per_vec));
-        acc1 = O::combine(acc1, fold_vec::<T, O>(l1, head + (g + threads) * per_vec));
-    } else if g < vectors {
-        acc0 = O::combine(acc0, fold_vec::<T, O>(l0, head + g * per_vec));
+    if g + threads < cut.vectors {
+        acc0 = O::combine(acc0, fold_vec::<T, O>(l0, cut.first(g)));
+        acc1 = O::combine(acc1, fold_vec::<T, O>(l1, cut.first(g + threads)));
+    } else if g < cut.vectors {
+        acc0 = O::combine(acc0, fold_vec::<T, O>(l0, cut.first(g)));
     }
-    if g < head {
-        acc1 = O::combine(acc1, O::lift(unsafe { input.add(g as usize).read() }, g));
+    if g < cut.head {
+        acc1 = O::combine(acc1, O::lift(unsafe { cut.get(g) }, g));
     }
-    if g < n - tail_start {
-        let i = tail_start + g;
-        acc1 = O::combine(acc1, O::lift(unsafe { input.add(i as usize).read() }, i));
+    if g < cut.n - cut.tail_start() {
+        let i = cut.tail_start() + g;
+        acc1 = O::combine(acc1, O::lift(unsafe { cut.get(i) }, i));
     }
     O::combine(acc0, acc1)
 }
+
+/// The launch parameters of the one-launch reductions ([`reduce_device`], and the pair
+/// reductions of [`dot`]): the kernel's one parameter, passed by value, the same struct on the
+/// GPU, on the simulator and in the host's launch.
+#[repr(C)]
+pub struct ReduceParams<T, A> {
+    /// The input, `n` elements.
+    pub input: *const T,
+    /// The second input of a pair reduction (`n` elements); unused by one-input reductions.
+    pub input2: *const T,
+    /// Elements (pairs) to reduce.
+    pub n: u64,
+    /// `tiles` accumulators of workspace.
+    pub partials: *mut A,
+    /// The retirement counter: 0 at launch, 0 again at the end.
+    pub retire_count: *mut u32,
+    /// Where the result goes.
+    pub out: *mut A,
+    /// A flag raised to `seq` (system-scope release) after `out` is written; null for none.
+    pub done: *mut u32,
+    /// Tiles the input is cut into ([`policy::ReducePolicy::tiles`]).
+    pub tiles: u32,
+    /// The value `done` is raised to.
+    pub seq: u32,
+}
+crate::params_copy!(ReduceParams<T, A>);
 
 /// The one-launch reduction of `n` elements at `input` (naturally aligned; a misaligned start
 /// for 16-byte loads is handled by a scalar head) with operator `O`, cut into `tiles` tiles
@@ -97,17 +118,18 @@ unsafe fn two_tile_step<T: Element, O: ReduceOp<T>>(
 /// # Safety
 /// Pointers valid for the sizes above.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
-pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
-    input: *const T,
-    n: u64,
-    tiles: u32,
-    partials: *mut O::Acc,
-    retire_count: *mut u32,
-    out: *mut O::Acc,
-    done: *mut u32,
-    seq: u32,
-) {
+pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(p: ReduceParams<T, O::Acc>) {
+    let ReduceParams {
+        input,
+        n,
+        tiles,
+        partials,
+        retire_count,
+        out,
+        done,
+        seq,
+        ..
+    } = p;
     // 32 slots of up to 16 bytes: one per warp, for any accumulator type.
     let scratch = crate::static_shared!(REDUCE_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<O::Acc>() };
@@ -115,21 +137,9 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
     let grid = gpu::grid_dim_x() as u64;
     let tiles = tiles as u64;
     let threads = tiles * REDUCE_BLOCK as u64;
-    let size = core::mem::size_of::<T>() as u64;
-    let per_vec = T::PER_VEC as u64;
-
-    // Elements before the first 16-byte boundary go through scalar loads, the aligned body
-    // through 128-bit loads, the remainder (< one vector) through scalar loads again.
-    let misalign = (input as u64 & 15) / size;
-    let head = if misalign == 0 {
-        0
-    } else {
-        (16 / size - misalign).min(n)
-    };
-    let vectors = (n - head) / per_vec;
-    let body = unsafe { input.add(head as usize) } as *const u32;
-    let tail_start = head + vectors * per_vec;
-    let load = |v: u64| unsafe { gpu::load_nc_v4_b32(body.add(4 * v as usize)) };
+    let cut = Cut::new(input, n);
+    let (head, vectors, tail_start) = (cut.head, cut.vectors, cut.tail_start());
+    let load = |v: u64| unsafe { cut.vector(v) };
 
     if tiles == 2 && grid == 1 {
         // Two tiles on one block (the host's choice for inputs this small): both tiles' loads
@@ -146,8 +156,8 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
         );
         let (p0, p1) = unsafe {
             (
-                two_tile_step::<T, O>(input, n, head, vectors, tail_start, threads, g0, a0, a1),
-                two_tile_step::<T, O>(input, n, head, vectors, tail_start, threads, g1, b0, b1),
+                two_tile_step::<T, O>(&cut, threads, g0, a0, a1),
+                two_tile_step::<T, O>(&cut, threads, g1, b0, b1),
             )
         };
         // Both tiles' block reductions share their barriers (each as `block_reduce` alone);
@@ -181,22 +191,19 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(
         let mut v = gtid;
         while v + threads < vectors {
             let (a, b) = (load(v), load(v + threads));
-            acc0 = O::combine(acc0, fold_vec::<T, O>(a, head + v * per_vec));
-            acc1 = O::combine(acc1, fold_vec::<T, O>(b, head + (v + threads) * per_vec));
+            acc0 = O::combine(acc0, fold_vec::<T, O>(a, cut.first(v)));
+            acc1 = O::combine(acc1, fold_vec::<T, O>(b, cut.first(v + threads)));
             v += 2 * threads;
         }
         if v < vectors {
-            acc0 = O::combine(acc0, fold_vec::<T, O>(load(v), head + v * per_vec));
+            acc0 = O::combine(acc0, fold_vec::<T, O>(load(v), cut.first(v)));
         }
         if gtid < head {
-            acc1 = O::combine(
-                acc1,
-                O::lift(unsafe { input.add(gtid as usize).read() }, gtid),
-            );
+            acc1 = O::combine(acc1, O::lift(unsafe { cut.get(gtid) }, gtid));
         }
         if gtid < n - tail_start {
             let i = tail_start + gtid;
-            acc1 = O::combine(acc1, O::lift(unsafe { input.add(i as usize).read() }, i));
+            acc1 = O::combine(acc1, O::lift(unsafe { cut.get(i) }, i));
         }
         tile_acc = block_reduce(O::combine(acc0, acc1), O::identity(), O::combine, scratch);
         if tid == 0 && tiles > 1 {
@@ -331,10 +338,9 @@ pub(crate) unsafe fn finish_tiles<
     }
 }
 
-/// The simulator's entry point of a reduction kernel: input, n, tiles, partials, counter,
-/// output, done flag (or null), sequence number.
+/// The simulator's entry point of a reduction kernel.
 #[cfg(not(target_arch = "nvptx64"))]
-pub type SimReduceFn<T, A> = unsafe fn(*const T, u64, u32, *mut A, *mut u32, *mut A, *mut u32, u32);
+pub type SimReduceFn<T, A> = unsafe fn(ReduceParams<T, A>);
 
 /// An operator whose reduction kernel over `T` exists ([`reduce_kernels!`](crate::reduce_kernels)
 /// implements it): the host finds the kernel through it, by type, with no name lists.
@@ -358,16 +364,9 @@ macro_rules! reduce_kernels {
                 #[export_name = $name]
                 /// One-launch reduction; see [`reduce_device`]($crate::reduce::reduce_device).
                 pub unsafe fn kernel(
-                    input: *const $t,
-                    n: u64,
-                    tiles: u32,
-                    partials: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
-                    retire_count: *mut u32,
-                    out: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
-                    done: *mut u32,
-                    seq: u32,
+                    p: $crate::reduce::ReduceParams<$t, <$op as $crate::ops::ReduceOp<$t>>::Acc>,
                 ) {
-                    unsafe { $crate::reduce::reduce_device::<$t, $op>(input, n, tiles, partials, retire_count, out, done, seq) }
+                    unsafe { $crate::reduce::reduce_device::<$t, $op>(p) }
                 }
             }
             #[cfg(not(target_arch = "nvptx64"))]

@@ -21,13 +21,14 @@
 //! their sum (an input whose first element lies ~2^15 standard deviations out, at 2^32
 //! elements, could reach it).
 
-use super::finish_tiles;
 use super::policy::BLOCK as REDUCE_BLOCK;
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 use super::{ReduceInstance, SimReduceFn};
+use super::{ReduceParams, finish_tiles};
 use crate::block::block_reduce;
 use crate::gpu;
 use crate::gpu::ShflValue;
+use crate::load::Cut;
 use crate::ops::ReduceOp;
 use crate::reduce::transform::{MeanVar, MeanVarAcc};
 
@@ -150,17 +151,18 @@ impl ShflValue for Sums {
 /// # Safety
 /// As `reduce_device`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
-pub unsafe fn mean_var_device(
-    input: *const f32,
-    n: u64,
-    tiles: u32,
-    partials: *mut MeanVarAcc,
-    retire_count: *mut u32,
-    out: *mut MeanVarAcc,
-    done: *mut u32,
-    seq: u32,
-) {
+pub unsafe fn mean_var_device(p: ReduceParams<f32, MeanVarAcc>) {
+    let ReduceParams {
+        input,
+        n,
+        tiles,
+        partials,
+        retire_count,
+        out,
+        done,
+        seq,
+        ..
+    } = p;
     let scratch = crate::static_shared!(MOMENTS_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<Sums>() };
     // The partials are sums, 16 bytes a tile: the host's workspace has room for 16 bytes a
@@ -175,16 +177,9 @@ pub unsafe fn mean_var_device(
     let threads = tiles * REDUCE_BLOCK as u64;
 
     // As reduce_device: scalar head to the first 16-byte boundary, 128-bit body, scalar tail.
-    let misalign = (input as u64 & 15) / 4;
-    let head = if misalign == 0 {
-        0
-    } else {
-        (4 - misalign).min(n)
-    };
-    let vectors = (n - head) / 4;
-    let body = unsafe { input.add(head as usize) } as *const u32;
-    let tail_start = head + vectors * 4;
-    let load = |v: u64| unsafe { gpu::load_nc_v4_b32(body.add(4 * v as usize)) };
+    let cut = Cut::new(input, n);
+    let (head, vectors, tail_start) = (cut.head, cut.vectors, cut.tail_start());
+    let load = |v: u64| unsafe { cut.vector(v) };
 
     let mut tile = gpu::block_idx_x() as u64;
     let mut tile_acc = Sums::ZERO;
@@ -223,10 +218,10 @@ pub unsafe fn mean_var_device(
             st.add4(load(v));
         }
         if gtid < head {
-            st.add1(unsafe { input.add(gtid as usize).read() });
+            st.add1(unsafe { cut.get(gtid) });
         }
         if gtid < n - tail_start {
-            st.add1(unsafe { input.add((tail_start + gtid) as usize).read() });
+            st.add1(unsafe { cut.get(tail_start + gtid) });
         }
         tile_acc = block_reduce(st.rebase(shift as f64), Sums::ZERO, Sums::add, scratch);
         if tid == 0 && tiles > 1 {
@@ -252,34 +247,34 @@ pub unsafe fn mean_var_device(
     };
 }
 
-#[cfg(feature = "builtin")]
-crate::kernel! {
-    /// Mean and variance of f32 ([`mean_var_device`]).
-    pub unsafe fn reduce_mean_var_f32(
-        input: *const f32,
-        n: u64,
-        tiles: u32,
-        partials: *mut MeanVarAcc,
-        retire_count: *mut u32,
-        out: *mut MeanVarAcc,
-        done: *mut u32,
-        seq: u32,
-    ) {
-        unsafe { mean_var_device(input, n, tiles, partials, retire_count, out, done, seq) }
-    }
+/// The mean-and-variance kernel's exported name.
+macro_rules! mean_var_name {
+    () => {
+        "reduce_mean_var_f32"
+    };
 }
+
+// The host finds the mean-and-variance kernel as any reduction's, by operator and type.
+#[cfg(feature = "builtin")]
+const _: () = {
+    crate::kernel! {
+        #[export_name = mean_var_name!()]
+        /// Mean and variance of f32 ([`mean_var_device`]).
+        pub unsafe fn kernel(p: ReduceParams<f32, MeanVarAcc>) {
+            unsafe { mean_var_device(p) }
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    impl ReduceInstance<f32> for MeanVar {
+        const KERNEL: crate::Kernel<SimReduceFn<f32, MeanVarAcc>> = crate::Kernel {
+            name: mean_var_name!(),
+            sim: kernel,
+        };
+    }
+};
 
 // Six blocks per SM (40 registers, no spills): at the 56 registers ptxas chose alone, four
 // blocks held too few loads in flight (H100, 2^26: 50% occupancy, 73% of DRAM bandwidth,
 // against the sum's 86% at 32 registers).
 #[cfg(feature = "builtin")]
-crate::launch_bounds!(reduce_mean_var_f32, super::policy::BLOCK, 6);
-
-/// The host finds the mean-and-variance kernel as any reduction's, by operator and type.
-#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
-impl ReduceInstance<f32> for MeanVar {
-    const KERNEL: crate::Kernel<SimReduceFn<f32, MeanVarAcc>> = crate::Kernel {
-        name: "reduce_mean_var_f32",
-        sim: reduce_mean_var_f32,
-    };
-}
+crate::launch_bounds!(@named mean_var_name!(), super::policy::BLOCK, 6);

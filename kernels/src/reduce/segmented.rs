@@ -87,8 +87,8 @@ pub const OWNER_WORDS: u64 = 4;
 /// its words; the last block out clears every word for the next launch.
 const TAG: u64 = 1 << 63;
 
-/// How a block-reduced segment at `x` of `len` elements is cut: scalar head elements (up to
-/// the first 16-byte boundary), whole vectors, scalar tail elements, and chunks.
+/// How a block-reduced segment at `x` of `len` elements is cut: [`crate::load::Cut`]'s scalar
+/// head, whole vectors and scalar tail, and the vectors' chunks.
 #[derive(Clone, Copy)]
 struct Cut {
     head: u64,
@@ -98,15 +98,7 @@ struct Cut {
 
 #[inline(always)]
 fn cut<T: Element>(x: *const T, len: u64) -> Cut {
-    let size = core::mem::size_of::<T>() as u64;
-    let per_vec = T::PER_VEC as u64;
-    let misalign = (x as u64 & 15) / size;
-    let head = if misalign == 0 {
-        0
-    } else {
-        (per_vec - misalign).min(len)
-    };
-    let vectors = (len - head) / per_vec;
+    let crate::load::Cut { head, vectors, .. } = crate::load::Cut::new(x, len);
     // (Chunks of equal sizes, the nearest whole number of them, were tried: the run-time
     // chunk size took the kernel from 80 to 93 registers, two blocks per SM instead of three,
     // and every case slower on an H100: 1e6 short segments 1.57x -> 1.09x CUB.)
@@ -349,6 +341,37 @@ unsafe fn block_segment<T: Element, O: ReduceOp<T>, const L: usize>(
     block_reduce(acc, O::identity(), O::combine, scratch)
 }
 
+/// The launch parameters of the segmented reductions ([`segmented_device`], [`rows_device`]):
+/// the kernels' one parameter, by value.
+#[repr(C)]
+pub struct SegmentedParams<T, Out> {
+    /// The input.
+    pub input: *const T,
+    /// Elements at `input`.
+    pub n: u64,
+    /// Segment `s` starts at `begin[s]`; null for fixed-length rows.
+    pub begin: *const u64,
+    /// Segment `s` ends at `end[s]` (unused for rows).
+    pub end: *const u64,
+    /// The rows' length (when `begin` is null).
+    pub segment_len: u64,
+    /// Segments.
+    pub k: u64,
+    /// One result per segment.
+    pub out: *mut Out,
+    /// One index per segment (argmin/argmax), or null.
+    pub index_out: *mut u64,
+    /// The offsets check's status word.
+    pub status: *mut u64,
+    /// The workspace.
+    pub ws: *mut u64,
+    /// Work-list entries the workspace holds; 0 selects the listed form.
+    pub entry_cap: u64,
+    /// Partials the workspace holds.
+    pub partial_cap: u64,
+}
+crate::params_copy!(SegmentedParams<T, Out>);
+
 /// The one-launch segmented reduction of the `k` segments of the `n` elements at `input` with
 /// operator `O`; segment `s` is `begin[s]..end[s]`, or, when `begin` is null,
 /// `s * segment_len .. (s + 1) * segment_len` (the host then guarantees `k * segment_len <= n`).
@@ -372,38 +395,27 @@ unsafe fn block_segment<T: Element, O: ReduceOp<T>, const L: usize>(
 /// # Safety
 /// Pointers valid for the sizes above; `begin`/`end` (when not null) for `k` offsets each.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
 pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc>>(
-    input: *const T,
-    n: u64,
-    begin: *const u64,
-    end: *const u64,
-    segment_len: u64,
-    k: u64,
-    out: *mut S::Out,
-    index_out: *mut u64,
-    status: *mut u64,
-    ws: *mut u64,
-    entry_cap: u64,
-    partial_cap: u64,
+    p: SegmentedParams<T, S::Out>,
 ) {
+    let SegmentedParams {
+        input,
+        n,
+        begin,
+        end,
+        segment_len,
+        k,
+        out,
+        index_out,
+        status,
+        ws,
+        entry_cap,
+        partial_cap,
+    } = p;
     if entry_cap == 0 {
         // A few long offsets segments (the host's choice): chunks listed up front, no work
         // list. The same bits.
-        unsafe {
-            listed_device::<T, O, S>(
-                input,
-                n,
-                begin,
-                end,
-                k,
-                out,
-                index_out,
-                status,
-                ws,
-                partial_cap,
-            )
-        };
+        unsafe { listed_device::<T, O, S>(p) };
         return;
     }
     // 32 slots of up to 16 bytes for the block reduction, one per warp.
@@ -702,15 +714,18 @@ pub const fn rows_chunks_per_row(cols: u64, elem_bytes: u64) -> u64 {
 /// # Safety
 /// As [`segmented_device`] with `begin` null and `k · segment_len <= n`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
 pub unsafe fn rows_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc>>(
-    input: *const T,
-    segment_len: u64,
-    k: u64,
-    out: *mut S::Out,
-    index_out: *mut u64,
-    ws: *mut u64,
+    p: SegmentedParams<T, S::Out>,
 ) {
+    let SegmentedParams {
+        input,
+        segment_len,
+        k,
+        out,
+        index_out,
+        ws,
+        ..
+    } = p;
     let scratch = crate::static_shared!(ROWS_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<O::Acc>() };
     let last = crate::static_shared!(ROWS_LAST: [u32; 1]);
@@ -815,19 +830,22 @@ pub const fn listed_workspace_bytes(k: u64, cap: u64, acc_bytes: u64) -> u64 {
 /// # Safety
 /// As [`segmented_device`] with `begin`/`end` valid for `k <= LISTED_MAX` offsets each.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
 pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc>>(
-    input: *const T,
-    n: u64,
-    begin: *const u64,
-    end: *const u64,
-    k: u64,
-    out: *mut S::Out,
-    index_out: *mut u64,
-    status: *mut u64,
-    ws: *mut u64,
-    cap: u64,
+    p: SegmentedParams<T, S::Out>,
 ) {
+    let SegmentedParams {
+        input,
+        n,
+        begin,
+        end,
+        k,
+        out,
+        index_out,
+        status,
+        ws,
+        ..
+    } = p;
+    let cap = p.partial_cap;
     let scratch = crate::static_shared!(LISTED_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<O::Acc>() };
     let slot = crate::static_shared!(LISTED_SLOT: [u128; 1]);
@@ -1014,24 +1032,9 @@ pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc
     }
 }
 
-/// The simulator's entry point of a segmented reduction kernel: input, n, begin (or null),
-/// end, segment length, segment count, out, index out (or null), status, work list, entry
-/// capacity, partial capacity.
+/// The simulator's entry point of a segmented reduction kernel.
 #[cfg(not(target_arch = "nvptx64"))]
-pub type SimSegmentedFn<T, Out> = unsafe fn(
-    *const T,
-    u64,
-    *const u64,
-    *const u64,
-    u64,
-    u64,
-    *mut Out,
-    *mut u64,
-    *mut u64,
-    *mut u64,
-    u64,
-    u64,
-);
+pub type SimSegmentedFn<T, Out> = unsafe fn(SegmentedParams<T, Out>);
 
 /// An operator whose segmented reduction kernel over `T` exists
 /// ([`segmented_reduce_kernels!`](crate::segmented_reduce_kernels) implements it).
@@ -1076,51 +1079,16 @@ macro_rules! segmented_reduce_kernels {
                 #[export_name = $name]
                 /// One-launch segmented reduction; see
                 /// [`segmented_device`]($crate::reduce::segmented::segmented_device).
-                pub unsafe fn kernel(
-                    input: *const $t,
-                    n: u64,
-                    begin: *const u64,
-                    end: *const u64,
-                    segment_len: u64,
-                    k: u64,
-                    out: *mut $out,
-                    index_out: *mut u64,
-                    status: *mut u64,
-                    ws: *mut u64,
-                    entry_cap: u64,
-                    partial_cap: u64,
-                ) {
-                    unsafe {
-                        $crate::reduce::segmented::segmented_device::<$t, $op, $sink>(
-                            input, n, begin, end, segment_len, k, out, index_out, status, ws,
-                            entry_cap, partial_cap,
-                        )
-                    }
+                pub unsafe fn kernel(p: $crate::reduce::segmented::SegmentedParams<$t, $out>) {
+                    unsafe { $crate::reduce::segmented::segmented_device::<$t, $op, $sink>(p) }
                 }
             }
             $crate::kernel! {
                 #[export_name = $rows]
                 /// Segmented reduction of fixed-size long rows; see
                 /// [`rows_device`]($crate::reduce::segmented::rows_device).
-                pub unsafe fn rows(
-                    input: *const $t,
-                    _n: u64,
-                    _begin: *const u64,
-                    _end: *const u64,
-                    segment_len: u64,
-                    k: u64,
-                    out: *mut $out,
-                    index_out: *mut u64,
-                    _status: *mut u64,
-                    ws: *mut u64,
-                    _entry_cap: u64,
-                    _partial_cap: u64,
-                ) {
-                    unsafe {
-                        $crate::reduce::segmented::rows_device::<$t, $op, $sink>(
-                            input, segment_len, k, out, index_out, ws,
-                        )
-                    }
+                pub unsafe fn rows(p: $crate::reduce::segmented::SegmentedParams<$t, $out>) {
+                    unsafe { $crate::reduce::segmented::rows_device::<$t, $op, $sink>(p) }
                 }
             }
             #[cfg(not(target_arch = "nvptx64"))]

@@ -15,7 +15,24 @@ use super::fold_vec;
 use super::policy::BLOCK as REDUCE_BLOCK;
 use crate::block::block_reduce;
 use crate::gpu;
+use crate::load::Cut;
 use crate::ops::{Element, ReduceOp};
+
+/// The launch parameters of [`reduce_tiles_device`] (the kernel's one parameter, by value).
+#[repr(C)]
+pub struct TilesParams<T, A> {
+    /// The shard's elements.
+    pub input: *const T,
+    /// Elements at `input`.
+    pub n: u64,
+    /// Elements per tile.
+    pub tile_elems: u64,
+    /// The global index of `input[0]`.
+    pub index_base: u64,
+    /// One accumulator per tile.
+    pub partials: *mut A,
+}
+crate::params_copy!(TilesParams<T, A>);
 
 /// Reduce the tiles `input[t·tile_elems .. min((t+1)·tile_elems, n)]`, `t = 0, 1, …`, one block
 /// each (any grid; blocks stride over the tiles), into `partials[t]`. `tile_elems` is a
@@ -27,61 +44,48 @@ use crate::ops::{Element, ReduceOp};
 /// # Safety
 /// `input` valid for `n` elements, `partials` for `ceil(n / tile_elems)` accumulators.
 #[inline(always)]
-pub unsafe fn reduce_tiles_device<T: Element, O: ReduceOp<T>>(
-    input: *const T,
-    n: u64,
-    tile_elems: u64,
-    index_base: u64,
-    partials: *mut O::Acc,
-) {
+pub unsafe fn reduce_tiles_device<T: Element, O: ReduceOp<T>>(p: TilesParams<T, O::Acc>) {
+    let TilesParams {
+        input,
+        n,
+        tile_elems,
+        index_base,
+        partials,
+    } = p;
     let scratch = crate::static_shared!(TILES_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<O::Acc>() };
     let tid = gpu::thread_idx_x() as u64;
     let grid = gpu::grid_dim_x() as u64;
     let block = REDUCE_BLOCK as u64;
-    let size = core::mem::size_of::<T>() as u64;
-    let per_vec = T::PER_VEC as u64;
     let tiles = n.div_ceil(tile_elems.max(1));
 
     let mut tile = gpu::block_idx_x() as u64;
     while tile < tiles {
         let start = tile * tile_elems;
         let len = tile_elems.min(n - start);
-        let x = unsafe { input.add(start as usize) };
-        // Scalar head up to the first 16-byte boundary (none when the layout rule holds and
-        // tiles start at multiples of a vector), vectors, scalar tail.
-        let misalign = (x as u64 & 15) / size;
-        let head = if misalign == 0 {
-            0
-        } else {
-            (per_vec - misalign).min(len)
-        };
-        let vectors = (len - head) / per_vec;
-        let body = unsafe { x.add(head as usize) } as *const u32;
-        let tail_start = head + vectors * per_vec;
-        let load = |v: u64| unsafe { gpu::load_nc_v4_b32(body.add(4 * v as usize)) };
+        // No head when the layout rule holds and tiles start at multiples of a vector.
+        let cut = Cut::new(unsafe { input.add(start as usize) }, len);
+        let (head, vectors, tail_start) = (cut.head, cut.vectors, cut.tail_start());
+        let load = |v: u64| unsafe { cut.vector(v) };
         let at = |i: u64| index_base + start + i;
 
         let (mut acc0, mut acc1) = (O::identity(), O::identity());
         let mut v = tid;
         while v + block < vectors {
             let (a, b) = (load(v), load(v + block));
-            acc0 = O::combine(acc0, fold_vec::<T, O>(a, at(head + v * per_vec)));
-            acc1 = O::combine(acc1, fold_vec::<T, O>(b, at(head + (v + block) * per_vec)));
+            acc0 = O::combine(acc0, fold_vec::<T, O>(a, at(cut.first(v))));
+            acc1 = O::combine(acc1, fold_vec::<T, O>(b, at(cut.first(v + block))));
             v += 2 * block;
         }
         if v < vectors {
-            acc0 = O::combine(acc0, fold_vec::<T, O>(load(v), at(head + v * per_vec)));
+            acc0 = O::combine(acc0, fold_vec::<T, O>(load(v), at(cut.first(v))));
         }
         if tid < head {
-            acc1 = O::combine(
-                acc1,
-                O::lift(unsafe { x.add(tid as usize).read() }, at(tid)),
-            );
+            acc1 = O::combine(acc1, O::lift(unsafe { cut.get(tid) }, at(tid)));
         }
         if tid < len - tail_start {
             let i = tail_start + tid;
-            acc1 = O::combine(acc1, O::lift(unsafe { x.add(i as usize).read() }, at(i)));
+            acc1 = O::combine(acc1, O::lift(unsafe { cut.get(i) }, at(i)));
         }
         let total = block_reduce(O::combine(acc0, acc1), O::identity(), O::combine, scratch);
         if tid == 0 {
@@ -91,10 +95,9 @@ pub unsafe fn reduce_tiles_device<T: Element, O: ReduceOp<T>>(
     }
 }
 
-/// The simulator's entry point of a tile-partials kernel: input, n, tile_elems, index_base,
-/// partials.
+/// The simulator's entry point of a tiles kernel.
 #[cfg(not(target_arch = "nvptx64"))]
-pub type SimTilesFn<T, A> = unsafe fn(*const T, u64, u64, u64, *mut A);
+pub type SimTilesFn<T, A> = unsafe fn(TilesParams<T, A>);
 
 /// An operator whose tile-partials kernel over `T` exists
 /// ([`reduce_tiles_kernels!`](crate::reduce_tiles_kernels) implements it).
@@ -117,13 +120,9 @@ macro_rules! reduce_tiles_kernels {
                 /// Partials of contiguous tiles; see
                 /// [`reduce_tiles_device`]($crate::reduce::tiles::reduce_tiles_device).
                 pub unsafe fn kernel(
-                    input: *const $t,
-                    n: u64,
-                    tile_elems: u64,
-                    index_base: u64,
-                    partials: *mut <$op as $crate::ops::ReduceOp<$t>>::Acc,
+                    p: $crate::reduce::tiles::TilesParams<$t, <$op as $crate::ops::ReduceOp<$t>>::Acc>,
                 ) {
-                    unsafe { $crate::reduce::tiles::reduce_tiles_device::<$t, $op>(input, n, tile_elems, index_base, partials) }
+                    unsafe { $crate::reduce::tiles::reduce_tiles_device::<$t, $op>(p) }
                 }
             }
             #[cfg(not(target_arch = "nvptx64"))]

@@ -88,18 +88,20 @@ impl<H: HalfFloat> HalfScanOp<H> for Max {
 /// # Safety
 /// Pointers valid for the sizes above; `input` and `output` 2-byte aligned.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
 pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: bool>(
-    input: *const H,
-    output: *mut H,
-    n: u64,
-    counter: *mut u32,
-    flags: *mut u32,
-    aggregates: *mut H,
-    prefixes: *mut H,
-    epoch: u32,
-    seed: *const H,
+    p: super::ScanParams<H>,
 ) {
+    let super::ScanParams {
+        input,
+        output,
+        n,
+        counter,
+        flags,
+        aggregates,
+        prefixes,
+        seed,
+        epoch,
+    } = p;
     let warp_aggs = crate::static_shared!(SCAN_HALF_WARP_AGGS: [u128; 32]);
     // The seed is an accumulator (f32 for the sum), passed as the kernels' one pointer type.
     // SAFETY: valid when not null (the caller's contract).

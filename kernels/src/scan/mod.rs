@@ -47,6 +47,57 @@ pub(crate) unsafe fn next_tile(counter: *mut u32) -> u64 {
     unsafe { slot.read(0) as u64 }
 }
 
+/// The launch parameters of the scans ([`scan_device`], [`half::scan_half_device`]): the
+/// kernels' one parameter, by value.
+#[repr(C)]
+pub struct ScanParams<T> {
+    /// The input, `n` elements.
+    pub input: *const T,
+    /// The output (may be `input`: in place).
+    pub output: *mut T,
+    /// Elements.
+    pub n: u64,
+    /// The tile counter: 0 at launch, 0 again after.
+    pub counter: *mut u32,
+    /// One status entry per tile.
+    pub flags: *mut u32,
+    /// One aggregate per tile.
+    pub aggregates: *mut T,
+    /// One inclusive prefix per tile.
+    pub prefixes: *mut T,
+    /// Null, or a value combined on the left of every element (the multi-GPU scan's seed).
+    pub seed: *const T,
+    /// New for every launch (the tile statuses' epoch).
+    pub epoch: u32,
+}
+crate::params_copy!(ScanParams<T>);
+
+/// The launch parameters of [`scan_by_key_device`] (the kernel's one parameter, by value).
+#[repr(C)]
+pub struct ScanByKeyParams<K, T> {
+    /// The keys, `n` elements.
+    pub keys: *const K,
+    /// The values, `n` elements.
+    pub values: *const T,
+    /// The output.
+    pub output: *mut T,
+    /// Elements.
+    pub n: u64,
+    /// The tile counter: 0 at launch, 0 again after.
+    pub counter: *mut u32,
+    /// One status entry per tile.
+    pub flags: *mut u32,
+    /// One aggregate per tile.
+    pub aggregates: *mut Headed<T>,
+    /// One inclusive prefix per tile.
+    pub prefixes: *mut Headed<T>,
+    /// 0: inclusive, 1: exclusive.
+    pub exclusive: u32,
+    /// New for every launch.
+    pub epoch: u32,
+}
+crate::params_copy!(ScanByKeyParams<K, T>);
+
 /// Inclusive (`EXCLUSIVE = false`) or exclusive scan of `n` elements from `input` to `output`
 /// (the same address for in place) with operator `O`. One block of `ACTIVE.block` threads per
 /// tile, `grid = ceil(n / ACTIVE.tile_elems(size of T))`. `counter` is 0 at launch and 0 again after;
@@ -57,18 +108,20 @@ pub(crate) unsafe fn next_tile(counter: *mut u32) -> u64 {
 /// # Safety
 /// Pointers valid for the sizes above; `input` and `output` naturally aligned.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
 pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: bool>(
-    input: *const T,
-    output: *mut T,
-    n: u64,
-    counter: *mut u32,
-    flags: *mut u32,
-    aggregates: *mut T,
-    prefixes: *mut T,
-    epoch: u32,
-    seed: *const T,
+    p: ScanParams<T>,
 ) {
+    let ScanParams {
+        input,
+        output,
+        n,
+        counter,
+        flags,
+        aggregates,
+        prefixes,
+        seed,
+        epoch,
+    } = p;
     let warp_aggs = crate::static_shared!(SCAN_WARP_AGGS: [u128; 32]);
     // SAFETY: a seed pointer, when not null, is valid (the caller's contract).
     let seed = (!seed.is_null()).then(|| unsafe { seed.read() });
@@ -193,19 +246,21 @@ pub fn segmented<T: Element, O: ReduceOp<T, Acc = T>>(a: Headed<T>, b: Headed<T>
 /// # Safety
 /// As [`scan_device`]; `keys` holds `n` elements.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // the kernel's launch parameters, passed straight through
 pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>>(
-    keys: *const K,
-    values: *const T,
-    output: *mut T,
-    n: u64,
-    exclusive: u32,
-    counter: *mut u32,
-    flags: *mut u32,
-    aggregates: *mut Headed<T>,
-    prefixes: *mut Headed<T>,
-    epoch: u32,
+    p: ScanByKeyParams<K, T>,
 ) {
+    let ScanByKeyParams {
+        keys,
+        values,
+        output,
+        n,
+        counter,
+        flags,
+        aggregates,
+        prefixes,
+        exclusive,
+        epoch,
+    } = p;
     let warp_aggs = crate::static_shared!(SCAN_KEY_WARP_AGGS: [u128; 32]);
     let tile_prefix = crate::static_shared!(SCAN_KEY_TILE_PREFIX: [u128; 1]);
     let tile = unsafe { next_tile(counter) };
@@ -363,27 +418,13 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
     }
 }
 
-/// The simulator's entry point of a scan kernel: input, output, n, counter, flags,
-/// aggregates, prefixes, epoch, seed.
+/// The simulator's entry point of a scan kernel.
 #[cfg(not(target_arch = "nvptx64"))]
-pub type SimScanFn<T> =
-    unsafe fn(*const T, *mut T, u64, *mut u32, *mut u32, *mut T, *mut T, u32, *const T);
+pub type SimScanFn<T> = unsafe fn(ScanParams<T>);
 
-/// The simulator's entry point of a scan-by-key kernel: keys, values, output, n, exclusive,
-/// counter, flags, aggregates, prefixes, epoch.
+/// The simulator's entry point of a scan-by-key kernel.
 #[cfg(not(target_arch = "nvptx64"))]
-pub type SimScanByKeyFn<K, T> = unsafe fn(
-    *const K,
-    *const T,
-    *mut T,
-    u64,
-    u32,
-    *mut u32,
-    *mut u32,
-    *mut Headed<T>,
-    *mut Headed<T>,
-    u32,
-);
+pub type SimScanByKeyFn<K, T> = unsafe fn(ScanByKeyParams<K, T>);
 
 /// An operator whose scan kernels over `T` exist ([`scan_kernels!`](crate::scan_kernels)
 /// implements it, and [`half`]'s for the 16-bit floats, whose sum scans in f32): the host
@@ -420,21 +461,15 @@ macro_rules! scan_kernels {
             $crate::kernel! {
                 #[export_name = $incl]
                 /// Inclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
-                pub unsafe fn inclusive(
-                    input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
-                    aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
-                ) {
-                    unsafe { $($device)*::<$t, $op, false>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
+                pub unsafe fn inclusive(p: $crate::scan::ScanParams<$t>) {
+                    unsafe { $($device)*::<$t, $op, false>(p) }
                 }
             }
             $crate::kernel! {
                 #[export_name = $excl]
                 /// Exclusive single-pass scan; see [`scan_device`]($crate::scan::scan_device).
-                pub unsafe fn exclusive(
-                    input: *const $t, output: *mut $t, n: u64, counter: *mut u32, flags: *mut u32,
-                    aggregates: *mut $t, prefixes: *mut $t, epoch: u32, seed: *const $t,
-                ) {
-                    unsafe { $($device)*::<$t, $op, true>(input, output, n, counter, flags, aggregates, prefixes, epoch, seed) }
+                pub unsafe fn exclusive(p: $crate::scan::ScanParams<$t>) {
+                    unsafe { $($device)*::<$t, $op, true>(p) }
                 }
             }
             #[cfg(not(target_arch = "nvptx64"))]
@@ -473,12 +508,8 @@ macro_rules! scan_by_key_kernels {
             $crate::kernel! {
                 #[export_name = $name]
                 /// Scan by key; see [`scan_by_key_device`]($crate::scan::scan_by_key_device).
-                pub unsafe fn kernel(
-                    keys: *const $k, values: *const $t, output: *mut $t, n: u64, exclusive: u32,
-                    counter: *mut u32, flags: *mut u32, aggregates: *mut $crate::scan::Headed<$t>,
-                    prefixes: *mut $crate::scan::Headed<$t>, epoch: u32,
-                ) {
-                    unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op>(keys, values, output, n, exclusive, counter, flags, aggregates, prefixes, epoch) }
+                pub unsafe fn kernel(p: $crate::scan::ScanByKeyParams<$k, $t>) {
+                    unsafe { $crate::scan::scan_by_key_device::<$k, $t, $op>(p) }
                 }
             }
             #[cfg(not(target_arch = "nvptx64"))]

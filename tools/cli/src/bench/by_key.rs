@@ -10,7 +10,7 @@
 use gpu_reduce::{BackendKind, Context, DeviceBuffer, Reduction, Result, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
-use super::{Cubs, Family, Measurement, StreamExt, case_measurement, xor_words};
+use super::{Cubs, Family, Measurement, case_measurement, read_stream};
 
 /// The rows' type: keys and values, never the same row as a plain f32 sweep's of the same n.
 const DTYPE: &str = "u32+f32";
@@ -190,11 +190,7 @@ pub fn by_key_cases(
         drop((uk, agg));
         let both: Vec<f32> = vals.iter().chain(vals.iter()).copied().collect();
         let x = ctx.htod(&both)?;
-        let (g, bl) = ctx.stream_shape();
-        let mut partials = ctx.alloc_zeros::<u32>((g * bl / 32) as usize)?;
-        ctx.stream_read_xor(&x, &mut partials)?;
-        let ok = ctx.dtoh(&partials)?.iter().fold(0u32, |a, &v| a ^ v) == xor_words(&both);
-        let t = ctx.time_ms(warmup, iters, || ctx.stream_read_xor(&x, &mut partials))?;
+        let (ok, t) = read_stream(ctx, std::slice::from_ref(&x), &both, (warmup, iters), || 0)?;
         rows.push(case_measurement(
             "memory",
             DTYPE,

@@ -11,12 +11,12 @@
 //!   exact prefix: its check is the 16-bit worst-case bound, ours the f32 one plus one rounding).
 
 use half::{bf16, f16};
-use rand::{Rng, SeedableRng, rngs::SmallRng};
+use rand::Rng;
 
 use super::{Cubs, Dtype, Family, Measurement, Op, SweepConfig};
-use super::{case_measurement, memory_limits, rotation};
+use super::{Rotation, Rows, memory_limits};
 use crate::cub::{self, Cub, CubInclusiveSum, CubSum, CubSumToF32};
-use gpu_reduce::{BackendKind, Context, DeviceBuffer, Error, Result};
+use gpu_reduce::{Context, DeviceBuffer, Result};
 use gpu_reduce::{Reduction, ScanElement, ScanKind};
 
 /// A 16-bit float of the sweep.
@@ -96,22 +96,10 @@ pub fn sweep_half<T: HalfSweep>(
     progress: &mut impl FnMut(&str),
 ) -> Result<Vec<Measurement>> {
     let dt = T::SWEEP_DTYPE.name();
-    let nu = usize::try_from(n).map_err(|_| Error::OutOfMemory { bytes: usize::MAX })?;
-    let bytes = nu
-        .checked_mul(2)
-        .ok_or(Error::OutOfMemory { bytes: usize::MAX })?;
-    let r = rotation(ctx, bytes)?;
-    let sim = ctx.backend_kind() == BackendKind::Sim;
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut hosts: Vec<Vec<T>> = Vec::with_capacity(r);
-    let mut inputs = Vec::with_capacity(r);
-    for _ in 0..r {
-        let data: Vec<T> = (0..nu)
-            .map(|_| T::from_f32(rng.random_range(-1.0f32..1.0)))
-            .collect();
-        inputs.push(ctx.htod(&data)?);
-        hosts.push(data);
-    }
+    let rot = Rotation::random(ctx, n, seed, |rng| {
+        T::from_f32(rng.random_range(-1.0f32..1.0))
+    })?;
+    let (inputs, hosts) = (&rot.inputs, &rot.hosts);
     let exact: Vec<(f64, f64)> = hosts
         .iter()
         .map(|h| {
@@ -120,31 +108,11 @@ pub fn sweep_half<T: HalfSweep>(
             })
         })
         .collect();
-    let mut out = ctx.alloc_zeros::<T>(nu)?;
-    let mut k = 0usize;
-    let mut next = move || {
-        k += 1;
-        k % r
-    };
-    let mut rows = Vec::new();
-    let mut record = |op: &str, method: &str, family: Family, moved: u64, t: &[f64], ok: bool| {
-        rows.push(case_measurement(
-            op, dt, method, family, n, moved, t, ok, sim,
-        ));
-    };
+    let mut out = ctx.alloc_zeros::<T>(rot.len)?;
+    let mut rows = Rows::new(ctx, dt, n);
     let (it, wu) = (cfg.iters, cfg.warmup);
-    let b = bytes as u64;
-
-    memory_limits(
-        ctx,
-        (dt, n),
-        (&inputs, &hosts),
-        &mut out,
-        cfg,
-        &mut next,
-        &mut record,
-        progress,
-    )?;
+    let b = rot.bytes as u64;
+    memory_limits(ctx, (dt, n), &rot, &mut out, cfg, &mut rows, progress)?;
 
     // The f32 bound of a reduction tree over 2-byte elements (what the f32 sums are held to).
     let depth = crate::cpu::reduce_depth(n, 2) as f64;
@@ -155,33 +123,27 @@ pub fn sweep_half<T: HalfSweep>(
         T::sum_into(ctx, &inputs[0], &mut res)?;
         let (e, a) = exact[0];
         let ok = sum_ok(ctx.dtoh(&res)?[0] as f64, e, a, depth, eps32, 0.0);
-        let t = ctx.time_ms(wu, it, || T::sum_into(ctx, &inputs[next()], &mut res))?;
-        record(
-            "reduce",
-            "ours: sum, f32 accumulation (one launch)",
-            Family::Ours,
-            b,
-            &t,
-            ok,
-        );
+        let t = ctx.time_ms(wu, it, || T::sum_into(ctx, &inputs[rot.next()], &mut res))?;
+        let method = "ours: sum, f32 accumulation (one launch)";
+        rows.record("reduce", method, Family::Ours, b, &t, ok);
         for (label, c) in cubs.iter() {
-            let run = cub_runner(c, ctx, &inputs, &res, CubKind::SumToF32)?;
+            let run = cub_runner(c, ctx, inputs, &res, CubKind::SumToF32)?;
             run(0)?;
             let ok = sum_ok(ctx.dtoh(&res)?[0] as f64, e, a, depth, eps32, 0.0);
-            let t = ctx.time_ms(wu, it, || run(next()))?;
+            let t = ctx.time_ms(wu, it, || run(rot.next()))?;
             let method = format!("{label} DeviceReduce::Reduce, f32 accumulation");
-            record("reduce", &method, Family::Cub, b, &t, ok);
+            rows.record("reduce", &method, Family::Cub, b, &t, ok);
         }
         let res16 = ctx.alloc_zeros::<T>(1)?;
         for (label, c) in cubs.iter() {
-            let run = cub_runner(c, ctx, &inputs, &res16, CubKind::Sum)?;
+            let run = cub_runner(c, ctx, inputs, &res16, CubKind::Sum)?;
             run(0)?;
             // Accumulated in the type: its worst-case bound (the check says it is a sum).
             let got = ctx.dtoh(&res16)?[0].to_f32() as f64;
             let ok = sum_ok(got, e, a, depth, 2.0 * T::UNIT, 0.0);
-            let t = ctx.time_ms(wu, it, || run(next()))?;
+            let t = ctx.time_ms(wu, it, || run(rot.next()))?;
             let method = format!("{label} DeviceReduce::Sum, {dt} accumulation");
-            record("reduce", &method, Family::Cub, b, &t, ok);
+            rows.record("reduce", &method, Family::Cub, b, &t, ok);
         }
     }
 
@@ -191,20 +153,20 @@ pub fn sweep_half<T: HalfSweep>(
         ctx.memset_zeros(&mut out)?;
         ctx.scan(&inputs[0], &mut out, op, incl)?;
         let ok = scan_ok(&ctx.dtoh(&out)?, &hosts[0], eps32, T::UNIT);
-        let t = ctx.time_ms(wu, it, || ctx.scan(&inputs[next()], &mut out, op, incl))?;
+        let t = ctx.time_ms(wu, it, || ctx.scan(&inputs[rot.next()], &mut out, op, incl))?;
         let method = "ours: inclusive sum, f32 accumulation (one pass)";
-        record("scan", method, Family::Ours, 2 * b, &t, ok);
+        rows.record("scan", method, Family::Ours, 2 * b, &t, ok);
         for (label, c) in cubs.iter() {
             ctx.memset_zeros(&mut out)?;
-            let run = cub_runner(c, ctx, &inputs, &out, CubKind::InclusiveSum)?;
+            let run = cub_runner(c, ctx, inputs, &out, CubKind::InclusiveSum)?;
             run(0)?;
             let ok = scan_ok(&ctx.dtoh(&out)?, &hosts[0], 2.0 * T::UNIT, 0.0);
-            let t = ctx.time_ms(wu, it, || run(next()))?;
+            let t = ctx.time_ms(wu, it, || run(rot.next()))?;
             let method = format!("{label} DeviceScan::InclusiveSum, {dt} accumulation");
-            record("scan", &method, Family::Cub, 2 * b, &t, ok);
+            rows.record("scan", &method, Family::Cub, 2 * b, &t, ok);
         }
     }
-    Ok(rows)
+    Ok(rows.rows)
 }
 
 /// Which of the shim's 16-bit ops.
@@ -227,36 +189,21 @@ fn cub_runner<'a, T: HalfSweep, O>(
     out: &DeviceBuffer<O>,
     kind: CubKind,
 ) -> Result<impl Fn(usize) -> Result<()> + 'a> {
-    let Some((cuda_ctx, cuda_stream)) = ctx.cuda() else {
-        return Err(Error::external("CUB needs the CUDA backend"));
-    };
-    cuda_ctx
-        .bind_to_thread()
-        .map_err(|e| Error::external(format!("binding the context: {e}")))?;
-    let cub_err = |e: cub::CubError| Error::external(format!("CUB: {e}"));
-    let n = inputs[0].len() as u64;
-    let temp_bytes = match kind {
+    let out = ctx.device_addr(out)?;
+    let temp_bytes = move |n| match kind {
         CubKind::SumToF32 => cub.temp_bytes_sum_to_f32::<T::Cub>(n),
         CubKind::Sum => cub.temp_bytes_sum::<T::Cub>(n),
         CubKind::InclusiveSum => cub.temp_bytes_inclusive_sum::<T::Cub>(n),
-    }
-    .map_err(cub_err)?;
-    let temp = ctx.alloc_zeros::<u8>(temp_bytes.max(1))?;
-    let (temp_addr, out_addr) = (ctx.device_addr(&temp)?, ctx.device_addr(out)?);
-    let stream = cuda_stream.cu_stream() as usize;
-    Ok(move |i: usize| -> Result<()> {
-        let _keep = &temp;
-        let (t, tb, input) = (temp_addr, temp_bytes, ctx.device_addr(&inputs[i])?);
-        let s = stream as *mut std::ffi::c_void;
+    };
+    super::cub_run::cub_runner(ctx, inputs, temp_bytes, move |t, tb, input, n, s| {
         // SAFETY: device buffers of this context, alive for the whole benchmark; the shim's
         // 16-bit functions take the elements' bits (`T` is 2 bytes, as `__half`).
         unsafe {
             match kind {
-                CubKind::SumToF32 => cub.sum_to_f32::<T::Cub>(t, tb, input, out_addr, n, s),
-                CubKind::Sum => cub.sum::<T::Cub>(t, tb, input, out_addr, n, s),
-                CubKind::InclusiveSum => cub.inclusive_sum::<T::Cub>(t, tb, input, out_addr, n, s),
+                CubKind::SumToF32 => cub.sum_to_f32::<T::Cub>(t, tb, input, out, n, s),
+                CubKind::Sum => cub.sum::<T::Cub>(t, tb, input, out, n, s),
+                CubKind::InclusiveSum => cub.inclusive_sum::<T::Cub>(t, tb, input, out, n, s),
             }
         }
-        .map_err(cub_err)
     })
 }

@@ -8,7 +8,7 @@
 use gpu_reduce::{BackendKind, Context, DeviceBuffer, Reduction, Result, Segments};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
-use super::{Cubs, Family, Measurement, StreamExt, case_measurement, xor_words};
+use super::{Cubs, Family, Measurement, case_measurement, read_stream};
 use crate::cub::Cub;
 
 /// A CUB row's method is `{label} {call}{CASE_SEP}{case}`; ours is the case alone.
@@ -180,11 +180,7 @@ pub fn segmented_cases(
             ));
         }
         // The read limit over the same values.
-        let (g, bl) = ctx.stream_shape();
-        let mut partials = ctx.alloc_zeros::<u32>((g * bl / 32) as usize)?;
-        ctx.stream_read_xor(&x, &mut partials)?;
-        let ok = ctx.dtoh(&partials)?.iter().fold(0u32, |a, &v| a ^ v) == xor_words(&host);
-        let t = ctx.time_ms(warmup, iters, || ctx.stream_read_xor(&x, &mut partials))?;
+        let (ok, t) = read_stream(ctx, std::slice::from_ref(&x), &host, (warmup, iters), || 0)?;
         rows.push(case_measurement(
             "memory",
             "f32",
