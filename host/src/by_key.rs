@@ -1,43 +1,81 @@
 //! Reduce by key (CUB's `DeviceReduce::ReduceByKey`): runs of equal consecutive keys become
 //! one unique key and one aggregate each, in one pass (run counts through the scan's decoupled
 //! look-back, the values carried between tiles in a fixed order: `kernels::reduce::by_key`).
+//!
+//! | call | the run count |
+//! | --- | --- |
+//! | [`Context::reduce_by_key`]`(keys, values, unique_out, aggregates_out, op)` | returned (`u64`; blocks) |
+//! | [`Context::reduce_by_key_into`]`(keys, values, unique_out, aggregates_out, num_runs, op)` | left in `num_runs[0]` (never blocks) |
+//! | [`Context::reduce_by_key_async`]`(keys, values, unique_out, aggregates_out, op)` | a [`Pending`] |
+//! | [`Context::reduce_by_key_custom`]`::<K, T, O>(lib, keys, values, unique_out, aggregates_out)` | returned, for a user operator |
+//!
+//! Operators: [`Reduction::SCAN`] (sum, min, max); keys u32 or u64, values i32, u32, i64, u64,
+//! f32, f64 ([`ReduceByKeyElement`]). The scan by key is [`Context::scan_by_key`].
 
 use kernels::Kernel;
-use kernels::ops::{Max, Min, Sum};
 use kernels::reduce::by_key::{ReduceByKeyInstance, ReduceByKeyParams, SimReduceByKeyFn};
 use kernels::scan::Headed;
 use kernels::scan::policy::ACTIVE;
 
 use crate::error::{Error, Result};
-use crate::reduce::DeviceElement;
+use crate::reduce::{ACC_WORDS, DeviceElement, Pending, Reduction};
 use crate::runtime::{
     Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
 };
-use crate::scan::{ScanElement, ScanOperator, ScanWorkspace};
+use crate::scan::{ScanElement, ScanWorkspace, scan_arm, unsupported_scan};
 
 /// A reduce-by-key kernel as the host calls it.
 pub type ReduceByKeyKernel<K, T> = Kernel<SimReduceByKeyFn<K, T>>;
 
-/// Value types of the built-in reduce by key for keys `K` (u32 and u64 keys, compared
-/// bitwise; values i32, u32, i64, u64, f32, f64).
+/// Value types of the built-in reduce by key for keys `K`: keys u32 and u64 (compared
+/// bitwise), values i32, u32, i64, u64, f32, f64; one impl per (key, value) pair of the
+/// kernels' built-in table.
+#[diagnostic::on_unimplemented(
+    message = "no built-in reduce by key of `{Self}` values with `{K}` keys",
+    note = "reduce by key takes u32 or u64 keys and i32, u32, i64, u64, f32 or f64 values"
+)]
 pub trait ReduceByKeyElement<K>: ScanElement {
-    /// The built-in kernel of `op`.
-    fn reduce_by_key_kernel(op: ScanOperator) -> ReduceByKeyKernel<K, Self>;
+    /// The built-in kernel of `op`; `None` for an operator the family lacks (it offers
+    /// [`Reduction::SCAN`]: sum, min and max).
+    fn reduce_by_key_kernel(op: Reduction) -> Option<ReduceByKeyKernel<K, Self>>;
 }
 
-impl<K: kernels::ops::Element, T: ScanElement> ReduceByKeyElement<K> for T
-where
-    Sum: ReduceByKeyInstance<K, T>,
-    Min: ReduceByKeyInstance<K, T>,
-    Max: ReduceByKeyInstance<K, T>,
-{
-    fn reduce_by_key_kernel(op: ScanOperator) -> ReduceByKeyKernel<K, Self> {
-        match op {
-            ScanOperator::Sum => <Sum as ReduceByKeyInstance<K, T>>::KERNEL,
-            ScanOperator::Min => <Min as ReduceByKeyInstance<K, T>>::KERNEL,
-            ScanOperator::Max => <Max as ReduceByKeyInstance<K, T>>::KERNEL,
+/// [`ReduceByKeyElement`] of every (key, value) pair of the kernels' built-in table.
+macro_rules! reduce_by_key_element {
+    ([$($k:ident)*]) => {
+        $( kernels::builtin_table!(types reduce_by_key_element! { @key $k } int float); )*
+    };
+    (@key $k:ident $t:ident { $([$op:ident $Op:path])* }) => {
+        impl ReduceByKeyElement<$k> for $t {
+            fn reduce_by_key_kernel(op: Reduction) -> Option<ReduceByKeyKernel<$k, $t>> {
+                $( scan_arm!(op, $op, <$Op as ReduceByKeyInstance<$k, $t>>::KERNEL); )*
+                None
+            }
         }
+    };
+}
+kernels::builtin_table!(keys reduce_by_key_element! {});
+
+/// The built-in kernel of `op`, or [`Error::Unsupported`].
+fn kernel_for<K, T: ReduceByKeyElement<K>>(op: Reduction) -> Result<ReduceByKeyKernel<K, T>> {
+    T::reduce_by_key_kernel(op).ok_or_else(|| unsupported_scan(op, T::DTYPE, "reduce by key"))
+}
+
+/// `runs` if the outputs (`keys` and `aggregates` long) had room for every run, else the error
+/// naming both numbers.
+fn check_runs(runs: u64, keys: usize, aggregates: usize) -> Result<u64> {
+    let room = keys.min(aggregates) as u64;
+    if runs > room {
+        return Err(Error::OutputTooSmall {
+            what: format!(
+                "reduce by key: the outputs ({keys} keys and {aggregates} aggregates; the first \
+                 {room} runs were written)"
+            ),
+            needed: runs,
+            got: room,
+        });
     }
+    Ok(runs)
 }
 
 /// The device word the blocking calls read the run count from (one per context).
@@ -80,15 +118,15 @@ impl Context {
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
-    /// use gpu_reduce::{Context, ScanOperator};
+    /// use gpu_reduce::{Context, Reduction};
     /// let ctx = Context::sim()?;
     /// let keys = ctx.htod(&[7u32, 7, 2, 2, 2, 7])?;
     /// let x = ctx.htod(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
     /// let (mut uk, mut agg) = (ctx.alloc_zeros::<u32>(6)?, ctx.alloc_zeros::<f32>(6)?);
-    /// let runs = ctx.reduce_by_key(&keys, &x, &mut uk, &mut agg, ScanOperator::Sum)?;
+    /// let runs = ctx.reduce_by_key(&keys, &x, &mut uk, &mut agg, Reduction::Sum)?;
     /// assert_eq!(runs, 3);
-    /// assert_eq!(ctx.dtoh(&uk)?[..runs], [7, 2, 7]);
-    /// assert_eq!(ctx.dtoh(&agg)?[..runs], [3.0, 12.0, 6.0]);
+    /// assert_eq!(ctx.dtoh(&uk)?[..runs as usize], [7, 2, 7]);
+    /// assert_eq!(ctx.dtoh(&agg)?[..runs as usize], [3.0, 12.0, 6.0]);
     /// # Ok(()) }
     /// ```
     pub fn reduce_by_key<'a, 'b, 'c, 'd, K: DeviceElement, T: ReduceByKeyElement<K>>(
@@ -97,9 +135,9 @@ impl Context {
         values: impl Into<DeviceView<'b, T>>,
         unique_keys: impl Into<DeviceViewMut<'c, K>>,
         aggregates: impl Into<DeviceViewMut<'d, T>>,
-        op: ScanOperator,
-    ) -> Result<usize> {
-        let k = T::reduce_by_key_kernel(op);
+        op: Reduction,
+    ) -> Result<u64> {
+        let k = kernel_for::<K, T>(op)?;
         self.reduce_by_key_to_host(
             &crate::BUILTIN,
             k,
@@ -120,7 +158,7 @@ impl Context {
         values: impl Into<DeviceView<'b, T>>,
         unique_keys: impl Into<DeviceViewMut<'c, K>>,
         aggregates: impl Into<DeviceViewMut<'d, T>>,
-    ) -> Result<usize>
+    ) -> Result<u64>
     where
         K: DeviceElement,
         T: DeviceElement,
@@ -148,7 +186,7 @@ impl Context {
         unique_keys: impl Into<DeviceViewMut<'c, K>>,
         aggregates: impl Into<DeviceViewMut<'d, T>>,
         num_runs: impl Into<DeviceViewMut<'e, u64>>,
-        op: ScanOperator,
+        op: Reduction,
     ) -> Result<()> {
         let mut num_runs = num_runs.into();
         if num_runs.is_empty() {
@@ -172,7 +210,7 @@ impl Context {
         };
         self.launch_reduce_by_key(
             &crate::BUILTIN,
-            T::reduce_by_key_kernel(op),
+            kernel_for::<K, T>(op)?,
             &keys,
             &values,
             &mut unique_keys,
@@ -180,6 +218,64 @@ impl Context {
             count_addr,
             tuning,
         )
+    }
+
+    /// [`Context::reduce_by_key`] without blocking: the kernel is queued and the handle's
+    /// [`Pending::wait`] returns the run count (or the error of outputs too small, after the
+    /// runs that fit were written). The outputs must not be read before the wait.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Reduction};
+    /// let ctx = Context::sim()?;
+    /// let keys = ctx.htod(&[1u64, 1, 5])?;
+    /// let x = ctx.htod(&[2i32, 3, 4])?;
+    /// let (mut uk, mut agg) = (ctx.alloc_zeros::<u64>(3)?, ctx.alloc_zeros::<i32>(3)?);
+    /// let pending = ctx.reduce_by_key_async(&keys, &x, &mut uk, &mut agg, Reduction::Max)?;
+    /// assert_eq!(pending.wait()?, 2);
+    /// assert_eq!(ctx.dtoh(&agg)?[..2], [3, 4]);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_by_key_async<'a, 'b, 'c, 'd, K: DeviceElement, T: ReduceByKeyElement<K>>(
+        &self,
+        keys: impl Into<DeviceView<'a, K>>,
+        values: impl Into<DeviceView<'b, T>>,
+        unique_keys: impl Into<DeviceViewMut<'c, K>>,
+        aggregates: impl Into<DeviceViewMut<'d, T>>,
+        op: Reduction,
+    ) -> Result<Pending<'_, u64>> {
+        let k = kernel_for::<K, T>(op)?;
+        let (keys, values) = (keys.into(), values.into());
+        let (mut unique_keys, mut aggregates) = (unique_keys.into(), aggregates.into());
+        Self::check_by_key(&keys, &values)?;
+        let (kl, al) = (unique_keys.len(), aggregates.len());
+        let finish = move |w: [u64; ACC_WORDS]| check_runs(w[0], kl, al);
+        if values.is_empty() {
+            return Ok(self.pending_ready(k.name, Ok(0)));
+        }
+        if self.capturing()? {
+            return Err(Error::NotCapturable {
+                call: "reduce_by_key_async",
+                hint: "it returns the run count to the host; use reduce_by_key_into",
+            });
+        }
+        let count = self.alloc_zeros::<u64>(ACC_WORDS)?;
+        let tuning = {
+            let ws = self.workspace::<ByKeyWorkspace>();
+            let ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+            (ws.delay_ns, ws.prefetch)
+        };
+        self.launch_reduce_by_key(
+            &crate::BUILTIN,
+            k,
+            &keys,
+            &values,
+            &mut unique_keys,
+            &mut aggregates,
+            self.scratch_addr(&count),
+            tuning,
+        )?;
+        self.pending_on_device(count, k.name, finish)
     }
 
     fn check_by_key<K, T>(keys: &DeviceView<'_, K>, values: &DeviceView<'_, T>) -> Result<()> {
@@ -201,7 +297,7 @@ impl Context {
         values: DeviceView<'_, T>,
         mut unique_keys: DeviceViewMut<'_, K>,
         mut aggregates: DeviceViewMut<'_, T>,
-    ) -> Result<usize> {
+    ) -> Result<u64> {
         Self::check_by_key(&keys, &values)?;
         if values.is_empty() {
             return Ok(0);
@@ -232,21 +328,8 @@ impl Context {
             count_addr,
             (ws.delay_ns, ws.prefetch),
         )?;
-        let runs = self.dtoh(buf)?[0] as usize;
-        let room = unique_keys.len().min(aggregates.len());
-        if runs > room {
-            return Err(Error::OutputTooSmall {
-                what: format!(
-                    "reduce by key: the outputs ({} keys and {} aggregates; the first {room} \
-                     runs were written)",
-                    unique_keys.len(),
-                    aggregates.len()
-                ),
-                needed: runs as u64,
-                got: room as u64,
-            });
-        }
-        Ok(runs)
+        let runs = self.dtoh(buf)?[0];
+        check_runs(runs, unique_keys.len(), aggregates.len())
     }
 
     /// Launch `k` after the checks; `count_addr` is a device u64 the caller orders; `tuning`
@@ -315,9 +398,9 @@ impl Context {
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
     fn of<T: ReduceByKeyElement<u32> + ReduceByKeyElement<u64>>(names: &mut Vec<&'static str>) {
-        for op in ScanOperator::ALL {
-            names.push(<T as ReduceByKeyElement<u32>>::reduce_by_key_kernel(op).name);
-            names.push(<T as ReduceByKeyElement<u64>>::reduce_by_key_kernel(op).name);
+        for op in Reduction::ALL {
+            names.extend(<T as ReduceByKeyElement<u32>>::reduce_by_key_kernel(op).map(|k| k.name));
+            names.extend(<T as ReduceByKeyElement<u64>>::reduce_by_key_kernel(op).map(|k| k.name));
         }
     }
     let mut names = Vec::new();

@@ -8,17 +8,43 @@
 //!
 //! ```
 //! # fn main() -> gpu_reduce::Result<()> {
-//! use gpu_reduce::{Context, Reduction, ScanKind, ScanOperator};
+//! use gpu_reduce::{Context, Reduction, ScanKind};
 //! let ctx = Context::sim()?; // or Context::new(0)? for GPU 0, Context::auto(0)? for either
 //! let x = ctx.htod(&[3.0f32, 1.0, 2.0])?;
 //! assert_eq!(ctx.sum(&x)?, 6.0); // one launch, deterministic
 //! assert_eq!(ctx.argmax(&x)?, Some((0, 3.0)));
 //! assert_eq!(ctx.reduce(&x, Reduction::Min)?, 1.0);
 //! let mut out = ctx.alloc_zeros::<f32>(3)?;
-//! ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)?; // single pass
+//! ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Inclusive)?; // single pass
 //! assert_eq!(ctx.dtoh(&out)?, [3.0, 4.0, 6.0]);
 //! # Ok(()) }
 //! ```
+//!
+//! # Which call
+//!
+//! Every call is a method of [`Context`] (of [`multi::MultiContext`] for several GPUs), in the
+//! module of its family. One operator enum, [`Reduction`], for every reducing call and the
+//! scans. One argument order: inputs, then outputs, then the operator (then the scan kind);
+//! a custom-operator form takes its [`KernelLibrary`] first. Every call that returns a value
+//! has three forms: blocking (`sum`), `_into` (the result left in a device buffer: never
+//! blocks, can be captured into a CUDA graph) and `_async` (a [`Pending`]).
+//!
+//! | family | calls |
+//! | --- | --- |
+//! | [`reduce`]: one value | `reduce(input, op)`, `sum`, `argmin`, `argmax`, `sum_compensated`, `reduce_custom`; each with `_into` and `_async` |
+//! | [`transform`]: maps on load | `sum_of_squares`, `norm2`, `mean_var`, `min_max`, `dot(x, y)`; each with `_into` and `_async` |
+//! | [`scan`]: prefix scans | `scan(input, output, op, kind)`, `scan_in_place(data, op, kind)`, `inclusive_sum`, `scan_by_key(keys, values, output, op, kind)`, `scan_custom` |
+//! | [`segmented`]: one value per segment | `segmented_reduce(input, segments, out, op)`, `segmented_argmin`/`_argmax(input, segments, indices, values)`, `segmented_reduce_custom`, `segmented_arg_custom`; segments from [`Segments`] |
+//! | [`by_key`]: runs of equal keys | `reduce_by_key(keys, values, unique_out, aggregates_out, op)`, `_into`, `_async`, `reduce_by_key_custom` |
+//! | [`multi`]: several GPUs | `MultiContext::{reduce, argmin, argmax, scan_in_place}` over a `ShardedBuffer` |
+//!
+//! # Integer types
+//!
+//! Counts and indices of elements are `u64` in every signature: argmin/argmax indices, run
+//! counts, segment offsets and lengths, sharded arrays' lengths and indices (the device works
+//! in 64-bit indices; more than 2^32 elements are supported). Sizes of host-side memory
+//! objects are `usize`, as in cudarc and Rust's slices: [`DeviceBuffer::len`], view lengths
+//! and ranges, allocation lengths, byte counts; so are device ordinals and ranks.
 //!
 //! Layers: [`runtime`] (contexts, buffers, kernel loading and launching; no algorithm) under
 //! [`reduce`] and [`scan`]; [`error`] for everything that can fail.
@@ -35,14 +61,16 @@ pub mod transform;
 
 pub use by_key::ReduceByKeyElement;
 pub use error::{Error, Result, SegmentFault};
-pub use reduce::{DeviceElement, Pending, Reduction};
+pub use reduce::{ArgValue, DeviceElement, Pending, Reduction};
 pub use runtime::{
     BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, DeviceViewMut, KernelLibrary,
     LaunchShape, LoadStats, device_count, load_stats,
 };
-pub use scan::{ByKeyKernel, ScanElement, ScanKind, ScanOperator};
-pub use segmented::{DeviceOffsets, OffsetCheck, SegmentedElement, Segments};
-pub use transform::{DotElement, Moments, MomentsAcc, NormElement};
+pub use scan::{ScanByKeyElement, ScanElement, ScanKind};
+pub use segmented::{OffsetCheck, SegmentedElement, Segments};
+pub use transform::{
+    DotElement, MinMaxElement, MinMaxPair, Moments, MomentsAcc, NormElement, ScaledSumSquares,
+};
 
 pub use cudarc;
 pub use kernels;

@@ -29,6 +29,14 @@
 //! pieces of at most one tile); [`ThreadExchange`] connects ranks that are threads of one
 //! process (the tests, and simulated devices). The ranks must make the same calls in the same
 //! order, as with any collective library.
+//!
+//! | call | what |
+//! | --- | --- |
+//! | [`MultiContext::alloc_zeros`]`(lengths)`, [`MultiContext::htod`]`(data, lengths)` | a sharded array (`lengths: &[u64]`, one per rank) |
+//! | [`MultiContext::htod_local`]`(data, b)`, [`MultiContext::dtoh`]`(b)`, [`MultiContext::dtoh_local`]`(b)`, [`MultiContext::fill`]`(b, value)`, [`MultiContext::get`]`(b, index)` | copies |
+//! | [`MultiContext::reduce`]`(b, op)` | a [`Reduction`] over the whole array |
+//! | [`MultiContext::argmin`]`(b)`, [`MultiContext::argmax`]`(b)` | `Option<(global index: u64, value)>` |
+//! | [`MultiContext::scan_in_place`]`(b, op, kind)` | a scan ([`Reduction::SCAN`]) left in the shards |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
@@ -43,7 +51,7 @@ use kernels::reduce::tiles::{SimTilesFn, TilesInstance, TilesParams};
 use crate::error::{Error, Result};
 use crate::reduce::{DeviceElement, Reduction, reduction_arm};
 use crate::runtime::{BackendKind, Context, DeviceBuffer, LaunchShape};
-use crate::scan::{ScanElement, ScanKind, ScanOperator};
+use crate::scan::{ScanElement, ScanKind};
 
 /// Most tiles of a sharded reduction: the partials every rank gathers (at most 8192 × 16
 /// bytes).
@@ -163,6 +171,8 @@ impl std::fmt::Debug for MultiContext {
 /// `offsets[r] .. offsets[r] + lengths[r]`. This process holds the shards of its ranks.
 pub struct ShardedBuffer<T> {
     owner: u64,
+    /// Every rank's shard length (the public form of `lengths`).
+    shard_lengths: Vec<u64>,
     lengths: Vec<usize>,
     offsets: Vec<usize>,
     /// One per local rank, in the handle's order: the buffer and the front pad (elements)
@@ -180,20 +190,24 @@ impl<T> std::fmt::Debug for ShardedBuffer<T> {
 
 impl<T> ShardedBuffer<T> {
     /// Elements of the logical array.
-    pub fn len(&self) -> usize {
-        self.offsets.last().copied().unwrap_or(0) + self.lengths.last().copied().unwrap_or(0)
+    pub fn len(&self) -> u64 {
+        self.shard_lengths.iter().sum()
     }
     /// Whether the logical array is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
     /// Every rank's shard length, in rank order.
-    pub fn lengths(&self) -> &[usize] {
-        &self.lengths
+    pub fn lengths(&self) -> &[u64] {
+        &self.shard_lengths
     }
 }
 
 /// Element types of the sharded reductions and scans: i32, u32, i64, u64, f32, f64.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type of the sharded (multi-GPU) arrays",
+    note = "sharded arrays hold i32, u32, i64, u64, f32 or f64"
+)]
 pub trait ShardElement: DeviceElement + ScanElement + ShflValue + ValidAsZeroBits {
     /// [`MultiContext::reduce`] for this type (the operator types per element type).
     fn reduce_sharded(m: &MultiContext, b: &ShardedBuffer<Self>, op: Reduction) -> Result<Self>;
@@ -348,7 +362,8 @@ impl MultiContext {
         self.local.iter().map(|(r, c)| (*r, c))
     }
 
-    fn check_layout(&self, lengths: &[usize]) -> Result<Vec<usize>> {
+    /// The shard lengths as `usize` (each shard is allocated) and their offsets.
+    fn check_layout(&self, lengths: &[u64]) -> Result<(Vec<usize>, Vec<usize>)> {
         if lengths.len() != self.world {
             return Err(Error::LengthMismatch {
                 what: "the shard lengths (one shard per GPU of the job)".into(),
@@ -357,8 +372,15 @@ impl MultiContext {
             });
         }
         let mut offsets = Vec::with_capacity(lengths.len());
+        let mut sizes = Vec::with_capacity(lengths.len());
         let mut at = 0usize;
         for &l in lengths {
+            let l = usize::try_from(l).map_err(|_| Error::TooLarge {
+                what: "a shard length (it exceeds usize)".into(),
+                size: l,
+                limit: usize::MAX as u64,
+            })?;
+            sizes.push(l);
             offsets.push(at);
             at = at.checked_add(l).ok_or_else(|| Error::TooLarge {
                 what: "the sum of the shard lengths (it overflows usize)".into(),
@@ -366,7 +388,7 @@ impl MultiContext {
                 limit: usize::MAX as u64,
             })?;
         }
-        Ok(offsets)
+        Ok((sizes, offsets))
     }
 
     fn check_owner<T>(&self, b: &ShardedBuffer<T>) -> Result<()> {
@@ -382,18 +404,19 @@ impl MultiContext {
     /// per rank of the job, the same on every rank).
     pub fn alloc_zeros<T: ShardElement + ValidAsZeroBits>(
         &self,
-        lengths: &[usize],
+        lengths: &[u64],
     ) -> Result<ShardedBuffer<T>> {
-        let offsets = self.check_layout(lengths)?;
+        let (sizes, offsets) = self.check_layout(lengths)?;
         let per_vec = 16 / std::mem::size_of::<T>();
         let mut shards = Vec::with_capacity(self.local.len());
         for (r, ctx) in &self.local {
             let pad = offsets[*r] % per_vec;
-            shards.push((ctx.alloc_zeros::<T>(pad + lengths[*r])?, pad));
+            shards.push((ctx.alloc_zeros::<T>(pad + sizes[*r])?, pad));
         }
         Ok(ShardedBuffer {
             owner: self.id,
-            lengths: lengths.to_vec(),
+            shard_lengths: lengths.to_vec(),
+            lengths: sizes,
             offsets,
             shards,
         })
@@ -431,14 +454,14 @@ impl MultiContext {
     pub fn htod<T: ShardElement + ValidAsZeroBits>(
         &self,
         data: &[T],
-        lengths: &[usize],
+        lengths: &[u64],
     ) -> Result<ShardedBuffer<T>> {
         self.require_all_local("copy a whole array to the devices")?;
         let mut b = self.alloc_zeros::<T>(lengths)?;
-        if b.len() != data.len() {
+        if b.len() != data.len() as u64 {
             return Err(Error::LengthMismatch {
                 what: "the data (as long as the shard lengths add up to)".into(),
-                expected: b.len() as u64,
+                expected: b.len(),
                 got: data.len() as u64,
             });
         }
@@ -509,7 +532,7 @@ impl MultiContext {
         O::Acc: ShflValue,
     {
         self.check_owner(b)?;
-        let n = b.len() as u64;
+        let n = b.len();
         let size = std::mem::size_of::<T>() as u64;
         let l = tile_elems(n, size);
         let tiles = n.div_ceil(l);
@@ -671,15 +694,15 @@ impl MultiContext {
     pub fn scan_in_place<T: ShardElement>(
         &self,
         b: &mut ShardedBuffer<T>,
-        op: ScanOperator,
+        op: Reduction,
         kind: ScanKind,
     ) -> Result<()> {
         self.check_owner(b)?;
-        let reduction = match op {
-            ScanOperator::Sum => Reduction::Sum,
-            ScanOperator::Min => Reduction::Min,
-            ScanOperator::Max => Reduction::Max,
-        };
+        // The operator's scan kernel and identity (an error for an operator the scans lack,
+        // before any launch).
+        let kernel = Context::scan_kernel_for::<T>(op, kind)?;
+        let unsupported = || crate::scan::unsupported_scan(op, T::DTYPE, "scan");
+        let identity = op.identity::<T>().ok_or_else(unsupported)?;
         // 1. Each shard's total (the one-launch reduction; the identity when empty), queued
         //    on every rank before any is awaited.
         //    No rank needs the last rank's total, so it is not computed (one rank: a plain
@@ -688,7 +711,7 @@ impl MultiContext {
         for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
             let v = buf.view(*pad..*pad + b.lengths[*r])?;
             pending.push(if *r + 1 < self.world {
-                Some(ctx.reduce_async(v, reduction)?)
+                Some(ctx.reduce_async(v, op)?)
             } else {
                 None
             });
@@ -697,7 +720,7 @@ impl MultiContext {
         for p in pending {
             totals.push(to_words(&[match p {
                 Some(p) => p.wait()?,
-                None => op.identity::<T>(),
+                None => identity,
             }]));
         }
         // 2. Every rank learns every total; rank r's seed is the combination of those before.
@@ -723,7 +746,8 @@ impl MultiContext {
             } else {
                 let seed = totals[1..*r]
                     .iter()
-                    .fold(totals[0], |acc, &t| op.combine(acc, t));
+                    .try_fold(totals[0], |acc, &t| op.combine(acc, t))
+                    .ok_or_else(unsupported)?;
                 Some(ctx.htod(&[seed])?)
             };
             let seed = match &seed_buf {
@@ -732,14 +756,7 @@ impl MultiContext {
             };
             let mut v = buf.view_mut(*pad..*pad + len)?;
             let (a, _write) = ctx.write(&mut v)?;
-            ctx.launch_scan(
-                &crate::BUILTIN,
-                T::scan_kernel(op, kind),
-                a,
-                a,
-                len as u64,
-                seed,
-            )?;
+            ctx.launch_scan(&crate::BUILTIN, kernel, a, a, len as u64, seed)?;
             seeds.push(seed_buf);
         }
         // The seeds' buffers live until the scans have read them.
@@ -772,12 +789,12 @@ impl MultiContext {
 
     /// Element `index` of the logical array, read from the rank that holds it (which must be
     /// one of this process's).
-    pub fn get<T: ShardElement>(&self, b: &ShardedBuffer<T>, index: usize) -> Result<T> {
+    pub fn get<T: ShardElement>(&self, b: &ShardedBuffer<T>, index: u64) -> Result<T> {
         self.check_owner(b)?;
         for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
-            let o = b.offsets[*r];
-            if (o..o + b.lengths[*r]).contains(&index) {
-                let at = pad + index - o;
+            let o = b.offsets[*r] as u64;
+            if (o..o + b.shard_lengths[*r]).contains(&index) {
+                let at = pad + (index - o) as usize;
                 return Ok(ctx.dtoh(buf.view(at..at + 1)?)?[0]);
             }
         }

@@ -1,6 +1,18 @@
 //! Device-wide reductions, one launch each: sum, product, min, max, bitwise and/or/xor,
 //! argmin/argmax, a compensated f32 sum, and user operators compiled into kernels.
 //!
+//! | call | returns |
+//! | --- | --- |
+//! | [`Context::reduce`]`(input, op)`, `_into(input, out, op)`, `_async(input, op)` | `T` ([`Reduction`]) |
+//! | [`Context::sum`]`(input)`, `_into(input, out)`, `_async(input)` | `T::Sum` (f32 for f16/bf16) |
+//! | [`Context::argmin`]`(input)`, [`Context::argmax`], `_into(input, out)`, `_async(input)` | `Option<(u64, T)>`; [`ArgValue`] on the device |
+//! | [`Context::sum_compensated`]`(input)`, `_into(input, out)`, `_async(input)` | `f32` (f64 on the device) |
+//! | [`Context::reduce_custom`]`::<T, O>(lib, input)`, `_into(lib, input, out)`, `_async(lib, input)` | `O::Acc` |
+//!
+//! Every value-returning call has the same three forms: blocking, `_into` (the result left in
+//! `out[0]` on the device: never blocks, can be captured into a CUDA graph) and `_async` (a
+//! [`Pending`] whose [`Pending::wait`] gives the value).
+//!
 //! Semantics (see `kernels::ops`): integer sums and products wrap; float min/max propagate NaN
 //! and order `-0.0 < +0.0`; argmin/argmax give the first occurrence, NaN winning; the empty
 //! input gives the operator's identity (`None` for argmin/argmax). Results are deterministic:
@@ -52,6 +64,39 @@ impl Reduction {
         Reduction::Xor,
     ];
 
+    /// The operators of the scans and the by-key families (plain and by-key scans, reduce by
+    /// key): sum, min and max. The others are [`Error::Unsupported`] there.
+    pub const SCAN: [Reduction; 3] = [Reduction::Sum, Reduction::Min, Reduction::Max];
+
+    /// The operator's identity for `T`, with the device kernels' semantics (`+inf` for min of
+    /// floats, `T::MAX` for min of integers, all ones for `And`, ...); `None` where `T` has no
+    /// such built-in operator (the bitwise operators on floats, the product of `f16`/`bf16`).
+    /// For `f16`/`bf16` the sum's identity is the element type's zero (their sums accumulate
+    /// in f32 from 0.0).
+    ///
+    /// ```
+    /// use gpu_reduce::Reduction;
+    /// assert_eq!(Reduction::Min.identity::<i32>(), Some(i32::MAX));
+    /// assert_eq!(Reduction::Xor.identity::<f32>(), None);
+    /// ```
+    pub fn identity<T: DeviceElement>(self) -> Option<T> {
+        T::op_identity(self)
+    }
+
+    /// `a ⊕ b` with the same semantics as the device kernels (integer sums and products wrap,
+    /// float min/max propagate NaN and order `-0.0 < +0.0`); `None` where [`Reduction::identity`]
+    /// is `None`. (For `f16`/`bf16` the sum here is one rounded 16-bit addition; the device
+    /// sums and scans accumulate in f32, see [`Context::sum`] and [`Context::scan`].)
+    ///
+    /// ```
+    /// use gpu_reduce::Reduction;
+    /// assert_eq!(Reduction::Sum.combine(i32::MAX, 1), Some(i32::MIN)); // wraps
+    /// assert_eq!(Reduction::Max.combine(1.0f32, f32::NAN).map(f32::is_nan), Some(true));
+    /// ```
+    pub fn combine<T: DeviceElement>(self, a: T, b: T) -> Option<T> {
+        T::op_combine(self, a, b)
+    }
+
     /// Its name in messages.
     pub fn name(self) -> &'static str {
         match self {
@@ -68,6 +113,52 @@ impl Reduction {
 
 /// A reduction kernel as the host calls it.
 pub type ReduceKernel<T, A> = Kernel<SimReduceFn<T, A>>;
+
+/// `k` writing its accumulator as `B`, a `repr(C)` mirror of the kernel's `A` (the same fields
+/// in the same order): for the host's result types of the `_into` forms.
+pub(crate) fn mirrored<T, A, B>(k: ReduceKernel<T, A>) -> ReduceKernel<T, B> {
+    const {
+        assert!(std::mem::size_of::<A>() == std::mem::size_of::<B>());
+        assert!(std::mem::align_of::<A>() == std::mem::align_of::<B>());
+    }
+    // SAFETY: the two function types differ only in the pointee types of raw pointers (the
+    // same ABI), and `B` has `A`'s layout, so what the kernel writes as `A` is a valid `B`.
+    let sim = unsafe { std::mem::transmute::<SimReduceFn<T, A>, SimReduceFn<T, B>>(k.sim) };
+    Kernel { name: k.name, sim }
+}
+
+/// An argmin or argmax as [`Context::argmin_into`] and [`Context::argmax_into`] leave it on the
+/// device: the kernels' accumulator (`kernels::ops::ArgAcc`), field for field.
+/// `index == u64::MAX` means empty input (the value is then the operator's identity).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
+pub struct ArgValue<T> {
+    /// The smallest (largest) value.
+    pub value: T,
+    /// The index of its first occurrence; `u64::MAX` for empty input.
+    pub index: u64,
+}
+
+// SAFETY: `repr(C)` plain data: a device element and a u64.
+unsafe impl<T: DeviceRepr> DeviceRepr for ArgValue<T> {}
+// SAFETY: as above; all-zero is value 0 at index 0.
+unsafe impl<T: ValidAsZeroBits> ValidAsZeroBits for ArgValue<T> {}
+
+impl<T> ArgValue<T> {
+    /// `(index, value)` as [`Context::argmin`] returns it: `None` for empty input.
+    pub fn get(self) -> Option<(u64, T)> {
+        (self.index != u64::MAX).then_some((self.index, self.value))
+    }
+}
+
+impl<T> From<ArgAcc<T>> for ArgValue<T> {
+    fn from(a: ArgAcc<T>) -> Self {
+        ArgValue {
+            value: a.value,
+            index: a.index,
+        }
+    }
+}
 
 /// A two-input reduction kernel (a map of pairs, e.g. the dot product) as the host calls it.
 pub type Reduce2Kernel<T, A> = Kernel<kernels::reduce::dot::SimReduce2Fn<T, A>>;
@@ -108,6 +199,10 @@ impl<'v, T, A> Job<'_, 'v, T, A> {
 /// feature the 16-bit floats `half::f16` and `half::bf16` (min, max, argmin, argmax in the type;
 /// the sum accumulates in f32 and returns the f32). The kernels come from the `kernels` crate's macro invocations (its
 /// `ReduceInstance` impls); nothing here names one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type of the device reductions",
+    note = "the reductions take i32, u32, i64, u64, f32, f64 (and half::f16, half::bf16 with the `f16` feature)"
+)]
 pub trait DeviceElement:
     kernels::ops::Num + DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + Debug
 {
@@ -124,6 +219,12 @@ pub trait DeviceElement:
     fn argmin_kernel() -> ReduceKernel<Self, ArgAcc<Self>>;
     /// The argmax kernel.
     fn argmax_kernel() -> ReduceKernel<Self, ArgAcc<Self>>;
+    /// [`Reduction::identity`] (generated from the kernels' built-in table).
+    #[doc(hidden)]
+    fn op_identity(op: Reduction) -> Option<Self>;
+    /// [`Reduction::combine`] (generated from the kernels' built-in table).
+    #[doc(hidden)]
+    fn op_combine(op: Reduction, a: Self, b: Self) -> Option<Self>;
 }
 
 /// `if $op is the `Reduction` of the table's operator token { return Some($e) }`: what a
@@ -180,7 +281,22 @@ macro_rules! device_element {
                 $( reduction_arm!(op, $op, <$Op as ReduceInstance<Self>>::KERNEL); )*
                 None
             }
+            fn op_identity(op: Reduction) -> Option<Self> {
+                $( device_element!(@semantics op $op $Op, identity()); )*
+                None
+            }
+            fn op_combine(op: Reduction, a: Self, b: Self) -> Option<Self> {
+                $( device_element!(@semantics op $op $Op, combine(a, b)); )*
+                None
+            }
         }
+    };
+    // The 16-bit floats' `sum_f32` (an f32 accumulator): the element type's own sum.
+    (@semantics $v:ident sum_f32 $Op:path, $f:ident $args:tt) => {
+        device_element!(@semantics $v sum kernels::ops::Sum, $f $args);
+    };
+    (@semantics $v:ident $op:ident $Op:path, $f:ident ($($a:expr),*)) => {
+        reduction_arm!($v, $op, <$Op as kernels::ops::ReduceOp<Self>>::$f($($a),*));
     };
     (@item sum $Op:path) => {
         type Sum = Self;
@@ -211,7 +327,7 @@ kernels::builtin_table!(types device_element! {} int float);
 kernels::builtin_table!(types device_element! {} half);
 
 /// Accumulators are at most 16 bytes: they come back through a 2-word buffer.
-const ACC_WORDS: usize = 2;
+pub(crate) const ACC_WORDS: usize = 2;
 
 /// Scratch of the one-launch reduction: one partial per tile and the retirement counter (kept
 /// at zero between launches by the kernel itself); allocated at the first reduction.
@@ -233,7 +349,7 @@ pub struct Pending<'c, R> {
     ctx: &'c Context,
     state: PendingState,
     kernel: &'static str,
-    finish: Box<dyn FnOnce([u64; ACC_WORDS]) -> R + Send + 'c>,
+    finish: Box<dyn FnOnce([u64; ACC_WORDS]) -> Result<R> + Send + 'c>,
 }
 
 enum PendingState {
@@ -241,6 +357,9 @@ enum PendingState {
     Cuda(Option<MappedResult>, u32),
     /// The simulator ran the kernel synchronously.
     Done([u64; ACC_WORDS]),
+    /// Queued on the stream with its result in this device buffer, read back at the wait; on
+    /// a GPU an event recorded after the kernel says whether it has run.
+    Device(DeviceBuffer<u64>, Option<cudarc::driver::CudaEvent>),
 }
 
 impl<R> std::fmt::Debug for Pending<'_, R> {
@@ -254,6 +373,7 @@ impl<R> Pending<'_, R> {
     pub fn is_ready(&self) -> bool {
         match &self.state {
             PendingState::Cuda(Some(slot), seq) => slot.raised(*seq),
+            PendingState::Device(_, Some(event)) => event.is_complete(),
             _ => true,
         }
     }
@@ -261,8 +381,21 @@ impl<R> Pending<'_, R> {
     /// Wait for the result: spins briefly, then sleeps (in the driver for large inputs), so a
     /// long wait does not keep a CPU core busy. A kernel fault is reported here.
     pub fn wait(mut self) -> Result<R> {
+        let kernel = self.kernel;
+        // An asynchronous kernel fault surfaces at the next synchronising call.
+        let launch_error = |e| match e {
+            Error::Driver { source, .. } => Error::Launch {
+                kernel: kernel.into(),
+                source,
+            },
+            e => e,
+        };
         let words = match &mut self.state {
             PendingState::Done(w) => *w,
+            PendingState::Device(buf, _) => {
+                let v = self.ctx.dtoh(&*buf).map_err(launch_error)?;
+                [v[0], v[1]]
+            }
             PendingState::Cuda(slot, seq) => {
                 let Backend::Cuda(c) = &self.ctx.backend else {
                     unreachable!("a CUDA pending value belongs to a CUDA context")
@@ -271,19 +404,11 @@ impl<R> Pending<'_, R> {
                     .as_mut()
                     .expect("taken only by wait and drop")
                     .wait(*seq, &c.stream);
-                let kernel = self.kernel;
-                r.map_err(|e| match e {
-                    // An asynchronous kernel fault surfaces at the next synchronising call.
-                    Error::Driver { source, .. } => Error::Launch {
-                        kernel: kernel.into(),
-                        source,
-                    },
-                    e => e,
-                })?
+                r.map_err(launch_error)?
             }
         };
         let finish = std::mem::replace(&mut self.finish, Box::new(|_| unreachable!()));
-        Ok(finish(words))
+        finish(words)
     }
 }
 
@@ -448,9 +573,57 @@ impl Context {
             kernel: job.name(),
             // SAFETY: the kernel wrote one A (<= 16 bytes, plain data) at the start of the words.
             finish: Box::new(move |w: [u64; ACC_WORDS]| {
-                finish(unsafe { std::ptr::read_unaligned(w.as_ptr() as *const A) })
+                Ok(finish(unsafe {
+                    std::ptr::read_unaligned(w.as_ptr() as *const A)
+                }))
             }),
         })
+    }
+
+    /// A pending value whose kernel (`kernel`, already queued on this context's stream) writes
+    /// its result to `buf` (at least [`ACC_WORDS`] words), converted by `finish` at the wait.
+    /// For the families whose kernels raise no host flag (reduce by key's run count).
+    pub(crate) fn pending_on_device<'c, R>(
+        &'c self,
+        buf: DeviceBuffer<u64>,
+        kernel: &'static str,
+        finish: impl FnOnce([u64; ACC_WORDS]) -> Result<R> + Send + 'c,
+    ) -> Result<Pending<'c, R>> {
+        let event = match &self.backend {
+            Backend::Cuda(c) => {
+                let e = c
+                    .ctx
+                    .new_event(None)
+                    .map_err(Error::driver("creating an event", 0))?;
+                e.record(&c.stream)
+                    .map_err(Error::driver("recording an event", 0))?;
+                Some(e)
+            }
+            Backend::Sim => None,
+        };
+        Ok(Pending {
+            ctx: self,
+            state: PendingState::Device(buf, event),
+            kernel,
+            finish: Box::new(finish),
+        })
+    }
+
+    /// A pending value known without a launch (an empty input's).
+    pub(crate) fn pending_ready<'c, R>(
+        &'c self,
+        kernel: &'static str,
+        value: Result<R>,
+    ) -> Pending<'c, R>
+    where
+        R: Send + 'c,
+    {
+        Pending {
+            ctx: self,
+            state: PendingState::Done([0; ACC_WORDS]),
+            kernel,
+            finish: Box::new(move |_| value),
+        }
     }
 
     /// Run `k` and read its accumulator back (blocks until it is there).
@@ -472,6 +645,16 @@ impl Context {
         x: DeviceView<'_, T>,
         y: DeviceView<'_, T>,
     ) -> Result<A> {
+        Self::check_pair(k, &x, &y)?;
+        self.reduce_pending(lib, Job::Two(k, x, y), |a| a)?.wait()
+    }
+
+    /// The two inputs of a pair-map reduction have the same length.
+    fn check_pair<T, A>(
+        k: &Reduce2Kernel<T, A>,
+        x: &DeviceView<'_, T>,
+        y: &DeviceView<'_, T>,
+    ) -> Result<()> {
         if x.len() != y.len() {
             return Err(Error::LengthMismatch {
                 what: format!(
@@ -482,7 +665,58 @@ impl Context {
                 got: y.len() as u64,
             });
         }
-        self.reduce_pending(lib, Job::Two(k, x, y), |a| a)?.wait()
+        Ok(())
+    }
+
+    /// [`Context::reduce2_to_host`] without blocking: the value converted by `finish`.
+    pub(crate) fn reduce2_pending<'c, T: DeviceElement, A: Copy, R>(
+        &'c self,
+        lib: &'static KernelLibrary,
+        k: &Reduce2Kernel<T, A>,
+        x: DeviceView<'_, T>,
+        y: DeviceView<'_, T>,
+        finish: impl FnOnce(A) -> R + Send + 'c,
+    ) -> Result<Pending<'c, R>> {
+        Self::check_pair(k, &x, &y)?;
+        self.reduce_pending(lib, Job::Two(k, x, y), finish)
+    }
+
+    /// The pair-map kernel `k`'s result left on the device in `out[0]`.
+    pub(crate) fn reduce2_into_buf<T: DeviceElement, A: Copy>(
+        &self,
+        lib: &'static KernelLibrary,
+        k: &Reduce2Kernel<T, A>,
+        x: DeviceView<'_, T>,
+        y: DeviceView<'_, T>,
+        mut out: DeviceViewMut<'_, A>,
+    ) -> Result<()> {
+        Self::check_pair(k, &x, &y)?;
+        Self::check_result_room(&out)?;
+        let (out_addr, _out_access) = self.write(&mut out)?;
+        self.launch_reduce(lib, &Job::Two(k, x, y), out_addr, 0, 0)
+    }
+
+    /// Room for one result in `out`.
+    fn check_result_room<A>(out: &DeviceViewMut<'_, A>) -> Result<()> {
+        if out.is_empty() {
+            return Err(Error::OutputTooSmall {
+                what: "the output buffer of a reduction".into(),
+                needed: 1,
+                got: 0,
+            });
+        }
+        Ok(())
+    }
+
+    /// Run `k` without blocking: its accumulator converted by `finish` at the wait.
+    pub(crate) fn reduce_to_pending<'c, T: DeviceElement, A: Copy, R>(
+        &'c self,
+        lib: &'static KernelLibrary,
+        k: &ReduceKernel<T, A>,
+        input: DeviceView<'_, T>,
+        finish: impl FnOnce(A) -> R + Send + 'c,
+    ) -> Result<Pending<'c, R>> {
+        self.reduce_pending(lib, Job::One(k, input), finish)
     }
 
     fn kernel_for<T: DeviceElement>(op: Reduction) -> Result<ReduceKernel<T, T>> {
@@ -505,13 +739,7 @@ impl Context {
         input: DeviceView<'_, T>,
         mut out: DeviceViewMut<'_, A>,
     ) -> Result<()> {
-        if out.is_empty() {
-            return Err(Error::OutputTooSmall {
-                what: "the output buffer of a reduction".into(),
-                needed: 1,
-                got: 0,
-            });
-        }
+        Self::check_result_room(&out)?;
         let (out_addr, _out_access) = self.write(&mut out)?;
         self.launch_reduce(lib, &Job::One(k, input), out_addr, 0, 0)
     }
@@ -543,8 +771,8 @@ impl Context {
     pub fn reduce_into<'a, 'b, T: DeviceElement>(
         &self,
         input: impl Into<DeviceView<'a, T>>,
-        op: Reduction,
         out: impl Into<DeviceViewMut<'b, T>>,
+        op: Reduction,
     ) -> Result<()> {
         let k = Self::kernel_for::<T>(op)?;
         self.reduce_into_buf(&crate::BUILTIN, &k, input.into(), out.into())
@@ -592,6 +820,24 @@ impl Context {
         self.reduce_to_host(&crate::BUILTIN, &T::sum_kernel(), input.into())
     }
 
+    /// [`Context::sum`] left on the device in `out[0]` (never blocks; can be captured into a
+    /// CUDA graph).
+    pub fn sum_into<'a, 'b, T: DeviceElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T::Sum>>,
+    ) -> Result<()> {
+        self.reduce_into_buf(&crate::BUILTIN, &T::sum_kernel(), input.into(), out.into())
+    }
+
+    /// [`Context::sum`] without blocking.
+    pub fn sum_async<'a, T: DeviceElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+    ) -> Result<Pending<'_, T::Sum>> {
+        self.reduce_to_pending(&crate::BUILTIN, &T::sum_kernel(), input.into(), |a| a)
+    }
+
     /// The smallest value and the index of its first occurrence (a NaN wins); `None` for empty
     /// input.
     ///
@@ -620,11 +866,74 @@ impl Context {
         Ok((a.index != u64::MAX).then_some((a.index, a.value)))
     }
 
+    /// [`Context::argmin`] left on the device in `out[0]` (index `u64::MAX` for empty input;
+    /// never blocks; can be captured into a CUDA graph).
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{ArgValue, Context};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[4u32, 1, 9, 1])?;
+    /// let mut out = ctx.alloc_zeros::<ArgValue<u32>>(1)?;
+    /// ctx.argmin_into(&x, &mut out)?;
+    /// assert_eq!(ctx.dtoh(&out)?[0].get(), Some((1, 1)));
+    /// # Ok(()) }
+    /// ```
+    pub fn argmin_into<'a, 'b, T: DeviceElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, ArgValue<T>>>,
+    ) -> Result<()> {
+        let k = mirrored(T::argmin_kernel());
+        self.reduce_into_buf(&crate::BUILTIN, &k, input.into(), out.into())
+    }
+
+    /// [`Context::argmax`] left on the device in `out[0]`, as [`Context::argmin_into`].
+    pub fn argmax_into<'a, 'b, T: DeviceElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, ArgValue<T>>>,
+    ) -> Result<()> {
+        let k = mirrored(T::argmax_kernel());
+        self.reduce_into_buf(&crate::BUILTIN, &k, input.into(), out.into())
+    }
+
+    /// [`Context::argmin`] without blocking.
+    pub fn argmin_async<'a, T: DeviceElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+    ) -> Result<Pending<'_, Option<(u64, T)>>> {
+        let k = T::argmin_kernel();
+        self.reduce_to_pending(&crate::BUILTIN, &k, input.into(), |a| {
+            ArgValue::from(a).get()
+        })
+    }
+
+    /// [`Context::argmax`] without blocking.
+    pub fn argmax_async<'a, T: DeviceElement>(
+        &self,
+        input: impl Into<DeviceView<'a, T>>,
+    ) -> Result<Pending<'_, Option<(u64, T)>>> {
+        let k = T::argmax_kernel();
+        self.reduce_to_pending(&crate::BUILTIN, &k, input.into(), |a| {
+            ArgValue::from(a).get()
+        })
+    }
+
     /// Accurate f32 sum (f64 accumulation throughout, one rounding at the end; see
     /// `kernels::ops::SumCompensated`): |result - exact| <= u32*|exact| + depth*u64*sum|x|.
     pub fn sum_compensated<'a>(&self, input: impl Into<DeviceView<'a, f32>>) -> Result<f32> {
         let k = <SumCompensated as ReduceInstance<f32>>::KERNEL;
         Ok(self.reduce_to_host(&crate::BUILTIN, &k, input.into())? as f32)
+    }
+
+    /// [`Context::sum_compensated`] without blocking.
+    pub fn sum_compensated_async<'a>(
+        &self,
+        input: impl Into<DeviceView<'a, f32>>,
+    ) -> Result<Pending<'_, f32>> {
+        let k = <SumCompensated as ReduceInstance<f32>>::KERNEL;
+        self.reduce_to_pending(&crate::BUILTIN, &k, input.into(), |a| a as f32)
     }
 
     /// The accurate sum left on the device, as the f64 before its final rounding.

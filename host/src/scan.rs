@@ -1,7 +1,18 @@
 //! Prefix scans on the device: the single-pass decoupled look-back scan (Merrill & Garland
 //! 2016), plain and by key, for the built-in operators and user operators.
+//!
+//! | call | what |
+//! | --- | --- |
+//! | [`Context::scan`]`(input, output, op, kind)` | `output[i]` = the scan of `input` with `op` ([`Reduction::SCAN`]) |
+//! | [`Context::scan_in_place`]`(data, op, kind)` | the same, overwriting `data` |
+//! | [`Context::inclusive_sum`]`(input, output)` | the inclusive sum |
+//! | [`Context::scan_by_key`]`(keys, values, output, op, kind)` | restarting at every change of key |
+//! | [`Context::scan_custom`]`::<T, O>(lib, input, output, kind)` | a user operator's scan |
+//!
+//! The scans offer sum, min and max ([`Reduction::SCAN`]); another [`Reduction`] is
+//! [`crate::Error::Unsupported`]. They never block and can be captured into a CUDA graph.
 
-use crate::reduce::DeviceElement;
+use crate::reduce::{DeviceElement, Reduction};
 
 /// Inclusive (`out[i] = x[0] ⊕ … ⊕ x[i]`) or exclusive (`out[i] = x[0] ⊕ … ⊕ x[i-1]`,
 /// `out[0]` = the operator's identity).
@@ -25,59 +36,10 @@ impl ScanKind {
     }
 }
 
-/// The built-in scan operators (any other associative operator with an identity goes through
-/// `kernels::ops::ReduceOp` and `kernels::scan_kernels!`). Integer sums wrap; float min/max
-/// propagate NaN, as the reductions do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ScanOperator {
-    /// Sum (integers wrap).
-    Sum,
-    /// Minimum.
-    Min,
-    /// Maximum.
-    Max,
-}
-
-impl ScanOperator {
-    /// Every built-in scan operator.
-    pub const ALL: [ScanOperator; 3] = [ScanOperator::Sum, ScanOperator::Min, ScanOperator::Max];
-    /// Its name in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            ScanOperator::Sum => "sum",
-            ScanOperator::Min => "min",
-            ScanOperator::Max => "max",
-        }
-    }
-
-    /// The operator's identity for `T`. (For `f16`/`bf16` the identity of the element type;
-    /// their sum scans in f32 from 0.0.)
-    pub fn identity<T: DeviceElement>(self) -> T {
-        use kernels::ops::{Max, Min, ReduceOp, Sum};
-        match self {
-            ScanOperator::Sum => <Sum as ReduceOp<T>>::identity(),
-            ScanOperator::Min => <Min as ReduceOp<T>>::identity(),
-            ScanOperator::Max => <Max as ReduceOp<T>>::identity(),
-        }
-    }
-
-    /// `a ⊕ b` with the same semantics as the device kernels. (For `f16`/`bf16` the sum here is
-    /// one rounded 16-bit addition; the scans accumulate in f32, see [`Context::scan`].)
-    pub fn combine<T: DeviceElement>(self, a: T, b: T) -> T {
-        use kernels::ops::{Max, Min, ReduceOp, Sum};
-        match self {
-            ScanOperator::Sum => <Sum as ReduceOp<T>>::combine(a, b),
-            ScanOperator::Min => <Min as ReduceOp<T>>::combine(a, b),
-            ScanOperator::Max => <Max as ReduceOp<T>>::combine(a, b),
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // The production scan: single pass, decoupled look-back.
 
 use kernels::Kernel;
-use kernels::ops::{Max, Min, Sum};
 use kernels::scan::lookback::EPOCH_MASK;
 use kernels::scan::policy::ACTIVE;
 use kernels::scan::{
@@ -95,12 +57,17 @@ pub type ScanKernel<T> = Kernel<SimScanFn<T>>;
 /// Element types of the device scans: i32, u32, i64, u64, f32, f64, and with the `f16` feature
 /// `half::f16` and `half::bf16` (the sum scans in f32, each output its f32 prefix rounded to
 /// the type; min and max in the type). The kernels come from the `kernels` crate's macro
-/// invocations (its `ScanInstance` impls); nothing here names one.
+/// invocations (its `ScanInstance` impls), one impl per type of its built-in table.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no built-in scan",
+    note = "the scans take i32, u32, i64, u64, f32, f64 (and half::f16, half::bf16 with the `f16` feature)"
+)]
 pub trait ScanElement: DeviceElement {
     /// Elements per tile of this type's scan kernels (the grid is `ceil(n / SCAN_TILE_ELEMS)`).
     const SCAN_TILE_ELEMS: u64;
-    /// The built-in scan kernel of `op` and `kind`.
-    fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<Self>;
+    /// The built-in scan kernel of `op` and `kind`; `None` for an operator the scans lack
+    /// (they offer [`Reduction::SCAN`]: sum, min and max).
+    fn scan_kernel(op: Reduction, kind: ScanKind) -> Option<ScanKernel<Self>>;
 }
 
 /// The inclusive or exclusive kernel of `O`.
@@ -111,31 +78,33 @@ fn pick<T: kernels::ops::Element, O: ScanInstance<T>>(kind: ScanKind) -> ScanKer
     }
 }
 
-/// `if $v is the scan operator of the table's token { return $e }` (the 16-bit floats' sum is
-/// the f32-accumulated `sum_f32`); operators without a scan expand to nothing.
+/// `if $v is the scan operator of the table's token { return Some($e) }` (the 16-bit floats'
+/// sum is the f32-accumulated `sum_f32`); operators without a scan (product, the bitwise ones,
+/// argmin, argmax) expand to nothing. The by-key families offer the same three.
 macro_rules! scan_arm {
     ($v:ident, sum, $e:expr) => {
-        if $v == ScanOperator::Sum {
-            return $e;
+        if $v == Reduction::Sum {
+            return Some($e);
         }
     };
     ($v:ident, sum_f32, $e:expr) => {
-        if $v == ScanOperator::Sum {
-            return $e;
+        if $v == Reduction::Sum {
+            return Some($e);
         }
     };
     ($v:ident, min, $e:expr) => {
-        if $v == ScanOperator::Min {
-            return $e;
+        if $v == Reduction::Min {
+            return Some($e);
         }
     };
     ($v:ident, max, $e:expr) => {
-        if $v == ScanOperator::Max {
-            return $e;
+        if $v == Reduction::Max {
+            return Some($e);
         }
     };
     ($v:ident, $other:ident, $e:expr) => {};
 }
+pub(crate) use scan_arm;
 
 /// [`ScanElement`] of one element type of the kernels' built-in table; the 16-bit floats'
 /// kernels (`kernels::scan::half`) read 8-byte vectors, so their tiles differ.
@@ -144,9 +113,9 @@ macro_rules! scan_element {
     (@impl $t:ident { $([$op:ident $Op:path])* } $tile:expr) => {
         impl ScanElement for kernels::builtin_elem!($t) {
             const SCAN_TILE_ELEMS: u64 = $tile;
-            fn scan_kernel(op: ScanOperator, kind: ScanKind) -> ScanKernel<Self> {
+            fn scan_kernel(op: Reduction, kind: ScanKind) -> Option<ScanKernel<Self>> {
                 $( scan_arm!(op, $op, pick::<Self, $Op>(kind)); )*
-                unreachable!("every type of the built-in table scans with sum, min and max")
+                None
             }
         }
     };
@@ -161,24 +130,41 @@ macro_rules! half_scan_element {
 #[cfg(feature = "f16")]
 kernels::builtin_table!(types half_scan_element! {} half);
 
-/// Key types of the scan by key for values `T` (u32 and u64 keys, compared bitwise).
-pub trait ByKeyKernel<K>: ScanElement {
-    /// The built-in scan-by-key kernel of `op` (inclusive or exclusive by its argument).
-    fn by_key_kernel(op: ScanOperator) -> Kernel<SimScanByKeyFn<K, Self>>;
+/// Value types of the built-in scan by key for keys `K`: keys u32 and u64 (compared bitwise),
+/// values i32, u32, i64, u64, f32, f64; one impl per (key, value) pair of the kernels' built-in
+/// table.
+#[diagnostic::on_unimplemented(
+    message = "no built-in scan by key of `{Self}` values with `{K}` keys",
+    note = "the scan by key takes u32 or u64 keys and i32, u32, i64, u64, f32 or f64 values"
+)]
+pub trait ScanByKeyElement<K>: ScanElement {
+    /// The built-in scan-by-key kernel of `op` (inclusive or exclusive by its argument);
+    /// `None` for an operator the family lacks (it offers [`Reduction::SCAN`]).
+    fn scan_by_key_kernel(op: Reduction) -> Option<Kernel<SimScanByKeyFn<K, Self>>>;
 }
 
-impl<K: kernels::ops::Element, T: ScanElement> ByKeyKernel<K> for T
-where
-    Sum: ScanByKeyInstance<K, T>,
-    Min: ScanByKeyInstance<K, T>,
-    Max: ScanByKeyInstance<K, T>,
-{
-    fn by_key_kernel(op: ScanOperator) -> Kernel<SimScanByKeyFn<K, Self>> {
-        match op {
-            ScanOperator::Sum => <Sum as ScanByKeyInstance<K, T>>::KERNEL,
-            ScanOperator::Min => <Min as ScanByKeyInstance<K, T>>::KERNEL,
-            ScanOperator::Max => <Max as ScanByKeyInstance<K, T>>::KERNEL,
+/// [`ScanByKeyElement`] of every (key, value) pair of the kernels' built-in table.
+macro_rules! scan_by_key_element {
+    ([$($k:ident)*]) => {
+        $( kernels::builtin_table!(types scan_by_key_element! { @key $k } int float); )*
+    };
+    (@key $k:ident $t:ident { $([$op:ident $Op:path])* }) => {
+        impl ScanByKeyElement<$k> for $t {
+            fn scan_by_key_kernel(op: Reduction) -> Option<Kernel<SimScanByKeyFn<$k, $t>>> {
+                $( scan_arm!(op, $op, <$Op as ScanByKeyInstance<$k, $t>>::KERNEL); )*
+                None
+            }
         }
+    };
+}
+kernels::builtin_table!(keys scan_by_key_element! {});
+
+/// The error of an operator that the scan-like family `family` lacks.
+pub(crate) fn unsupported_scan(op: Reduction, dtype: &'static str, family: &str) -> Error {
+    Error::Unsupported {
+        op: format!("the {} {family}", op.name()),
+        dtype,
+        reason: "the scans and the by-key reductions offer sum, min and max (Reduction::SCAN)",
     }
 }
 
@@ -279,6 +265,14 @@ impl Context {
         })
     }
 
+    /// The built-in scan kernel of `op` and `kind` for `T`, or [`Error::Unsupported`].
+    pub(crate) fn scan_kernel_for<T: ScanElement>(
+        op: Reduction,
+        kind: ScanKind,
+    ) -> Result<ScanKernel<T>> {
+        T::scan_kernel(op, kind).ok_or_else(|| unsupported_scan(op, T::DTYPE, "scan"))
+    }
+
     /// Room for `n` results in `output`, or an error.
     fn check_scan_output<T>(n: usize, output: &DeviceViewMut<'_, T>) -> Result<()> {
         if output.len() < n {
@@ -368,18 +362,18 @@ impl Context {
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
-    /// use gpu_reduce::{Context, ScanKind, ScanOperator};
+    /// use gpu_reduce::{Context, Reduction, ScanKind};
     /// let ctx = Context::sim()?;
     /// let x = ctx.htod(&[1i32, 2, 3, 4])?;
     /// let mut out = ctx.alloc_zeros::<i32>(4)?;
-    /// ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Exclusive)?;
+    /// ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Exclusive)?;
     /// assert_eq!(ctx.dtoh(&out)?, [0, 1, 3, 6]);
     /// # #[cfg(feature = "f16")] {
     /// use half::f16;
     /// // 2048 + 1 is not an f16, but the f32 prefix carries on: 2048 + 1 + 1 is.
     /// let h = ctx.htod(&[f16::from_f32(2048.0), f16::ONE, f16::ONE])?;
     /// let mut hout = ctx.alloc_zeros::<f16>(3)?;
-    /// ctx.scan(&h, &mut hout, ScanOperator::Sum, ScanKind::Inclusive)?;
+    /// ctx.scan(&h, &mut hout, Reduction::Sum, ScanKind::Inclusive)?;
     /// assert_eq!(ctx.dtoh(&hout)?, [2048.0, 2048.0, 2050.0].map(f16::from_f32));
     /// # }
     /// # Ok(()) }
@@ -388,28 +382,25 @@ impl Context {
         &self,
         input: impl Into<DeviceView<'a, T>>,
         output: impl Into<DeviceViewMut<'b, T>>,
-        op: ScanOperator,
+        op: Reduction,
         kind: ScanKind,
     ) -> Result<()> {
-        self.scan_view(
-            &crate::BUILTIN,
-            T::scan_kernel(op, kind),
-            input.into(),
-            output.into(),
-        )
+        let k = Self::scan_kernel_for::<T>(op, kind)?;
+        self.scan_view(&crate::BUILTIN, k, input.into(), output.into())
     }
 
     /// [`Context::scan`] in place: `data` is overwritten with its scan.
     pub fn scan_in_place<'a, T: ScanElement>(
         &self,
         data: impl Into<DeviceViewMut<'a, T>>,
-        op: ScanOperator,
+        op: Reduction,
         kind: ScanKind,
     ) -> Result<()> {
         let mut data = data.into();
         let n = data.len() as u64;
         let (a, _write) = self.write(&mut data)?;
-        self.launch_scan(&crate::BUILTIN, T::scan_kernel(op, kind), a, a, n, 0)
+        let k = Self::scan_kernel_for::<T>(op, kind)?;
+        self.launch_scan(&crate::BUILTIN, k, a, a, n, 0)
     }
 
     /// Inclusive sum, the most common scan.
@@ -428,7 +419,7 @@ impl Context {
         input: impl Into<DeviceView<'a, T>>,
         output: impl Into<DeviceViewMut<'b, T>>,
     ) -> Result<()> {
-        self.scan(input, output, ScanOperator::Sum, ScanKind::Inclusive)
+        self.scan(input, output, Reduction::Sum, ScanKind::Inclusive)
     }
 
     /// A user operator's scan: `O`'s kernels over `T`, exported by `kernels::scan_kernels!` in a
@@ -450,23 +441,25 @@ impl Context {
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
-    /// use gpu_reduce::{Context, ScanKind, ScanOperator};
+    /// use gpu_reduce::{Context, Reduction, ScanKind};
     /// let ctx = Context::sim()?;
     /// let keys = ctx.htod(&[7u32, 7, 2, 2, 2])?;
     /// let x = ctx.htod(&[1i64, 1, 1, 1, 1])?;
     /// let mut out = ctx.alloc_zeros::<i64>(5)?;
-    /// ctx.scan_by_key(&keys, &x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)?;
+    /// ctx.scan_by_key(&keys, &x, &mut out, Reduction::Sum, ScanKind::Inclusive)?;
     /// assert_eq!(ctx.dtoh(&out)?, [1, 2, 1, 2, 3]);
     /// # Ok(()) }
     /// ```
-    pub fn scan_by_key<'a, 'b, 'c, K: DeviceElement, T: ByKeyKernel<K>>(
+    pub fn scan_by_key<'a, 'b, 'c, K: DeviceElement, T: ScanByKeyElement<K>>(
         &self,
         keys: impl Into<DeviceView<'a, K>>,
         values: impl Into<DeviceView<'b, T>>,
         output: impl Into<DeviceViewMut<'c, T>>,
-        op: ScanOperator,
+        op: Reduction,
         kind: ScanKind,
     ) -> Result<()> {
+        let k = T::scan_by_key_kernel(op)
+            .ok_or_else(|| unsupported_scan(op, T::DTYPE, "scan by key"))?;
         let (keys, values, mut output) = (keys.into(), values.into(), output.into());
         Self::check_scan_output(values.len(), &output)?;
         if keys.len() != values.len() {
@@ -480,7 +473,6 @@ impl Context {
         if n == 0 {
             return Ok(());
         }
-        let k = T::by_key_kernel(op);
         let exclusive = (kind == ScanKind::Exclusive) as u32;
         let (kp, _keys_read) = self.read(&keys)?;
         let (vp, _values_read) = self.read(&values)?;
@@ -512,14 +504,19 @@ impl Context {
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
     fn of<T: ScanElement>(names: &mut Vec<&'static str>) {
-        for op in ScanOperator::ALL {
-            names.extend(ScanKind::ALL.map(|kind| T::scan_kernel(op, kind).name));
+        for op in Reduction::ALL {
+            names.extend(
+                ScanKind::ALL
+                    .iter()
+                    .filter_map(|&kind| T::scan_kernel(op, kind))
+                    .map(|k| k.name),
+            );
         }
     }
-    fn by_key<T: ByKeyKernel<u32> + ByKeyKernel<u64>>(names: &mut Vec<&'static str>) {
-        for op in ScanOperator::ALL {
-            names.push(<T as ByKeyKernel<u32>>::by_key_kernel(op).name);
-            names.push(<T as ByKeyKernel<u64>>::by_key_kernel(op).name);
+    fn by_key<T: ScanByKeyElement<u32> + ScanByKeyElement<u64>>(names: &mut Vec<&'static str>) {
+        for op in Reduction::ALL {
+            names.extend(<T as ScanByKeyElement<u32>>::scan_by_key_kernel(op).map(|k| k.name));
+            names.extend(<T as ScanByKeyElement<u64>>::scan_by_key_kernel(op).map(|k| k.name));
         }
     }
     let mut names = vec![];

@@ -1,9 +1,15 @@
-//! Segmented reductions, one launch each: `out[s] = reduce(input[begin[s]..end[s]])` for every
-//! segment `s`, with segments given by offsets ([`Context::segmented_reduce`], CSR style
-//! [`Context::segmented_reduce_csr`]) or by a fixed length, the rows of a row-major matrix
-//! ([`Context::segmented_reduce_fixed`]); argmin/argmax per segment
-//! ([`Context::segmented_argmin`], ...) and user operators
-//! ([`Context::segmented_reduce_custom`]).
+//! Segmented reductions, one launch each: `out[s] = reduce(input[segment s])` for every
+//! segment `s`, with the segments described once by [`Segments`] (begin/end offsets, CSR
+//! offsets, or a fixed length: the rows of a row-major matrix).
+//!
+//! | call | what |
+//! | --- | --- |
+//! | [`Context::segmented_reduce`]`(input, segments, out, op)` | a built-in [`Reduction`] per segment |
+//! | [`Context::segmented_argmin`]`(input, segments, indices, values)` | smallest value and its index within the segment |
+//! | [`Context::segmented_argmax`]`(input, segments, indices, values)` | largest value and its index within the segment |
+//! | [`Context::segmented_reduce_custom`]`::<T, O>(lib, input, segments, out)` | a user operator's kernel |
+//! | [`Context::segmented_arg_custom`]`::<T, O>(lib, input, segments, indices, values)` | a user operator that writes indices |
+//! | [`Context::offset_check`], [`Context::take_offset_check`] | device offsets checked later ([`Segments::check_later`]) |
 //!
 //! Semantics are the full reduction's (see [`crate::reduce`]): integer sums and products wrap,
 //! float min/max propagate NaN and order `-0.0 < +0.0`, argmin/argmax give the first
@@ -60,6 +66,10 @@ impl<T: kernels::ops::Element, Out> SegmentedKernel<T, Out> {
 
 /// Element types of the built-in segmented reductions (i32, u32, i64, u64, f32, f64): the
 /// kernels come from the `kernels` crate's `segmented_reduce_kernels!` invocation.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no built-in segmented reduction",
+    note = "the segmented reductions take i32, u32, i64, u64, f32 or f64"
+)]
 pub trait SegmentedElement: DeviceElement {
     /// The kernel of `op` for this type; `None` where the operator is not defined (bitwise
     /// operators on floats).
@@ -89,55 +99,36 @@ macro_rules! segmented_element {
 }
 kernels::builtin_table!(types segmented_element! {} int float);
 
-/// How the segments of a segmented reduction are given.
+/// The segments of a segmented reduction (one description for [`Context::segmented_reduce`],
+/// the per-segment argmin/argmax and the custom-operator forms), made by one of:
+///
+/// - [`Segments::offsets`]`(begin, end)`: segment `s` is `begin[s]..end[s]` (device `u64`
+///   element offsets, one per segment; segments may overlap, be empty and come in any order);
+/// - [`Segments::csr`]`(offsets)`: CSR offsets, one more than there are segments, segment `s`
+///   is `offsets[s]..offsets[s + 1]`;
+/// - [`Segments::fixed`]`(len)`: segments of `len` elements each, back to back (the rows of a
+///   row-major matrix): `out.len()` segments, and the input must hold exactly
+///   `out.len() * len` elements.
+///
+/// Device offsets are checked by the kernel as it reads them (a bad segment is never read and
+/// gives the identity); by default the call reads that check back and so blocks.
+/// [`Segments::check_later`] sends it to an [`OffsetCheck`] instead: the call then never blocks
+/// and can be captured into a CUDA graph. Fixed-length segments are checked on the host alone.
 #[derive(Debug, Clone, Copy)]
-pub enum Segments<'a> {
-    /// Segment `s` is `begin[s]..end[s]` (element offsets into the input; `begin` and `end`
-    /// hold one offset per segment). Segments may overlap and come in any order.
-    Offsets {
-        /// First element of each segment.
-        begin: DeviceView<'a, u64>,
-        /// One past the last element of each segment.
-        end: DeviceView<'a, u64>,
-    },
-    /// CSR offsets, one more than there are segments: segment `s` is `offsets[s]..offsets[s+1]`.
-    Csr(DeviceView<'a, u64>),
-    /// Segments of this many elements each, back to back (the rows of a row-major matrix):
-    /// `out.len()` segments, and the input must hold exactly `out.len() * len` elements.
-    Fixed(usize),
-    /// Device offsets whose check goes to `check` instead of being read back after the launch
-    /// (made by [`Segments::check_later`]): the call never blocks and can be captured into a
-    /// CUDA graph. A bad segment still gives the identity and is never read.
-    CheckLater {
-        /// The offsets, as [`Segments::Offsets`] or [`Segments::Csr`] give them.
-        offsets: DeviceOffsets<'a>,
-        /// Where the kernel reports the first bad segment.
-        check: &'a OffsetCheck,
-    },
+pub struct Segments<'a> {
+    kind: SegmentsKind<'a>,
+    /// Where the kernel reports the first bad segment instead of the call reading it back.
+    check: Option<&'a OffsetCheck>,
 }
 
-/// Offsets on the device, as [`Segments::CheckLater`] holds them.
 #[derive(Debug, Clone, Copy)]
-pub enum DeviceOffsets<'a> {
-    /// As [`Segments::Offsets`].
+enum SegmentsKind<'a> {
     Offsets {
-        /// First element of each segment.
         begin: DeviceView<'a, u64>,
-        /// One past the last element of each segment.
         end: DeviceView<'a, u64>,
     },
-    /// As [`Segments::Csr`].
     Csr(DeviceView<'a, u64>),
-}
-
-impl<'a> From<DeviceOffsets<'a>> for Segments<'a> {
-    /// The same offsets as a [`Segments`] form of their own (checked on return).
-    fn from(offsets: DeviceOffsets<'a>) -> Self {
-        match offsets {
-            DeviceOffsets::Offsets { begin, end } => Segments::Offsets { begin, end },
-            DeviceOffsets::Csr(o) => Segments::Csr(o),
-        }
-    }
+    Fixed(u64),
 }
 
 /// A device flag that segmented reductions over device offsets report bad offsets into when
@@ -151,26 +142,83 @@ pub struct OffsetCheck {
 }
 
 impl<'a> Segments<'a> {
-    /// [`Segments::Offsets`] from anything that views device `u64`s (buffers, cudarc memory).
+    /// Segment `s` is `begin[s]..end[s]`, from anything that views device `u64`s (buffers,
+    /// cudarc memory): one offset per segment in each.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Reduction, Segments};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[1i32, 2, 3, 4, 5])?;
+    /// let begin = ctx.htod(&[0u64, 2, 5])?;
+    /// let end = ctx.htod(&[2u64, 5, 5])?;
+    /// let mut out = ctx.alloc_zeros::<i32>(3)?;
+    /// ctx.segmented_reduce(&x, Segments::offsets(&begin, &end), &mut out, Reduction::Sum)?;
+    /// assert_eq!(ctx.dtoh(&out)?, [3, 12, 0]); // the empty segment gives the identity
+    /// # Ok(()) }
+    /// ```
     pub fn offsets(
         begin: impl Into<DeviceView<'a, u64>>,
         end: impl Into<DeviceView<'a, u64>>,
     ) -> Self {
-        Segments::Offsets {
-            begin: begin.into(),
-            end: end.into(),
+        Segments {
+            kind: SegmentsKind::Offsets {
+                begin: begin.into(),
+                end: end.into(),
+            },
+            check: None,
         }
     }
 
-    /// [`Segments::Csr`] from anything that views device `u64`s.
+    /// CSR offsets: `offsets` holds one more entry than there are segments, and segment `s` is
+    /// `offsets[s]..offsets[s + 1]`.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Reduction, Segments};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[4.0f32, -1.0, 7.0, 2.0])?;
+    /// let offsets = ctx.htod(&[0u64, 1, 4])?;
+    /// let mut out = ctx.alloc_zeros::<f32>(2)?;
+    /// ctx.segmented_reduce(&x, Segments::csr(&offsets), &mut out, Reduction::Max)?;
+    /// assert_eq!(ctx.dtoh(&out)?, [4.0, 7.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn csr(offsets: impl Into<DeviceView<'a, u64>>) -> Self {
-        Segments::Csr(offsets.into())
+        Segments {
+            kind: SegmentsKind::Csr(offsets.into()),
+            check: None,
+        }
+    }
+
+    /// Segments of `len` elements each, back to back: the rows of a row-major matrix with
+    /// `len` columns. The input must hold exactly `out.len() * len` elements (a partial last
+    /// row is an error, as is `len == 0` with a non-empty input; `len == 0` with an empty input
+    /// gives `out.len()` identities). Checked on the host: the call never blocks and can be
+    /// captured into a CUDA graph.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Reduction, Segments};
+    /// let ctx = Context::sim()?;
+    /// let m = ctx.htod(&[1u32, 2, 3, 4, 5, 6])?; // 2 rows of 3
+    /// let mut rows = ctx.alloc_zeros::<u32>(2)?;
+    /// ctx.segmented_reduce(&m, Segments::fixed(3), &mut rows, Reduction::Product)?;
+    /// assert_eq!(ctx.dtoh(&rows)?, [6, 120]);
+    /// # Ok(()) }
+    /// ```
+    pub fn fixed(len: u64) -> Self {
+        Segments {
+            kind: SegmentsKind::Fixed(len),
+            check: None,
+        }
     }
 
     /// These segments with their device offsets checked into `check` rather than read back:
     /// the reduction never blocks and can be captured into a CUDA graph; the caller reads the
-    /// check when it likes ([`Context::take_offset_check`]). Fixed-length segments need no
-    /// device check and come back unchanged.
+    /// check when it likes ([`Context::take_offset_check`]). A bad segment still gives the
+    /// identity and is never read. Fixed-length segments need no device check and come back
+    /// unchanged.
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
@@ -180,23 +228,23 @@ impl<'a> Segments<'a> {
     /// let check = ctx.offset_check()?;
     /// let mut out = ctx.alloc_zeros::<f32>(2)?;
     /// let good = ctx.htod(&[0u64, 1, 3])?;
-    /// ctx.segmented_reduce_with(&x, Segments::csr(&good).check_later(&check), Reduction::Sum, &mut out)?;
+    /// ctx.segmented_reduce(&x, Segments::csr(&good).check_later(&check), &mut out, Reduction::Sum)?;
     /// ctx.take_offset_check(&check)?; // no bad segment
     /// assert_eq!(ctx.dtoh(&out)?, [1.0, 5.0]);
     /// let bad = ctx.htod(&[0u64, 2, 1])?; // segment 1 ends before it begins
-    /// ctx.segmented_reduce_with(&x, Segments::csr(&bad).check_later(&check), Reduction::Sum, &mut out)?;
+    /// ctx.segmented_reduce(&x, Segments::csr(&bad).check_later(&check), &mut out, Reduction::Sum)?;
     /// assert!(ctx.take_offset_check(&check).is_err());
     /// assert_eq!(ctx.dtoh(&out)?, [3.0, 0.0]); // the bad segment gives the identity
     /// # Ok(()) }
     /// ```
     pub fn check_later(self, check: &'a OffsetCheck) -> Self {
-        let offsets = match self {
-            Segments::Offsets { begin, end } => DeviceOffsets::Offsets { begin, end },
-            Segments::Csr(o) => DeviceOffsets::Csr(o),
-            Segments::CheckLater { offsets, .. } => offsets,
-            Segments::Fixed(_) => return self,
-        };
-        Segments::CheckLater { offsets, check }
+        match self.kind {
+            SegmentsKind::Fixed(_) => self,
+            kind => Segments {
+                kind,
+                check: Some(check),
+            },
+        }
     }
 }
 
@@ -262,13 +310,9 @@ impl Context {
     ) -> Result<()> {
         let count = out.len();
         let n = input.len();
-        let (segments, check) = match segments {
-            Segments::CheckLater { offsets, check } => (offsets.into(), Some(check)),
-            s => (s, None),
-        };
-        let (begin, end, segment_len) = match segments {
-            Segments::CheckLater { .. } => unreachable!("unwrapped just above"),
-            Segments::Offsets { begin, end } => {
+        let check = segments.check;
+        let (begin, end, segment_len) = match segments.kind {
+            SegmentsKind::Offsets { begin, end } => {
                 if begin.len() != end.len() {
                     return Err(Error::LengthMismatch {
                         what: "segmented reduction: the end offsets (one per begin offset)".into(),
@@ -286,7 +330,7 @@ impl Context {
                 }
                 (Some(begin), Some(end), 0)
             }
-            Segments::Csr(offsets) => {
+            SegmentsKind::Csr(offsets) => {
                 if offsets.len() != count + 1 && !(count == 0 && offsets.is_empty()) {
                     return Err(Error::LengthMismatch {
                         what: format!(
@@ -303,8 +347,8 @@ impl Context {
                     (Some(offsets.slice(..count)?), Some(offsets.slice(1..)?), 0)
                 }
             }
-            Segments::Fixed(len) => {
-                if count.checked_mul(len) != Some(n) {
+            SegmentsKind::Fixed(len) => {
+                if (count as u64).checked_mul(len) != Some(n as u64) {
                     return Err(Error::LengthMismatch {
                         what: if len == 0 {
                             "segmented reduction: the input of segments of length 0 (must be \
@@ -316,11 +360,11 @@ impl Context {
                                  elements (exactly out.len() x segment_len: no partial last row)"
                             )
                         },
-                        expected: (count as u64).saturating_mul(len as u64),
+                        expected: (count as u64).saturating_mul(len),
                         got: n as u64,
                     });
                 }
-                (None, None, len as u64)
+                (None, None, len)
             }
         };
         if writes_index != index_out.is_some() {
@@ -442,7 +486,7 @@ impl Context {
                 unsafe {
                     self.launch_kernel(
                         lib,
-                        &k,
+                        k,
                         LaunchShape::linear(grid, BLOCK, 0),
                         SegmentedParams {
                             input: input_addr as *const T,
@@ -532,7 +576,7 @@ impl Context {
         unsafe {
             self.launch_kernel(
                 lib,
-                &k,
+                k,
                 LaunchShape::linear(grid, BLOCK, 0),
                 SegmentedParams {
                     input: input_addr as *const T,
@@ -598,7 +642,7 @@ impl Context {
         unsafe {
             self.launch_kernel(
                 lib,
-                &k,
+                k,
                 LaunchShape::linear(grid, BLOCK, 8 * count as u32),
                 SegmentedParams {
                     input: input_addr as *const T,
@@ -676,128 +720,36 @@ impl Context {
         })
     }
 
-    /// Reduce each segment `input[begin[s]..end[s]]` with `op` into `out[s]`, in one launch.
-    /// `begin`, `end` and `out` have one entry per segment; segments may be empty (identity),
-    /// overlap and come in any order. Offsets with `end < begin` or past the input are an
-    /// [`Error::BadSegment`] naming the first such segment (checked by the kernel, which
-    /// never reads them; `out` is then unspecified). Blocks until the kernel has run (it reads
-    /// that check back).
+    /// Reduce each segment of `input` with `op` into `out[s]`, in one launch: one output
+    /// element per segment, segments as [`Segments`] gives them (begin/end offsets, CSR
+    /// offsets, fixed-length rows). Empty segments give the operator's identity; offset
+    /// segments may overlap and come in any order. Device offsets with `end < begin` or past
+    /// the input are an [`Error::BadSegment`] naming the first such segment (checked by the
+    /// kernel, which never reads them; `out` is then unspecified): the call reads that check
+    /// back, so it blocks until the kernel has run, unless the segments were made with
+    /// [`Segments::check_later`]. Fixed-length segments are checked on the host: never
+    /// blocks, can be captured into a CUDA graph.
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {
-    /// use gpu_reduce::{Context, Reduction};
+    /// use gpu_reduce::{Context, Reduction, Segments};
     /// let ctx = Context::sim()?;
-    /// let x = ctx.htod(&[1i32, 2, 3, 4, 5])?;
-    /// let begin = ctx.htod(&[0u64, 2, 5])?;
-    /// let end = ctx.htod(&[2u64, 5, 5])?;
-    /// let mut out = ctx.alloc_zeros::<i32>(3)?;
-    /// ctx.segmented_reduce(&x, &begin, &end, Reduction::Sum, &mut out)?;
-    /// assert_eq!(ctx.dtoh(&out)?, [3, 12, 0]); // the empty segment gives the identity
+    /// let x = ctx.htod(&[1i32, 2, 3, 4, 5, 6])?;
+    /// let offsets = ctx.htod(&[0u64, 2, 6])?;
+    /// let mut out = ctx.alloc_zeros::<i32>(2)?;
+    /// ctx.segmented_reduce(&x, Segments::csr(&offsets), &mut out, Reduction::Sum)?;
+    /// assert_eq!(ctx.dtoh(&out)?, [3, 18]);
+    /// let mut rows = ctx.alloc_zeros::<i32>(3)?;
+    /// ctx.segmented_reduce(&x, Segments::fixed(2), &mut rows, Reduction::Max)?;
+    /// assert_eq!(ctx.dtoh(&rows)?, [2, 4, 6]);
     /// # Ok(()) }
     /// ```
     pub fn segmented_reduce<'a, T: SegmentedElement>(
         &self,
         input: impl Into<DeviceView<'a, T>>,
-        begin: impl Into<DeviceView<'a, u64>>,
-        end: impl Into<DeviceView<'a, u64>>,
-        op: Reduction,
-        out: impl Into<DeviceViewMut<'a, T>>,
-    ) -> Result<()> {
-        let k = Self::segmented_kernel_for::<T>(op)?;
-        let segments = Segments::Offsets {
-            begin: begin.into(),
-            end: end.into(),
-        };
-        self.launch_segmented(
-            &crate::BUILTIN,
-            &k,
-            false,
-            input.into(),
-            segments,
-            out.into(),
-            None,
-        )
-    }
-
-    /// [`Context::segmented_reduce`] with CSR offsets: `offsets` holds `out.len() + 1` entries
-    /// and segment `s` is `offsets[s]..offsets[s + 1]` (checked on the device as there).
-    ///
-    /// ```
-    /// # fn main() -> gpu_reduce::Result<()> {
-    /// use gpu_reduce::{Context, Reduction};
-    /// let ctx = Context::sim()?;
-    /// let x = ctx.htod(&[4.0f32, -1.0, 7.0, 2.0])?;
-    /// let offsets = ctx.htod(&[0u64, 1, 4])?;
-    /// let mut out = ctx.alloc_zeros::<f32>(2)?;
-    /// ctx.segmented_reduce_csr(&x, &offsets, Reduction::Max, &mut out)?;
-    /// assert_eq!(ctx.dtoh(&out)?, [4.0, 7.0]);
-    /// # Ok(()) }
-    /// ```
-    pub fn segmented_reduce_csr<'a, T: SegmentedElement>(
-        &self,
-        input: impl Into<DeviceView<'a, T>>,
-        offsets: impl Into<DeviceView<'a, u64>>,
-        op: Reduction,
-        out: impl Into<DeviceViewMut<'a, T>>,
-    ) -> Result<()> {
-        let k = Self::segmented_kernel_for::<T>(op)?;
-        let segments = Segments::Csr(offsets.into());
-        self.launch_segmented(
-            &crate::BUILTIN,
-            &k,
-            false,
-            input.into(),
-            segments,
-            out.into(),
-            None,
-        )
-    }
-
-    /// Reduce each row of a row-major matrix: `out.len()` segments of `segment_len` elements,
-    /// back to back; `input.len()` must be exactly `out.len() * segment_len` (a partial last row
-    /// is an error, as is `segment_len == 0` with a non-empty input; `segment_len == 0` with an
-    /// empty input gives `out.len()` identities). Checked on the host: never blocks, can be
-    /// captured into a CUDA graph.
-    ///
-    /// ```
-    /// # fn main() -> gpu_reduce::Result<()> {
-    /// use gpu_reduce::{Context, Reduction};
-    /// let ctx = Context::sim()?;
-    /// let m = ctx.htod(&[1u32, 2, 3, 4, 5, 6])?; // 2 rows of 3
-    /// let mut rows = ctx.alloc_zeros::<u32>(2)?;
-    /// ctx.segmented_reduce_fixed(&m, 3, Reduction::Product, &mut rows)?;
-    /// assert_eq!(ctx.dtoh(&rows)?, [6, 120]);
-    /// # Ok(()) }
-    /// ```
-    pub fn segmented_reduce_fixed<'a, T: SegmentedElement>(
-        &self,
-        input: impl Into<DeviceView<'a, T>>,
-        segment_len: usize,
-        op: Reduction,
-        out: impl Into<DeviceViewMut<'a, T>>,
-    ) -> Result<()> {
-        let k = Self::segmented_kernel_for::<T>(op)?;
-        let segments = Segments::Fixed(segment_len);
-        self.launch_segmented(
-            &crate::BUILTIN,
-            &k,
-            false,
-            input.into(),
-            segments,
-            out.into(),
-            None,
-        )
-    }
-
-    /// A built-in reduction over segments given in any of the [`Segments`] forms (the three
-    /// methods above are this with one form each); with [`Segments::check_later`], device
-    /// offsets are checked without blocking.
-    pub fn segmented_reduce_with<'a, T: SegmentedElement>(
-        &self,
-        input: impl Into<DeviceView<'a, T>>,
         segments: Segments<'_>,
-        op: Reduction,
         out: impl Into<DeviceViewMut<'a, T>>,
+        op: Reduction,
     ) -> Result<()> {
         let k = Self::segmented_kernel_for::<T>(op)?;
         self.launch_segmented(
@@ -851,7 +803,7 @@ impl Context {
     /// let ctx = Context::sim()?;
     /// let x = ctx.htod(&[5i64, 1, 1, 9, 0, 3])?;
     /// let (mut ix, mut v) = (ctx.alloc_zeros::<u64>(2)?, ctx.alloc_zeros::<i64>(2)?);
-    /// ctx.segmented_argmin(&x, Segments::Fixed(3), &mut ix, &mut v)?;
+    /// ctx.segmented_argmin(&x, Segments::fixed(3), &mut ix, &mut v)?;
     /// assert_eq!(ctx.dtoh(&ix)?, [1, 1]); // first occurrence, index within the row
     /// assert_eq!(ctx.dtoh(&v)?, [1, 0]);
     /// # Ok(()) }

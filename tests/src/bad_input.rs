@@ -2,7 +2,7 @@
 //! panic: empty input, short outputs, views out of range, mismatched lengths, operators that do
 //! not apply, requests larger than the device's memory.
 
-use gpu_reduce::{Context, Error, Reduction, ScanKind, ScanOperator};
+use gpu_reduce::{Context, Error, Reduction, ScanKind};
 use gpu_reduce_tools::scan_ladder::ScanLadderExt;
 
 /// `r` is the typed argument error `want` names (a variant of [`Error`]), with a message.
@@ -56,15 +56,15 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
     assert_eq!(ctx.argmin(&empty).unwrap(), None);
     assert_eq!(ctx.argmax(x.view(5..).unwrap()).unwrap(), None);
     assert_eq!(ctx.sum_compensated(&empty).unwrap(), 0.0);
-    ctx.scan(&empty, &mut none, ScanOperator::Sum, ScanKind::Inclusive)
+    ctx.scan(&empty, &mut none, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     let mut e2 = ctx.alloc_zeros::<f32>(0).unwrap();
-    ctx.scan_in_place(&mut e2, ScanOperator::Max, ScanKind::Exclusive)
+    ctx.scan_in_place(&mut e2, Reduction::Max, ScanKind::Exclusive)
         .unwrap();
 
     // Outputs with no room.
     invalid(
-        ctx.reduce_into(&x, Reduction::Sum, &mut none),
+        ctx.reduce_into(&x, &mut none, Reduction::Sum),
         "reduce_into empty output",
         |e| {
             matches!(
@@ -93,7 +93,7 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
         },
     );
     invalid(
-        ctx.reduce_into(&x, gpu_reduce::Reduction::Sum, &mut none),
+        ctx.reduce_into(&x, &mut none, gpu_reduce::Reduction::Sum),
         "reduce_into empty output",
         |e| {
             matches!(
@@ -107,7 +107,7 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
         },
     );
     invalid(
-        ctx.scan(&x, &mut short, ScanOperator::Sum, ScanKind::Inclusive),
+        ctx.scan(&x, &mut short, Reduction::Sum, ScanKind::Inclusive),
         "scan into a short output",
         |e| {
             matches!(
@@ -121,7 +121,7 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
         },
     );
     invalid(
-        ctx.scan_bit(&x, &mut short, ScanOperator::Sum, ScanKind::Inclusive),
+        ctx.scan_bit(&x, &mut short, Reduction::Sum, ScanKind::Inclusive),
         "BIT scan into a short output",
         |e| {
             matches!(
@@ -135,7 +135,7 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
         },
     );
     invalid(
-        ctx.scan_bcao(&x, &mut short, ScanOperator::Sum, ScanKind::Exclusive),
+        ctx.scan_bcao(&x, &mut short, Reduction::Sum, ScanKind::Exclusive),
         "BCAO scan into a short output",
         |e| {
             matches!(
@@ -151,7 +151,7 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
     // Mismatched keys and values.
     let keys = ctx.htod(&[1u32, 1, 2]).unwrap();
     invalid(
-        ctx.scan_by_key(&keys, &x, &mut out, ScanOperator::Sum, ScanKind::Inclusive),
+        ctx.scan_by_key(&keys, &x, &mut out, Reduction::Sum, ScanKind::Inclusive),
         "3 keys for 5 values",
         |e| {
             matches!(
@@ -181,7 +181,7 @@ pub fn check_bad_input_everywhere(ctx: &Context) {
     ctx.scan(
         x.view(1..).unwrap(),
         &mut short,
-        ScanOperator::Sum,
+        Reduction::Sum,
         ScanKind::Inclusive,
     )
     .unwrap();

@@ -1,6 +1,6 @@
 //! Test bodies of the reduce by key, shared by the simulator tests and their GPU twins.
 
-use gpu_reduce::{Context, Error, ReduceByKeyElement, ScanOperator};
+use gpu_reduce::{Context, Error, ReduceByKeyElement, Reduction};
 use kernels::scan::policy::ACTIVE;
 
 use crate::lookback::run_keys;
@@ -10,7 +10,7 @@ use crate::reductions::{TestElem, data};
 pub fn cpu_reduce_by_key<K: Copy + PartialEq, T: TestElem>(
     keys: &[K],
     vals: &[T],
-    op: ScanOperator,
+    op: Reduction,
 ) -> (Vec<K>, Vec<T>) {
     let (mut uk, mut agg) = (Vec::new(), Vec::new());
     for (i, (&k, &v)) in keys.iter().zip(vals).enumerate() {
@@ -19,7 +19,7 @@ pub fn cpu_reduce_by_key<K: Copy + PartialEq, T: TestElem>(
             agg.push(v);
         } else {
             let last = agg.len() - 1;
-            agg[last] = op.combine(agg[last], v);
+            agg[last] = op.combine(agg[last], v).expect("a by-key operator");
         }
     }
     (uk, agg)
@@ -55,19 +55,19 @@ pub fn check_reduce_by_key(ctx: &Context, sizes: &[usize]) {
                 let (dk, dv) = (ctx.htod(&keys).unwrap(), ctx.htod(&vals).unwrap());
                 let mut uk = ctx.alloc_zeros::<K>(n.max(1)).unwrap();
                 let mut agg = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
-                for op in ScanOperator::ALL {
+                for op in Reduction::SCAN {
                     let what = format!(
                         "reduce by key {} {} n={n} runs<={max_run}",
                         T::DTYPE,
                         op.name()
                     );
-                    let runs = ctx.reduce_by_key(&dk, &dv, &mut uk, &mut agg, op).unwrap();
+                    let runs = ctx.reduce_by_key(&dk, &dv, &mut uk, &mut agg, op).unwrap() as usize;
                     let (want_k, want_a) = cpu_reduce_by_key(&keys, &vals, op);
                     assert_eq!(runs, want_k.len(), "{what}: run count");
                     let got_k = ctx.dtoh(&uk).unwrap();
                     let got_a = ctx.dtoh(&agg).unwrap();
                     assert!(got_k[..runs] == want_k[..], "{what}: unique keys");
-                    if T::IS_FLOAT && op == ScanOperator::Sum {
+                    if T::IS_FLOAT && op == Reduction::Sum {
                         let lens = run_lengths(&keys);
                         let mut start = 0;
                         for (r, &len) in lens.iter().enumerate() {
@@ -98,10 +98,10 @@ pub fn check_reduce_by_key(ctx: &Context, sizes: &[usize]) {
                     let (vk, vv) = (dk.view(1..n).unwrap(), dv.view(1..n).unwrap());
                     let what = format!("reduce by key {} max n={n} from 1", T::DTYPE);
                     let runs = ctx
-                        .reduce_by_key(vk, vv, &mut uk, &mut agg, ScanOperator::Max)
-                        .unwrap();
+                        .reduce_by_key(vk, vv, &mut uk, &mut agg, Reduction::Max)
+                        .unwrap() as usize;
                     let (want_k, want_a) =
-                        cpu_reduce_by_key(&keys[1..], &vals[1..], ScanOperator::Max);
+                        cpu_reduce_by_key(&keys[1..], &vals[1..], Reduction::Max);
                     assert_eq!(runs, want_k.len(), "{what}: run count");
                     let (got_k, got_a) = (ctx.dtoh(&uk).unwrap(), ctx.dtoh(&agg).unwrap());
                     assert!(got_k[..runs] == want_k[..], "{what}: unique keys");
@@ -127,7 +127,7 @@ pub fn check_reduce_by_key_edges(ctx: &Context) {
     let n = 3 * ACTIVE.reduce_by_key_tile_elems(4, 4) as usize + 5;
     let keys: Vec<u32> = run_keys(n, 7, 5);
     let vals: Vec<i32> = data(n, 6, false);
-    let (want_k, want_a) = cpu_reduce_by_key(&keys, &vals, ScanOperator::Sum);
+    let (want_k, want_a) = cpu_reduce_by_key(&keys, &vals, Reduction::Sum);
     let (dk, dv) = (ctx.htod(&keys).unwrap(), ctx.htod(&vals).unwrap());
 
     // Stream-ordered, into device memory; outputs with room for 10 runs only: the count is the
@@ -141,7 +141,7 @@ pub fn check_reduce_by_key_edges(ctx: &Context) {
         uk.view_mut(0..10).unwrap(),
         agg.view_mut(0..10).unwrap(),
         &mut count,
-        ScanOperator::Sum,
+        Reduction::Sum,
     )
     .unwrap();
     assert_eq!(ctx.dtoh(&count).unwrap()[0] as usize, want_k.len());
@@ -152,7 +152,7 @@ pub fn check_reduce_by_key_edges(ctx: &Context) {
 
     // The blocking form with too little room: an error naming both numbers.
     let e = ctx
-        .reduce_by_key(&dk, &dv, &mut uk, &mut agg, ScanOperator::Sum)
+        .reduce_by_key(&dk, &dv, &mut uk, &mut agg, Reduction::Sum)
         .unwrap_err();
     let runs = want_k.len().to_string();
     assert!(
@@ -168,12 +168,12 @@ pub fn check_reduce_by_key_edges(ctx: &Context) {
         ctx.alloc_zeros::<i32>(0).unwrap(),
     );
     assert_eq!(
-        ctx.reduce_by_key(&ek, &ev, &mut uk, &mut agg, ScanOperator::Max)
+        ctx.reduce_by_key(&ek, &ev, &mut uk, &mut agg, Reduction::Max)
             .unwrap(),
         0
     );
     let mut count = ctx.htod(&[5u64]).unwrap();
-    ctx.reduce_by_key_into(&ek, &ev, &mut uk, &mut agg, &mut count, ScanOperator::Min)
+    ctx.reduce_by_key_into(&ek, &ev, &mut uk, &mut agg, &mut count, Reduction::Min)
         .unwrap();
     assert_eq!(ctx.dtoh(&count).unwrap(), [0]);
 
@@ -184,7 +184,7 @@ pub fn check_reduce_by_key_edges(ctx: &Context) {
             dv.view(1..).unwrap(),
             &mut uk,
             &mut agg,
-            ScanOperator::Sum,
+            Reduction::Sum,
         )
         .unwrap_err();
     assert!(
@@ -193,7 +193,7 @@ pub fn check_reduce_by_key_edges(ctx: &Context) {
     );
     let mut none = ctx.alloc_zeros::<u64>(0).unwrap();
     let e = ctx
-        .reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut none, ScanOperator::Sum)
+        .reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut none, Reduction::Sum)
         .unwrap_err();
     assert!(
         matches!(
@@ -225,7 +225,7 @@ pub fn check_reduce_by_key_huge(ctx: &Context) {
     let mut uk = ctx.alloc_zeros::<u32>(n).unwrap();
     let mut agg = ctx.alloc_zeros::<u32>(n).unwrap();
     let mut count = ctx.alloc_zeros::<u64>(1).unwrap();
-    ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, ScanOperator::Sum)
+    ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, Reduction::Sum)
         .unwrap();
     assert_eq!(ctx.dtoh(&count).unwrap()[0], n as u64, "run count");
     drop((dk, dv));

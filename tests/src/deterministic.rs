@@ -10,7 +10,7 @@
 //! the diff; larger recorded cases are kept as they were).
 
 use gpu_reduce::multi::MultiContext;
-use gpu_reduce::{BackendKind, Context, Reduction, ScanKind, ScanOperator};
+use gpu_reduce::{BackendKind, Context, Reduction, ScanKind, Segments};
 use std::fmt::Write as _;
 
 /// Data independent of any crate's RNG (splitmix64), so the recorded bits stay valid.
@@ -140,12 +140,12 @@ where
     let mut agg = ctx.alloc_zeros::<T>(n).unwrap();
     let runs = if into {
         let mut count = ctx.alloc_zeros::<u64>(1).unwrap();
-        ctx.reduce_by_key_into(&k, &v, &mut uk, &mut agg, &mut count, ScanOperator::Sum)
+        ctx.reduce_by_key_into(&k, &v, &mut uk, &mut agg, &mut count, Reduction::Sum)
             .unwrap();
         ctx.dtoh(&count).unwrap()[0] as usize
     } else {
-        ctx.reduce_by_key(&k, &v, &mut uk, &mut agg, ScanOperator::Sum)
-            .unwrap()
+        ctx.reduce_by_key(&k, &v, &mut uk, &mut agg, Reduction::Sum)
+            .unwrap() as usize
     };
     let a = ctx.dtoh(&agg).unwrap();
     let words = std::iter::once(runs as u64).chain(a[..runs].iter().map(|x| x.bits64()));
@@ -160,7 +160,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
     let scan_f32 = |kind| {
         let x = ctx.htod(&uniform_f32(n, 16)).unwrap();
         let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
-        ctx.scan(&x, &mut out, ScanOperator::Sum, kind).unwrap();
+        ctx.scan(&x, &mut out, Reduction::Sum, kind).unwrap();
         bits_f32(&ctx.dtoh(&out).unwrap())
     };
     match name {
@@ -169,7 +169,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
         "f64_inclusive_sum" => {
             let x = ctx.htod(&uniform_f64(n, 17)).unwrap();
             let mut out = ctx.alloc_zeros::<f64>(n).unwrap();
-            ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+            ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Inclusive)
                 .unwrap();
             bits_f64(&ctx.dtoh(&out).unwrap())
         }
@@ -177,7 +177,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
             let k = ctx.htod(&run_keys(n, 5000, 18)).unwrap();
             let v = ctx.htod(&uniform_f32(n, 19)).unwrap();
             let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
-            ctx.scan_by_key(&k, &v, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+            ctx.scan_by_key(&k, &v, &mut out, Reduction::Sum, ScanKind::Inclusive)
                 .unwrap();
             bits_f32(&ctx.dtoh(&out).unwrap())
         }
@@ -239,13 +239,13 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
             if name.starts_with("f32") {
                 let x = ctx.htod(&uniform_f32(n, 40)).unwrap();
                 let mut out = ctx.alloc_zeros::<f32>(segs).unwrap();
-                ctx.segmented_reduce_csr(&x, &off, Reduction::Sum, &mut out)
+                ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, Reduction::Sum)
                     .unwrap();
                 bits_f32(&ctx.dtoh(&out).unwrap())
             } else {
                 let x = ctx.htod(&uniform_f64(n, 41)).unwrap();
                 let mut out = ctx.alloc_zeros::<f64>(segs).unwrap();
-                ctx.segmented_reduce_csr(&x, &off, Reduction::Sum, &mut out)
+                ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, Reduction::Sum)
                     .unwrap();
                 bits_f64(&ctx.dtoh(&out).unwrap())
             }
@@ -261,7 +261,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
                 1 => vec![n],
                 _ => vec![n / 3 + 7, n / 3 - 7, n - 2 * (n / 3)],
             };
-            let b = m.htod(&x, &lengths).unwrap();
+            let b = m.htod(&x, &crate::multi::u64s(&lengths)).unwrap();
             bits_of(&[m.reduce(&b, Reduction::Sum).unwrap().bits64()])
         }
         "f32_reduce_by_key_sum" => {
@@ -414,7 +414,7 @@ fn same_bits_with_noise(
             && let Some((c, b, o)) = busy.as_mut()
         {
             // Queued before ours, on its own stream: the two share the GPU.
-            c.scan(&*b, &mut *o, ScanOperator::Sum, ScanKind::Inclusive)
+            c.scan(&*b, &mut *o, Reduction::Sum, ScanKind::Inclusive)
                 .unwrap();
         }
         let b = run(r);
@@ -434,7 +434,7 @@ pub fn check_repeatable(ctx: &Context, noise: Option<&Context>, n: usize, reps: 
     let x = ctx.htod(&uniform_f32(n, 21)).unwrap();
     let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
     same_bits_with_noise(noise, n, reps, "scan", |_| {
-        ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+        ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Inclusive)
             .unwrap();
         bits_f32(&ctx.dtoh(&out).unwrap())
     });
@@ -485,7 +485,7 @@ pub fn check_accuracy(ctx: &Context, n: usize) {
         .collect();
     let d = ctx.htod(&x).unwrap();
     let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
-    ctx.scan(&d, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+    ctx.scan(&d, &mut out, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     let got = ctx.dtoh(&out).unwrap();
     let scale = 2f64.powi(53);

@@ -10,7 +10,7 @@
 //! GPU's f32 arithmetic does not keep payloads); min and max are compared bit for bit, NaN
 //! included.
 
-use gpu_reduce::{Context, Error, ScanElement, ScanKind, ScanOperator};
+use gpu_reduce::{Context, Error, Reduction, ScanElement, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 use crate::half::Half;
@@ -45,10 +45,10 @@ pub fn sizes() -> Vec<usize> {
 }
 
 /// The reference scan of `x`.
-pub fn scan_ref<T: Half>(x: &[T], op: ScanOperator, kind: ScanKind) -> Vec<T> {
+pub fn scan_ref<T: Half>(x: &[T], op: Reduction, kind: ScanKind) -> Vec<T> {
     let mut out = Vec::with_capacity(x.len());
     match op {
-        ScanOperator::Sum => {
+        Reduction::Sum => {
             let mut acc = 0.0f32;
             for &v in x {
                 if kind == ScanKind::Exclusive {
@@ -60,8 +60,8 @@ pub fn scan_ref<T: Half>(x: &[T], op: ScanOperator, kind: ScanKind) -> Vec<T> {
                 }
             }
         }
-        ScanOperator::Min | ScanOperator::Max => {
-            let min = op == ScanOperator::Min;
+        Reduction::Min | Reduction::Max => {
+            let min = op == Reduction::Min;
             let mut acc = T::from_f32(if min {
                 f32::INFINITY
             } else {
@@ -80,6 +80,7 @@ pub fn scan_ref<T: Half>(x: &[T], op: ScanOperator, kind: ScanKind) -> Vec<T> {
                 }
             }
         }
+        _ => panic!("no {} scan", op.name()),
     }
     out
 }
@@ -98,7 +99,7 @@ fn lt<T: Half>(a: T, b: T) -> bool {
 pub fn compare<T: Half>(
     got: &[T],
     x: &[T],
-    op: ScanOperator,
+    op: Reduction,
     kind: ScanKind,
     what: &str,
 ) -> Result<(), String> {
@@ -111,7 +112,7 @@ pub fn compare<T: Half>(
         ));
     }
     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
-        let ok = g.to_bits() == w.to_bits() || (op == ScanOperator::Sum && is_nan(g) && is_nan(w));
+        let ok = g.to_bits() == w.to_bits() || (op == Reduction::Sum && is_nan(g) && is_nan(w));
         if !ok {
             return Err(format!(
                 "{what} ({} {} {}): output {i} is {:#06x} ({}), expected {:#06x} ({})",
@@ -151,7 +152,7 @@ pub fn small_integers<T: Half>(n: usize, seed: u64) -> Vec<T> {
 pub fn run_and_compare<T: Half + ScanElement>(
     ctx: &Context,
     x: &[T],
-    op: ScanOperator,
+    op: Reduction,
     kind: ScanKind,
     in_off: usize,
     out_off: usize,
@@ -187,7 +188,7 @@ pub fn run_and_compare<T: Half + ScanElement>(
 pub fn check_sizes_and_offsets<T: Half + ScanElement>(ctx: &Context) {
     for (k, &n) in sizes().iter().enumerate() {
         let x = eighths::<T>(n, 100 + k as u64);
-        for op in ScanOperator::ALL {
+        for op in Reduction::SCAN {
             for kind in ScanKind::ALL {
                 for (i, o) in [(0, 0), (1, 0), (0, 3), (2, 2), (4, 4)] {
                     // Offsets on the two extreme sizes only: they cost a whole scan each.
@@ -205,9 +206,9 @@ pub fn check_sizes_and_offsets<T: Half + ScanElement>(ctx: &Context) {
 pub fn check_many_tiles<T: Half + ScanElement>(ctx: &Context, n: usize) {
     let x = small_integers::<T>(n, 5);
     for kind in ScanKind::ALL {
-        run_and_compare(ctx, &x, ScanOperator::Sum, kind, 0, 0).unwrap();
+        run_and_compare(ctx, &x, Reduction::Sum, kind, 0, 0).unwrap();
     }
-    run_and_compare(ctx, &x, ScanOperator::Max, ScanKind::Inclusive, 1, 0).unwrap();
+    run_and_compare(ctx, &x, Reduction::Max, ScanKind::Inclusive, 1, 0).unwrap();
 }
 
 /// NaN, ±inf, subnormals, signed zeros, and sums past the type's range.
@@ -219,7 +220,7 @@ pub fn check_specials<T: Half + ScanElement>(ctx: &Context) {
     let snan = T::from_bits(if T::DTYPE == "f16" { 0x7d01 } else { 0x7f81 });
     assert!(is_nan(snan));
     let all = |x: &[T]| {
-        for op in ScanOperator::ALL {
+        for op in Reduction::SCAN {
             for kind in ScanKind::ALL {
                 run_and_compare(ctx, x, op, kind, 0, 0).unwrap();
             }
@@ -259,7 +260,7 @@ pub fn check_specials<T: Half + ScanElement>(ctx: &Context) {
     }
     x.extend(eighths::<T>(t, 11));
     all(&x);
-    let back = scan_on_device(ctx, &x, ScanOperator::Sum, ScanKind::Inclusive);
+    let back = scan_on_device(ctx, &x, Reduction::Sum, ScanKind::Inclusive);
     if T::DTYPE == "f16" {
         assert_eq!(back[0].to_bits(), big.to_bits());
         assert_eq!(back[1].to_bits(), 0x7c00, "65504 * 2 is inf in f16");
@@ -269,7 +270,7 @@ pub fn check_specials<T: Half + ScanElement>(ctx: &Context) {
     // rounds to even, i.e. up) and the largest that does not.
     if T::DTYPE == "f16" {
         let x = [h(65504.0), h(15.0), h(1.0)];
-        let back = scan_on_device(ctx, &x, ScanOperator::Sum, ScanKind::Inclusive);
+        let back = scan_on_device(ctx, &x, Reduction::Sum, ScanKind::Inclusive);
         assert_eq!(
             back.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
             [0x7bff, 0x7bff, 0x7c00]
@@ -281,7 +282,7 @@ pub fn check_specials<T: Half + ScanElement>(ctx: &Context) {
 pub fn scan_on_device<T: Half + ScanElement>(
     ctx: &Context,
     x: &[T],
-    op: ScanOperator,
+    op: Reduction,
     kind: ScanKind,
 ) -> Vec<T> {
     let input = ctx.htod(x).unwrap();
@@ -297,7 +298,7 @@ pub fn check_accuracy<T: Half + ScanElement>(ctx: &Context, n: usize) {
     let x: Vec<T> = (0..n)
         .map(|_| T::from_f32(rng.random_range(-1.0f32..1.0)))
         .collect();
-    let got = scan_on_device(ctx, &x, ScanOperator::Sum, ScanKind::Inclusive);
+    let got = scan_on_device(ctx, &x, Reduction::Sum, ScanKind::Inclusive);
     let (mut exact, mut abs) = (0.0f64, 0.0f64);
     // Unit roundoff of the type: 2^-11 (f16), 2^-8 (bf16).
     let u = if T::DTYPE == "f16" {
@@ -325,7 +326,7 @@ pub fn check_accuracy<T: Half + ScanElement>(ctx: &Context, n: usize) {
 pub fn check_in_place_and_errors<T: Half + ScanElement>(ctx: &Context) {
     let n = tile() + 3;
     let x = eighths::<T>(n, 12);
-    for op in ScanOperator::ALL {
+    for op in Reduction::SCAN {
         for kind in ScanKind::ALL {
             let mut d = ctx.htod(&x).unwrap();
             ctx.scan_in_place(&mut d, op, kind).unwrap();
@@ -341,14 +342,14 @@ pub fn check_in_place_and_errors<T: Half + ScanElement>(ctx: &Context) {
     }
     let input = ctx.htod(&x).unwrap();
     let mut short = ctx.alloc_zeros::<T>(n - 1).unwrap();
-    match ctx.scan(&input, &mut short, ScanOperator::Sum, ScanKind::Inclusive) {
+    match ctx.scan(&input, &mut short, Reduction::Sum, ScanKind::Inclusive) {
         Err(e @ Error::OutputTooSmall { .. }) => assert!(e.to_string().contains("output"), "{e}"),
         r => panic!("a short output must be an error, got {r:?}"),
     }
     // Empty: nothing to do, nothing written.
     let e = ctx.alloc_zeros::<T>(0).unwrap();
     let mut out = ctx.htod(&[T::from_bits(0x1234)]).unwrap();
-    ctx.scan(&e, &mut out, ScanOperator::Sum, ScanKind::Exclusive)
+    ctx.scan(&e, &mut out, Reduction::Sum, ScanKind::Exclusive)
         .unwrap();
     assert_eq!(ctx.dtoh(&out).unwrap()[0].to_bits(), 0x1234);
     // `inclusive_sum` is the inclusive f32-accumulated sum too.
@@ -357,7 +358,7 @@ pub fn check_in_place_and_errors<T: Half + ScanElement>(ctx: &Context) {
     compare(
         &ctx.dtoh(&out).unwrap(),
         &x,
-        ScanOperator::Sum,
+        Reduction::Sum,
         ScanKind::Inclusive,
         "inclusive_sum",
     )
@@ -374,8 +375,8 @@ pub fn check_small_every_kernel<T: Half + ScanElement>(ctx: &Context) {
         let d = ctx.htod(&x).unwrap();
         let exact: f64 = x.iter().map(|v| v.to_f32() as f64).sum();
         assert_eq!(ctx.sum(&d).unwrap() as f64, exact, "{} sum n {n}", T::DTYPE);
-        let want_min = scan_ref(&x, ScanOperator::Min, ScanKind::Inclusive)[n - 1];
-        let want_max = scan_ref(&x, ScanOperator::Max, ScanKind::Inclusive)[n - 1];
+        let want_min = scan_ref(&x, Reduction::Min, ScanKind::Inclusive)[n - 1];
+        let want_max = scan_ref(&x, Reduction::Max, ScanKind::Inclusive)[n - 1];
         assert_eq!(
             ctx.reduce(&d, Reduction::Min).unwrap().to_bits(),
             want_min.to_bits()
@@ -387,7 +388,7 @@ pub fn check_small_every_kernel<T: Half + ScanElement>(ctx: &Context) {
         let first = |w: T| x.iter().position(|v| v.to_bits() == w.to_bits()).unwrap() as u64;
         assert_eq!(ctx.argmin(&d).unwrap().map(|p| p.0), Some(first(want_min)));
         assert_eq!(ctx.argmax(&d).unwrap().map(|p| p.0), Some(first(want_max)));
-        for op in ScanOperator::ALL {
+        for op in Reduction::SCAN {
             for kind in ScanKind::ALL {
                 for (i, o) in [(0, 0), (1, 3)] {
                     run_and_compare(ctx, &x, op, kind, i, o).unwrap();

@@ -2,9 +2,7 @@
 //! reductions and CUDA graph capture. Bodies shared by the simulator and GPU tests.
 
 use gpu_reduce::cudarc::driver::sys;
-use gpu_reduce::{
-    Context, DeviceView, DeviceViewMut, Error, Reduction, ScanKind, ScanOperator, Segments,
-};
+use gpu_reduce::{Context, DeviceView, DeviceViewMut, Error, Reduction, ScanKind, Segments};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 fn random_i64(n: usize, seed: u64) -> Vec<i64> {
@@ -74,7 +72,7 @@ pub fn check_views_and_raw(ctx: &Context) {
     let out_addr = ctx.device_addr(&out).unwrap();
     // SAFETY: `out` outlives the view; only this scan writes it.
     let dst = unsafe { DeviceViewMut::<i64>::from_raw(ctx, out_addr, host.len()) }.unwrap();
-    ctx.scan(&buf, dst, ScanOperator::Sum, ScanKind::Inclusive)
+    ctx.scan(&buf, dst, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     assert_eq!(ctx.dtoh(&out).unwrap(), inclusive(&host));
     ctx.memset_zeros(out.view_mut(10..20).unwrap()).unwrap();
@@ -142,12 +140,12 @@ pub fn check_cudarc_memory(ctx_own: &Context) {
         ctx.sum(&x.slice(10..1000)).unwrap(),
         host[10..1000].iter().sum::<i64>()
     );
-    ctx.scan(&x, &mut y, ScanOperator::Sum, ScanKind::Inclusive)
+    ctx.scan(&x, &mut y, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     ctx.scan(
         &x.slice(..1000),
         &mut y.slice_mut(5000..6000),
-        ScanOperator::Max,
+        Reduction::Max,
         ScanKind::Exclusive,
     )
     .unwrap();
@@ -160,7 +158,7 @@ pub fn check_cudarc_memory(ctx_own: &Context) {
     }
     assert_eq!(got, want);
     let mut out = user.alloc_zeros::<i64>(1).unwrap();
-    ctx.reduce_into(&x, Reduction::Min, &mut out).unwrap();
+    ctx.reduce_into(&x, &mut out, Reduction::Min).unwrap();
     assert_eq!(
         user.clone_dtoh(&out).unwrap()[0],
         *host.iter().min().unwrap()
@@ -225,13 +223,18 @@ pub fn check_graph_capture(ctx: &Context) {
     let mut many_sums = ctx.alloc_zeros::<i64>(many_host.len() - 1).unwrap();
     // Warm: kernels loaded, the context's own scratch made (none of this is captured).
     ctx.htod_into(&random_i64(n, 99), &mut x).unwrap();
-    ctx.reduce_into(&x, Reduction::Sum, &mut sum).unwrap();
+    ctx.reduce_into(&x, &mut sum, Reduction::Sum).unwrap();
     ctx.inclusive_sum(&x, &mut scanned).unwrap();
-    ctx.segmented_reduce_fixed(&x, row_len, Reduction::Sum, &mut row_sums)
+    ctx.segmented_reduce(
+        &x,
+        Segments::fixed(row_len as u64),
+        &mut row_sums,
+        Reduction::Sum,
+    )
+    .unwrap();
+    ctx.segmented_reduce(&x, Segments::csr(&csr), &mut csr_sums, Reduction::Sum)
         .unwrap();
-    ctx.segmented_reduce_csr(&x, &csr, Reduction::Sum, &mut csr_sums)
-        .unwrap();
-    ctx.segmented_reduce_csr(&x, &many, Reduction::Sum, &mut many_sums)
+    ctx.segmented_reduce(&x, Segments::csr(&many), &mut many_sums, Reduction::Sum)
         .unwrap();
     ctx.reduce_by_key_into(
         &keys,
@@ -239,7 +242,7 @@ pub fn check_graph_capture(ctx: &Context) {
         &mut unique,
         &mut by_key,
         &mut run_count,
-        ScanOperator::Sum,
+        Reduction::Sum,
     )
     .unwrap();
 
@@ -250,23 +253,28 @@ pub fn check_graph_capture(ctx: &Context) {
         .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
         .unwrap();
     let captured = (|| -> gpu_reduce::Result<()> {
-        ctx.reduce_into(&x, Reduction::Sum, &mut sum)?;
+        ctx.reduce_into(&x, &mut sum, Reduction::Sum)?;
         ctx.inclusive_sum(&x, &mut scanned)?;
-        ctx.segmented_reduce_fixed(&x, row_len, Reduction::Sum, &mut row_sums)?;
-        ctx.segmented_reduce_with(
+        ctx.segmented_reduce(
+            &x,
+            Segments::fixed(row_len as u64),
+            &mut row_sums,
+            Reduction::Sum,
+        )?;
+        ctx.segmented_reduce(
             &x,
             Segments::csr(&csr).check_later(&check),
-            Reduction::Sum,
             &mut csr_sums,
+            Reduction::Sum,
         )?;
-        ctx.segmented_reduce_with(
+        ctx.segmented_reduce(
             &x,
             Segments::csr(&many).check_later(&check),
-            Reduction::Sum,
             &mut many_sums,
+            Reduction::Sum,
         )?;
         // Its checked form reads back: a clear error under capture.
-        match ctx.segmented_reduce_csr(&x, &csr, Reduction::Sum, &mut csr_sums) {
+        match ctx.segmented_reduce(&x, Segments::csr(&csr), &mut csr_sums, Reduction::Sum) {
             Err(e @ Error::NotCapturable { .. }) => {
                 assert!(e.to_string().contains("captured"), "{e}")
             }
@@ -278,7 +286,7 @@ pub fn check_graph_capture(ctx: &Context) {
             &mut unique,
             &mut by_key,
             &mut run_count,
-            ScanOperator::Sum,
+            Reduction::Sum,
         )?;
         // A value-returning call cannot be captured: a clear error, not a hang.
         match ctx.sum(&x) {
@@ -361,7 +369,7 @@ pub fn check_wait_does_not_spin(ctx: &Context) {
     let (mut wall, mut cpu) = (0.0, 0.0);
     for _ in 0..4 {
         for _ in 0..400 {
-            ctx.reduce_into(&x, Reduction::Sum, &mut out).unwrap();
+            ctx.reduce_into(&x, &mut out, Reduction::Sum).unwrap();
         }
         let (t, c) = (std::time::Instant::now(), cpu_seconds());
         assert_eq!(ctx.sum(&x).unwrap(), 0.0);

@@ -301,7 +301,7 @@ pub fn check_sum_repeatable(ctx: &Context, n: usize) {
 pub fn check_bad_requests(ctx: &Context) {
     let input = ctx.htod(&random_f32(1000, 1)).unwrap();
     let mut empty = ctx.alloc_zeros::<f32>(0).unwrap();
-    match ctx.reduce_into(&input, gpu_reduce::Reduction::Sum, &mut empty) {
+    match ctx.reduce_into(&input, &mut empty, gpu_reduce::Reduction::Sum) {
         Err(
             e @ Error::OutputTooSmall {
                 needed: 1, got: 0, ..

@@ -1,8 +1,8 @@
 //! Test bodies of the production single-pass (decoupled look-back) scan and the scan by key,
 //! shared by the simulator tests and their GPU twins.
 
-use gpu_reduce::{ByKeyKernel, ScanElement};
-use gpu_reduce::{Context, Error, ScanKind, ScanOperator};
+use gpu_reduce::{Context, Error, Reduction, ScanKind};
+use gpu_reduce::{ScanByKeyElement, ScanElement};
 use gpu_reduce_tools::conformance::Conformance;
 use gpu_reduce_tools::cpu::{cpu_scan, cpu_scan_by_key};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
@@ -15,12 +15,12 @@ use crate::reductions::{TestElem, data};
 pub fn check_scan_result<T: TestElem>(
     got: &[T],
     input: &[T],
-    op: ScanOperator,
+    op: Reduction,
     kind: ScanKind,
     what: &str,
 ) {
     assert_eq!(got.len(), input.len(), "{what}: length");
-    if !(T::IS_FLOAT && op == ScanOperator::Sum) {
+    if !(T::IS_FLOAT && op == Reduction::Sum) {
         let want = cpu_scan(input, op, kind);
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             let same = g.bits() == w.bits() || (g.to_f64().is_nan() && w.to_f64().is_nan());
@@ -60,7 +60,7 @@ pub fn check_scan_result<T: TestElem>(
 fn one_scan<T: TestElem + ScanElement>(
     ctx: &Context,
     input: &[T],
-    op: ScanOperator,
+    op: Reduction,
     kind: ScanKind,
     what: &str,
 ) {
@@ -75,9 +75,9 @@ fn one_scan<T: TestElem + ScanElement>(
 pub fn check_scan_every_op_and_type(ctx: &Context, sizes: &[usize]) {
     fn each<T: TestElem + ScanElement>(ctx: &Context, sizes: &[usize]) {
         for (s, &n) in sizes.iter().enumerate() {
-            for op in ScanOperator::ALL {
+            for op in Reduction::SCAN {
                 for kind in ScanKind::ALL {
-                    let specials = op != ScanOperator::Sum && s % 2 == 1;
+                    let specials = op != Reduction::Sum && s % 2 == 1;
                     let x: Vec<T> = data(n, 1000 + s as u64, specials);
                     let what = format!("{} {} {} n={n}", T::DTYPE, op.name(), kind.name());
                     one_scan(ctx, &x, op, kind, &what);
@@ -116,22 +116,22 @@ pub fn scan_boundary_sizes(max: usize) -> Vec<usize> {
 pub fn check_scan_in_place_offsets_and_errors(ctx: &Context) {
     let x: Vec<i32> = data(10_000, 7, false);
     let mut d = ctx.htod(&x).unwrap();
-    ctx.scan_in_place(&mut d, ScanOperator::Sum, ScanKind::Inclusive)
+    ctx.scan_in_place(&mut d, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     check_scan_result(
         &ctx.dtoh(&d).unwrap(),
         &x,
-        ScanOperator::Sum,
+        Reduction::Sum,
         ScanKind::Inclusive,
         "in place",
     );
     let mut d = ctx.htod(&x).unwrap();
-    ctx.scan_in_place(&mut d, ScanOperator::Max, ScanKind::Exclusive)
+    ctx.scan_in_place(&mut d, Reduction::Max, ScanKind::Exclusive)
         .unwrap();
     check_scan_result(
         &ctx.dtoh(&d).unwrap(),
         &x,
-        ScanOperator::Max,
+        Reduction::Max,
         ScanKind::Exclusive,
         "in place max",
     );
@@ -143,14 +143,14 @@ pub fn check_scan_in_place_offsets_and_errors(ctx: &Context) {
         ctx.scan(
             all.view(off..off + n).unwrap(),
             &mut out,
-            ScanOperator::Sum,
+            Reduction::Sum,
             ScanKind::Exclusive,
         )
         .unwrap();
         check_scan_result(
             &ctx.dtoh(&out).unwrap(),
             &x[off..off + n],
-            ScanOperator::Sum,
+            Reduction::Sum,
             ScanKind::Exclusive,
             &format!("offset {off}"),
         );
@@ -159,12 +159,12 @@ pub fn check_scan_in_place_offsets_and_errors(ctx: &Context) {
     // Empty input: a no-op, even into an empty output.
     let empty = ctx.alloc_zeros::<f64>(0).unwrap();
     let mut out0 = ctx.alloc_zeros::<f64>(0).unwrap();
-    ctx.scan(&empty, &mut out0, ScanOperator::Min, ScanKind::Inclusive)
+    ctx.scan(&empty, &mut out0, Reduction::Min, ScanKind::Inclusive)
         .unwrap();
     // Output too short: a clear error, nothing launched.
     let mut short = ctx.alloc_zeros::<i32>(9).unwrap();
     let e = ctx
-        .scan(&all, &mut short, ScanOperator::Sum, ScanKind::Inclusive)
+        .scan(&all, &mut short, Reduction::Sum, ScanKind::Inclusive)
         .unwrap_err();
     assert!(
         matches!(e, Error::OutputTooSmall { .. }) && e.to_string().contains("output"),
@@ -191,7 +191,7 @@ pub fn check_scan_by_key(ctx: &Context, sizes: &[usize]) {
     fn each<K, T>(ctx: &Context, sizes: &[usize])
     where
         K: gpu_reduce::DeviceElement + From<u32> + PartialEq,
-        T: TestElem + ByKeyKernel<K>,
+        T: TestElem + ScanByKeyElement<K>,
     {
         for (s, &n) in sizes.iter().enumerate() {
             for max_run in [3usize, 300, 20_000] {
@@ -199,7 +199,7 @@ pub fn check_scan_by_key(ctx: &Context, sizes: &[usize]) {
                 let vals: Vec<T> = data(n, 77 + s as u64, false);
                 let (dk, dv) = (ctx.htod(&keys).unwrap(), ctx.htod(&vals).unwrap());
                 let mut out = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
-                for op in ScanOperator::ALL {
+                for op in Reduction::SCAN {
                     for kind in ScanKind::ALL {
                         ctx.scan_by_key(&dk, &dv, &mut out, op, kind).unwrap();
                         let got = ctx.dtoh(&out).unwrap();
@@ -210,7 +210,7 @@ pub fn check_scan_by_key(ctx: &Context, sizes: &[usize]) {
                             op.name(),
                             kind.name()
                         );
-                        if T::IS_FLOAT && op == ScanOperator::Sum {
+                        if T::IS_FLOAT && op == Reduction::Sum {
                             // Per segment, against the float reference scan of that segment.
                             let mut start = 0;
                             while start < n {
@@ -253,7 +253,7 @@ pub fn check_scan_by_key(ctx: &Context, sizes: &[usize]) {
     let v = ctx.htod(&[1i32, 2]).unwrap();
     let mut o = ctx.alloc_zeros::<i32>(3).unwrap();
     let e = ctx
-        .scan_by_key(&k, &v, &mut o, ScanOperator::Sum, ScanKind::Inclusive)
+        .scan_by_key(&k, &v, &mut o, Reduction::Sum, ScanKind::Inclusive)
         .unwrap_err();
     assert!(
         matches!(e, Error::LengthMismatch { .. }) && e.to_string().contains("keys"),
@@ -274,9 +274,9 @@ pub fn check_scan_stress(ctx: &Context, n: usize, reps: usize) {
         } else {
             ScanKind::Exclusive
         };
-        ctx.scan(&d, &mut out, ScanOperator::Sum, kind).unwrap();
+        ctx.scan(&d, &mut out, Reduction::Sum, kind).unwrap();
         let got = ctx.dtoh(&out).unwrap();
-        let want = cpu_scan(&x, ScanOperator::Sum, kind);
+        let want = cpu_scan(&x, Reduction::Sum, kind);
         if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
             panic!(
                 "stress run {r} ({}): element {i} of {n}: got {}, want {}",
@@ -293,11 +293,11 @@ pub fn check_scan_integer_determinism(ctx: &Context, n: usize, reps: usize) {
     let x: Vec<u64> = data(n, 99, false);
     let d = ctx.htod(&x).unwrap();
     let mut out = ctx.alloc_zeros::<u64>(n).unwrap();
-    ctx.scan(&d, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+    ctx.scan(&d, &mut out, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     let first = ctx.dtoh(&out).unwrap();
     for _ in 0..reps {
-        ctx.scan(&d, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+        ctx.scan(&d, &mut out, Reduction::Sum, ScanKind::Inclusive)
             .unwrap();
         assert_eq!(ctx.dtoh(&out).unwrap(), first);
     }
@@ -362,7 +362,7 @@ pub fn check_scan_huge(ctx: &Context) {
         .htod(&ones)
         .unwrap_or_else(|e| panic!("cannot place {n} i32 on the device: {e}"));
     drop(ones);
-    ctx.scan_in_place(&mut d, ScanOperator::Sum, ScanKind::Exclusive)
+    ctx.scan_in_place(&mut d, Reduction::Sum, ScanKind::Exclusive)
         .unwrap();
     let got = ctx.dtoh(&d).unwrap();
     for i in (0..n).step_by(1 << 20).chain(n - 5000..n) {

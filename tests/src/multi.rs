@@ -4,8 +4,13 @@
 //! GPUs.
 
 use gpu_reduce::multi::{MultiContext, ShardElement, ThreadExchange, tile_elems};
-use gpu_reduce::{Context, Error, Reduction, ScanKind, ScanOperator};
+use gpu_reduce::{Context, Error, Reduction, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
+
+/// Shard lengths as the multi-GPU calls take them (u64, as every element count of the library).
+pub fn u64s(lengths: &[usize]) -> Vec<u64> {
+    lengths.iter().map(|&l| l as u64).collect()
+}
 
 /// Shard layouts of `n` elements over 1..=5 ranks: one rank, halves, tile-misaligned cuts,
 /// empty shards and shards of one element, a shard inside one tile, many small ones.
@@ -39,7 +44,7 @@ where
         .filter(|op| int || !matches!(op, Reduction::And | Reduction::Or | Reduction::Xor))
         .collect();
     let one = MultiContext::new(make(1)).unwrap();
-    let b1 = one.htod(data, &[data.len()]).unwrap();
+    let b1 = one.htod(data, &[data.len() as u64]).unwrap();
     let want: Vec<Vec<u32>> = ops
         .iter()
         .map(|&op| bits(one.reduce(&b1, op).unwrap()))
@@ -48,7 +53,7 @@ where
     let want_max = one.argmax(&b1).unwrap();
     for layout in layouts(data.len()) {
         let m = MultiContext::new(make(layout.len())).unwrap();
-        let b = m.htod(data, &layout).unwrap();
+        let b = m.htod(data, &u64s(&layout)).unwrap();
         assert_eq!(m.dtoh(&b).unwrap(), data, "round trip, layout {layout:?}");
         for (op, w) in ops.iter().zip(&want) {
             let got = m.reduce(&b, *op).unwrap();
@@ -75,7 +80,7 @@ pub fn check_reduce_every_type(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     let i: Vec<i32> = (0..n).map(|_| rng.random_range(-1000..1000)).collect();
     check_reduce_layouts(make, &i, true);
     let one = MultiContext::new(make(1)).unwrap();
-    let b = one.htod(&i, &[n]).unwrap();
+    let b = one.htod(&i, &[n as u64]).unwrap();
     let cpu: i32 = i.iter().fold(0i32, |a, &x| a.wrapping_add(x));
     assert_eq!(one.reduce(&b, Reduction::Sum).unwrap(), cpu);
     let cpu_min = i.iter().enumerate().min_by_key(|(k, x)| (**x, *k)).unwrap();
@@ -87,7 +92,12 @@ pub fn check_reduce_every_type(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     check_reduce_layouts(make, &u, true);
     // The f32 sum is close to an f64 reference (its bits are checked above).
     let m = MultiContext::new(make(3)).unwrap();
-    let b = m.htod(&f, &[n / 3, n / 3, n - 2 * (n / 3)]).unwrap();
+    let b = m
+        .htod(
+            &f,
+            &[(n / 3) as u64, (n / 3) as u64, (n - 2 * (n / 3)) as u64],
+        )
+        .unwrap();
     let s = m.reduce(&b, Reduction::Sum).unwrap() as f64;
     let exact: f64 = f.iter().map(|&x| x as f64).sum();
     let abs: f64 = f.iter().map(|&x| (x as f64).abs()).sum();
@@ -103,9 +113,9 @@ pub fn check_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
         .collect();
     for layout in layouts(n).into_iter().take(7) {
         let m = MultiContext::new(make(layout.len())).unwrap();
-        for op in ScanOperator::ALL {
+        for op in Reduction::SCAN {
             for kind in ScanKind::ALL {
-                let mut b = m.htod(&x, &layout).unwrap();
+                let mut b = m.htod(&x, &u64s(&layout)).unwrap();
                 m.scan_in_place(&mut b, op, kind).unwrap();
                 let got = m.dtoh(&b).unwrap();
                 let want = gpu_reduce_tools::cpu::cpu_scan(&x, op, kind);
@@ -117,8 +127,8 @@ pub fn check_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     let layout = [n / 4, n / 2, n - n / 4 - n / 2];
     let m = MultiContext::new(make(3)).unwrap();
     let run = || {
-        let mut b = m.htod(&f, &layout).unwrap();
-        m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+        let mut b = m.htod(&f, &u64s(&layout)).unwrap();
+        m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)
             .unwrap();
         m.dtoh(&b).unwrap()
     };
@@ -149,11 +159,11 @@ pub fn check_process_per_rank(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     let layout = vec![t + 5, 0, 3, n - t - 8];
     let world = layout.len();
     let all = MultiContext::new(make(world)).unwrap();
-    let b = all.htod(&f, &layout).unwrap();
+    let b = all.htod(&f, &u64s(&layout)).unwrap();
     let want = all.reduce(&b, Reduction::Sum).unwrap().to_bits();
     let want_max = all.argmax(&b).unwrap();
-    let mut scanned = all.htod(&f, &layout).unwrap();
-    all.scan_in_place(&mut scanned, ScanOperator::Sum, ScanKind::Exclusive)
+    let mut scanned = all.htod(&f, &u64s(&layout)).unwrap();
+    all.scan_in_place(&mut scanned, Reduction::Sum, ScanKind::Exclusive)
         .unwrap();
     let want_scan = all.dtoh_local(&scanned).unwrap();
 
@@ -176,12 +186,12 @@ pub fn check_process_per_rank(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
                 let (f, layout, offsets) = (&f, &layout, &offsets);
                 s.spawn(move || {
                     let m = MultiContext::rank(ctx, r, Box::new(ex)).unwrap();
-                    let mut b = m.alloc_zeros::<f32>(layout).unwrap();
+                    let mut b = m.alloc_zeros::<f32>(&u64s(layout)).unwrap();
                     let mine = &f[offsets[r]..offsets[r] + layout[r]];
                     m.htod_local(&[mine], &mut b).unwrap();
                     let sum = m.reduce(&b, Reduction::Sum).unwrap().to_bits();
                     let max = m.argmax(&b).unwrap();
-                    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Exclusive)
+                    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Exclusive)
                         .unwrap();
                     (sum, max, m.dtoh_local(&b).unwrap().remove(0))
                 })
@@ -305,19 +315,19 @@ pub fn check_nccl_one_rank(ctx: impl Fn() -> Context) -> &'static str {
     let mut rng = SmallRng::seed_from_u64(21);
     let f: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
     let single = MultiContext::new(vec![ctx()]).unwrap();
-    let b = single.htod(&f, &[n]).unwrap();
+    let b = single.htod(&f, &[n as u64]).unwrap();
     let want = single.reduce(&b, Reduction::Sum).unwrap().to_bits();
     let ex = NcclExchange::new(&c, 0, 1, id).unwrap();
     let m = MultiContext::rank(c, 0, Box::new(ex)).unwrap();
-    let mut b = m.alloc_zeros::<f32>(&[n]).unwrap();
+    let mut b = m.alloc_zeros::<f32>(&[n as u64]).unwrap();
     m.htod_local(&[&f], &mut b).unwrap();
     assert_eq!(m.reduce(&b, Reduction::Sum).unwrap().to_bits(), want);
-    let mut b1 = single.htod(&f, &[n]).unwrap();
+    let mut b1 = single.htod(&f, &[n as u64]).unwrap();
     assert_eq!(m.argmax(&b).unwrap(), single.argmax(&b1).unwrap());
     single
-        .scan_in_place(&mut b1, ScanOperator::Sum, ScanKind::Inclusive)
+        .scan_in_place(&mut b1, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
-    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     let x = single.dtoh(&b1).unwrap();
     let y = m.dtoh_local(&b).unwrap().remove(0);
@@ -345,10 +355,10 @@ pub fn check_nccl_threads() -> String {
     let last = n - layout[..world - 1].iter().sum::<usize>();
     layout[world - 1] = last;
     let all = MultiContext::new((0..world).map(|r| Context::new(r).unwrap()).collect()).unwrap();
-    let b = all.htod(&f, &layout).unwrap();
+    let b = all.htod(&f, &u64s(&layout)).unwrap();
     let want = all.reduce(&b, Reduction::Sum).unwrap().to_bits();
-    let mut s = all.htod(&f, &layout).unwrap();
-    all.scan_in_place(&mut s, ScanOperator::Sum, ScanKind::Inclusive)
+    let mut s = all.htod(&f, &u64s(&layout)).unwrap();
+    all.scan_in_place(&mut s, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     let want_scan = all.dtoh_local(&s).unwrap();
     let offsets: Vec<usize> = layout
@@ -366,7 +376,7 @@ pub fn check_nccl_threads() -> String {
                     let ctx = Context::new(r).unwrap();
                     let ex = NcclExchange::new(&ctx, r, world, id).unwrap();
                     let m = MultiContext::rank(ctx, r, Box::new(ex)).unwrap();
-                    let mut b = m.alloc_zeros::<f32>(layout).unwrap();
+                    let mut b = m.alloc_zeros::<f32>(&u64s(layout)).unwrap();
                     m.htod_local(&[&f[offsets[r]..offsets[r] + layout[r]]], &mut b)
                         .unwrap();
                     assert_eq!(
@@ -374,7 +384,7 @@ pub fn check_nccl_threads() -> String {
                         want,
                         "rank {r}"
                     );
-                    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+                    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)
                         .unwrap();
                     let got = m.dtoh_local(&b).unwrap().remove(0);
                     assert!(
@@ -398,16 +408,16 @@ pub fn check_nccl_threads() -> String {
 pub fn check_fill_and_get(make: &dyn Fn(usize) -> Vec<Context>) {
     let m = MultiContext::new(make(3)).unwrap();
     let layout = [5000, 1, 7001];
-    let mut b = m.alloc_zeros::<i32>(&layout).unwrap();
+    let mut b = m.alloc_zeros::<i32>(&u64s(&layout)).unwrap();
     m.fill(&mut b, 1).unwrap();
     assert_eq!(m.reduce(&b, Reduction::Sum).unwrap(), 12_002);
-    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)
+    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)
         .unwrap();
     for i in [0, 4999, 5000, 5001, 12_001] {
         assert_eq!(m.get(&b, i).unwrap(), i as i32 + 1, "element {i}");
     }
     assert!(m.get(&b, 12_002).is_err());
-    let mut d = m.alloc_zeros::<f64>(&layout).unwrap();
+    let mut d = m.alloc_zeros::<f64>(&u64s(&layout)).unwrap();
     let v = -1.0f64 / 3.0;
     m.fill(&mut d, v).unwrap();
     assert!(
@@ -416,7 +426,7 @@ pub fn check_fill_and_get(make: &dyn Fn(usize) -> Vec<Context>) {
             .iter()
             .all(|x| x.to_bits() == v.to_bits())
     );
-    let mut u = m.alloc_zeros::<u64>(&layout).unwrap();
+    let mut u = m.alloc_zeros::<u64>(&u64s(&layout)).unwrap();
     m.fill(&mut u, 0x0123_4567_89ab_cdef).unwrap();
     assert_eq!(m.get(&u, 5000).unwrap(), 0x0123_4567_89ab_cdef);
 }

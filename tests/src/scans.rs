@@ -7,7 +7,7 @@
 //! the same); min and max are exact operations, compared bit for bit; float sums against a
 //! compensated f64 scan, within a bound that grows with the rounding depth of the scan.
 
-use gpu_reduce::{Context, ScanKind, ScanOperator};
+use gpu_reduce::{Context, Reduction, ScanKind};
 use gpu_reduce_tools::cpu::cpu_scan;
 use gpu_reduce_tools::scan_ladder::ScanLadderElement;
 use gpu_reduce_tools::scan_ladder::ScanLadderExt;
@@ -52,7 +52,7 @@ pub fn f64_prefixes<T: TestElem>(data: &[T]) -> (Vec<f64>, Vec<f64>) {
 pub fn check_scan_within<T: TestElem>(
     got: &[T],
     input: &[T],
-    op: ScanOperator,
+    op: Reduction,
     kind: ScanKind,
     depth: u64,
 ) -> Result<(), String> {
@@ -61,7 +61,7 @@ pub fn check_scan_within<T: TestElem>(
     if got.len() < n {
         return Err(format!("{what}: {} results for {n} inputs", got.len()));
     }
-    if T::IS_FLOAT && op == ScanOperator::Sum {
+    if T::IS_FLOAT && op == Reduction::Sum {
         let (sums, abs) = f64_prefixes(input);
         for (i, g) in got[..n].iter().enumerate() {
             // Exclusive prefix i is the inclusive prefix i - 1 (the identity, 0, for i = 0).
@@ -94,7 +94,7 @@ pub fn check_scan_within<T: TestElem>(
 pub fn check_scan<T: TestElem>(
     got: &[T],
     input: &[T],
-    op: ScanOperator,
+    op: Reduction,
     kind: ScanKind,
 ) -> Result<(), String> {
     check_scan_within(got, input, op, kind, input.len() as u64)
@@ -116,7 +116,7 @@ impl LadderScan {
         ctx: &Context,
         input: &gpu_reduce::DeviceBuffer<T>,
         output: &mut gpu_reduce::DeviceBuffer<T>,
-        op: ScanOperator,
+        op: Reduction,
         kind: ScanKind,
     ) -> gpu_reduce::Result<()> {
         match self {
@@ -135,7 +135,7 @@ pub fn check_ladder_scan<T: TestElem + ScanLadderElement>(
     ctx: &Context,
     method: LadderScan,
     data: &[T],
-    op: ScanOperator,
+    op: Reduction,
     kind: ScanKind,
 ) {
     let n = data.len();
@@ -180,7 +180,7 @@ pub fn check_ladder_matrix<T: TestElem + ScanLadderElement>(
     for (i, &n) in sizes.iter().enumerate() {
         let data = random_data::<T>(n, seed.wrapping_add(i as u64));
         for method in LadderScan::ALL {
-            for op in ScanOperator::ALL {
+            for op in Reduction::SCAN {
                 for kind in ScanKind::ALL {
                     check_ladder_scan(ctx, method, &data, op, kind);
                 }
@@ -211,7 +211,7 @@ pub fn check_ladder_counts(ctx: &Context, method: LadderScan, n: usize, kind: Sc
     let input = ctx.htod(&vec![1u32; n]).unwrap();
     let mut output = ctx.alloc_zeros::<u32>(n).unwrap();
     method
-        .run(ctx, &input, &mut output, ScanOperator::Sum, kind)
+        .run(ctx, &input, &mut output, Reduction::Sum, kind)
         .unwrap();
     let got = ctx.dtoh(&output).unwrap();
     let first = u32::from(kind == ScanKind::Inclusive);
@@ -239,7 +239,7 @@ pub fn check_ladder_backends_agree<T: TestElem + ScanLadderElement>(
         b.alloc_zeros::<T>(n).unwrap(),
     );
     for method in LadderScan::ALL {
-        for op in ScanOperator::ALL {
+        for op in Reduction::SCAN {
             for kind in ScanKind::ALL {
                 method.run(a, &ia, &mut oa, op, kind).unwrap();
                 method.run(b, &ib, &mut ob, op, kind).unwrap();
@@ -268,8 +268,8 @@ mod tests {
     #[test]
     fn checks_catch_wrong_scans() {
         let data = random_data::<f32>(1000, 1);
-        let inc = cpu_scan(&data, ScanOperator::Sum, ScanKind::Inclusive);
-        let (s, k) = (ScanOperator::Sum, ScanKind::Inclusive);
+        let inc = cpu_scan(&data, Reduction::Sum, ScanKind::Inclusive);
+        let (s, k) = (Reduction::Sum, ScanKind::Inclusive);
         assert!(check_scan(&inc, &data, s, k).is_ok());
         // A lost element.
         let mut bad = inc.clone();
@@ -279,13 +279,13 @@ mod tests {
         assert!(check_scan(&inc, &data, s, ScanKind::Exclusive).is_err());
         // Integers: exact and wrapping.
         let ints = random_data::<i64>(100, 2);
-        let mut exc = cpu_scan(&ints, ScanOperator::Max, ScanKind::Exclusive);
+        let mut exc = cpu_scan(&ints, Reduction::Max, ScanKind::Exclusive);
         assert_eq!(exc[0], i64::MIN);
-        assert!(check_scan(&exc, &ints, ScanOperator::Max, ScanKind::Exclusive).is_ok());
+        assert!(check_scan(&exc, &ints, Reduction::Max, ScanKind::Exclusive).is_ok());
         exc[99] = exc[99].wrapping_add(1);
-        let e = check_scan(&exc, &ints, ScanOperator::Max, ScanKind::Exclusive).unwrap_err();
+        let e = check_scan(&exc, &ints, Reduction::Max, ScanKind::Exclusive).unwrap_err();
         assert!(e.contains("element 99"), "{e}");
-        assert!(check_scan(&exc[..5], &ints, ScanOperator::Max, ScanKind::Exclusive).is_err());
+        assert!(check_scan(&exc[..5], &ints, Reduction::Max, ScanKind::Exclusive).is_err());
         // Never all zero.
         assert!(random_data::<u32>(1, 0).iter().any(|&x| x != 0));
     }

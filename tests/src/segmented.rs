@@ -220,7 +220,7 @@ fn check_ranges<T: SegElem>(ctx: &Context, ranges: &[(usize, usize)], n: usize, 
         let data: Vec<T> = data_for(n, op, 7 + oi as u64);
         let x = ctx.htod(&data).unwrap();
         let mut out = ctx.alloc_zeros::<T>(k).unwrap();
-        let r = ctx.segmented_reduce(&x, &db, &de, op, &mut out);
+        let r = ctx.segmented_reduce(&x, Segments::offsets(&db, &de), &mut out, op);
         if T::segmented_kernel(op).is_none() {
             assert!(
                 matches!(r, Err(Error::Unsupported { .. })),
@@ -371,19 +371,19 @@ pub fn check_csr_mixed<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
     for op in [Reduction::Sum, Reduction::Max] {
         let mut a = ctx.alloc_zeros::<T>(k).unwrap();
         let mut b = ctx.alloc_zeros::<T>(k).unwrap();
-        ctx.segmented_reduce_csr(&x, &off, op, &mut a).unwrap();
+        ctx.segmented_reduce(&x, Segments::csr(&off), &mut a, op)
+            .unwrap();
         ctx.segmented_reduce(
             &x,
-            off.view(..k).unwrap(),
-            off.view(1..).unwrap(),
-            op,
+            Segments::offsets(off.view(..k).unwrap(), off.view(1..).unwrap()),
             &mut b,
+            op,
         )
         .unwrap();
         // The same offsets checked later (no read-back): the same bits, and a clean check.
         let check = ctx.offset_check().unwrap();
         let mut c = ctx.alloc_zeros::<T>(k).unwrap();
-        ctx.segmented_reduce_with(&x, Segments::csr(&off).check_later(&check), op, &mut c)
+        ctx.segmented_reduce(&x, Segments::csr(&off).check_later(&check), &mut c, op)
             .unwrap();
         ctx.take_offset_check(&check).unwrap();
         let (a, b) = (ctx.dtoh(&a).unwrap(), ctx.dtoh(&b).unwrap());
@@ -445,8 +445,13 @@ pub fn check_work_list_full(ctx: &Context) {
         let begin = ctx.htod(&vec![3u64; copies]).unwrap();
         let end = ctx.htod(&vec![n as u64; copies]).unwrap();
         let mut out = ctx.alloc_zeros::<f32>(copies).unwrap();
-        ctx.segmented_reduce(&x, &begin, &end, Reduction::Sum, &mut out)
-            .unwrap();
+        ctx.segmented_reduce(
+            &x,
+            Segments::offsets(&begin, &end),
+            &mut out,
+            Reduction::Sum,
+        )
+        .unwrap();
         for (s, g) in ctx.dtoh(&out).unwrap().iter().enumerate() {
             assert_eq!(g.to_bits(), want.to_bits(), "copy {s} of {copies}");
         }
@@ -499,7 +504,7 @@ pub fn check_listed<T: SegElem>(ctx: &Context) {
     for grid in [Some(1), Some(2), Some(7), None] {
         ctx.set_segmented_grid_limit(grid);
         let mut out = ctx.alloc_zeros::<T>(ranges.len()).unwrap();
-        ctx.segmented_reduce(&x, &db, &de, Reduction::Sum, &mut out)
+        ctx.segmented_reduce(&x, Segments::offsets(&db, &de), &mut out, Reduction::Sum)
             .unwrap();
         for (s, (g, &(b, e))) in ctx.dtoh(&out).unwrap().iter().zip(&ranges).enumerate() {
             let want = model_op(&data[b..e], b, Reduction::Sum).unwrap();
@@ -515,15 +520,15 @@ pub fn check_listed<T: SegElem>(ctx: &Context) {
     let de = ctx.htod(&end).unwrap();
     let mut out = ctx.alloc_zeros::<T>(ranges.len()).unwrap();
     expect_invalid(
-        ctx.segmented_reduce(&x, &db, &de, Reduction::Sum, &mut out),
+        ctx.segmented_reduce(&x, Segments::offsets(&db, &de), &mut out, Reduction::Sum),
         "segment 4: offsets",
     );
     let check = ctx.offset_check().unwrap();
-    ctx.segmented_reduce_with(
+    ctx.segmented_reduce(
         &x,
         Segments::offsets(&db, &de).check_later(&check),
-        Reduction::Sum,
         &mut out,
+        Reduction::Sum,
     )
     .unwrap();
     let got = ctx.dtoh(&out).unwrap();
@@ -557,7 +562,8 @@ pub fn check_many_empty(ctx: &Context) {
     let (x, off) = (ctx.htod(&data).unwrap(), ctx.htod(&offsets).unwrap());
     for op in [Reduction::Sum, Reduction::Min, Reduction::And] {
         let mut out = ctx.alloc_zeros::<i64>(k).unwrap();
-        ctx.segmented_reduce_csr(&x, &off, op, &mut out).unwrap();
+        ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, op)
+            .unwrap();
         let got = ctx.dtoh(&out).unwrap();
         for s in 0..k {
             let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
@@ -589,7 +595,8 @@ pub fn check_huge_segment(ctx: &Context, n: usize) {
         let off = ctx.htod(&[0u64, n as u64]).unwrap();
         for op in [Reduction::Sum, Reduction::Min] {
             let mut out = ctx.alloc_zeros::<T>(1).unwrap();
-            ctx.segmented_reduce_csr(&x, &off, op, &mut out).unwrap();
+            ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, op)
+                .unwrap();
             let got = ctx.dtoh(&out).unwrap()[0];
             let tag = format!("{}/{}/huge {n}", T::DTYPE, op.name());
             assert_eq!(got.bits(), model_op(&data, 0, op).unwrap().bits(), "{tag}");
@@ -597,7 +604,7 @@ pub fn check_huge_segment(ctx: &Context, n: usize) {
         }
         let mut ix = ctx.alloc_zeros::<u64>(1).unwrap();
         let mut v = ctx.alloc_zeros::<T>(1).unwrap();
-        ctx.segmented_argmax(&x, Segments::Fixed(n), &mut ix, &mut v)
+        ctx.segmented_argmax(&x, Segments::fixed(n as u64), &mut ix, &mut v)
             .unwrap();
         let (ri, rv) = arg_ref(&data, true);
         assert_eq!(
@@ -621,7 +628,7 @@ pub fn check_fixed_rows<T: SegElem>(ctx: &Context, rows: usize, row_len: usize) 
         let data: Vec<T> = data_for(n, op, 31 + oi as u64);
         let x = ctx.htod(&data).unwrap();
         let mut out = ctx.alloc_zeros::<T>(rows).unwrap();
-        ctx.segmented_reduce_fixed(&x, row_len, op, &mut out)
+        ctx.segmented_reduce(&x, Segments::fixed(row_len as u64), &mut out, op)
             .unwrap();
         let got = ctx.dtoh(&out).unwrap();
         for (r, row) in data.chunks(row_len.max(1)).enumerate().take(rows) {
@@ -635,7 +642,7 @@ pub fn check_fixed_rows<T: SegElem>(ctx: &Context, rows: usize, row_len: usize) 
     let x = ctx.htod(&data).unwrap();
     let mut ix = ctx.alloc_zeros::<u64>(rows).unwrap();
     let mut v = ctx.alloc_zeros::<T>(rows).unwrap();
-    ctx.segmented_argmin(&x, Segments::Fixed(row_len), &mut ix, &mut v)
+    ctx.segmented_argmin(&x, Segments::fixed(row_len as u64), &mut ix, &mut v)
         .unwrap();
     let (ix, v) = (ctx.dtoh(&ix).unwrap(), ctx.dtoh(&v).unwrap());
     for (r, row) in data.chunks(row_len.max(1)).enumerate().take(rows) {
@@ -689,7 +696,7 @@ pub fn check_arg_semantics(ctx: &Context) {
     assert_eq!(vals[3], f32::NEG_INFINITY);
     // Min/max propagate NaN per segment only.
     let mut out = ctx.alloc_zeros::<f32>(5).unwrap();
-    ctx.segmented_reduce(&x, &b, &e, Reduction::Min, &mut out)
+    ctx.segmented_reduce(&x, Segments::offsets(&b, &e), &mut out, Reduction::Min)
         .unwrap();
     let m = ctx.dtoh(&out).unwrap();
     assert_eq!(m[0], 1.0);
@@ -718,7 +725,7 @@ pub fn check_grid_independent(ctx: &Context) {
     let run = |grid: Option<u32>| {
         ctx.set_segmented_grid_limit(grid);
         let mut out = ctx.alloc_zeros::<f32>(k).unwrap();
-        ctx.segmented_reduce_csr(&x, &off, Reduction::Sum, &mut out)
+        ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, Reduction::Sum)
             .unwrap();
         let mut ix = ctx.alloc_zeros::<u64>(k).unwrap();
         let mut v = ctx.alloc_zeros::<f32>(k).unwrap();
@@ -752,7 +759,7 @@ pub fn check_grid_independent(ctx: &Context) {
     let run = |grid: Option<u32>| {
         ctx.set_segmented_grid_limit(grid);
         let mut out = ctx.alloc_zeros::<f32>(rows).unwrap();
-        ctx.segmented_reduce_fixed(&rx, cols, Reduction::Sum, &mut out)
+        ctx.segmented_reduce(&rx, Segments::fixed(cols as u64), &mut out, Reduction::Sum)
             .unwrap();
         ctx.dtoh(&out)
             .unwrap()
@@ -791,7 +798,7 @@ pub fn check_custom(ctx: &Context) {
     ctx.segmented_reduce_custom::<f64, Sum>(
         &gpu_reduce::BUILTIN,
         &x,
-        Segments::Fixed(1000),
+        Segments::fixed(1000),
         &mut out,
     )
     .unwrap();
@@ -809,7 +816,7 @@ pub fn check_custom(ctx: &Context) {
     ctx.segmented_arg_custom::<f64, ArgMax>(
         &gpu_reduce::BUILTIN,
         &x,
-        Segments::Fixed(1000),
+        Segments::fixed(1000),
         &mut ix,
         &mut v,
     )
@@ -818,7 +825,7 @@ pub fn check_custom(ctx: &Context) {
     let e = ctx.segmented_reduce_custom::<f64, ArgMax>(
         &gpu_reduce::BUILTIN,
         &x,
-        Segments::Fixed(1000),
+        Segments::fixed(1000),
         &mut v,
     );
     match e {
@@ -847,26 +854,26 @@ pub fn check_bad_input(ctx: &Context) {
     // Decreasing offsets (CSR), and the segment named.
     let off = ctx.htod(&[0u64, 50, 40, 100]).unwrap();
     expect_invalid(
-        ctx.segmented_reduce_csr(&x, &off, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, op),
         "segment 1",
     );
     expect_invalid(
-        ctx.segmented_reduce_csr(&x, &off, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, op),
         "before its begin",
     );
     // Past the input.
     let off = ctx.htod(&[0u64, 50, 60, 101]).unwrap();
     expect_invalid(
-        ctx.segmented_reduce_csr(&x, &off, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, op),
         "segment 2",
     );
     expect_invalid(
-        ctx.segmented_reduce_csr(&x, &off, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, op),
         "past the end",
     );
     let off = ctx.htod(&[0u64, u64::MAX, 60, 100]).unwrap();
     expect_invalid(
-        ctx.segmented_reduce_csr(&x, &off, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, op),
         "segment 0",
     );
     // The lowest bad segment is the one named, whichever block saw it first.
@@ -876,18 +883,19 @@ pub fn check_bad_input(ctx: &Context) {
     bad[1234] = 0;
     let off = ctx.htod(&bad).unwrap();
     expect_invalid(
-        ctx.segmented_reduce_csr(&x, &off, op, &mut big),
+        ctx.segmented_reduce(&x, Segments::csr(&off), &mut big, op),
         "segment 1233",
     );
     // A good call right after a bad one is fine (the flag is cleared).
     let off = ctx.htod(&[0u64, 50, 60, 100]).unwrap();
-    ctx.segmented_reduce_csr(&x, &off, op, &mut out).unwrap();
+    ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, op)
+        .unwrap();
     assert_eq!(ctx.dtoh(&out).unwrap(), [50.0, 10.0, 40.0]);
     check_bad_offsets_later(ctx);
     // Mismatched lengths.
     let off4 = ctx.htod(&[0u64, 1, 2, 3, 4]).unwrap();
     expect_invalid(
-        ctx.segmented_reduce_csr(&x, &off4, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::csr(&off4), &mut out, op),
         "one more entry",
     );
     let (b, e2) = (
@@ -895,12 +903,12 @@ pub fn check_bad_input(ctx: &Context) {
         ctx.htod(&[1u64, 2]).unwrap(),
     );
     expect_invalid(
-        ctx.segmented_reduce(&x, &b, &e2, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::offsets(&b, &e2), &mut out, op),
         "end offsets (one per begin offset): expected 3, got 2",
     );
     let (b2, e3) = (ctx.htod(&[0u64, 1]).unwrap(), ctx.htod(&[1u64, 2]).unwrap());
     expect_invalid(
-        ctx.segmented_reduce(&x, &b2, &e3, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::offsets(&b2, &e3), &mut out, op),
         "one per output element): expected 3",
     );
     let mut ix = ctx.alloc_zeros::<u64>(2).unwrap();
@@ -910,19 +918,20 @@ pub fn check_bad_input(ctx: &Context) {
     );
     // Fixed lengths.
     expect_invalid(
-        ctx.segmented_reduce_fixed(&x, 0, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::fixed(0), &mut out, op),
         "segments of length 0",
     );
     expect_invalid(
-        ctx.segmented_reduce_fixed(&x, 33, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::fixed(33), &mut out, op),
         "partial last row",
     );
     expect_invalid(
-        ctx.segmented_reduce_fixed(&x, usize::MAX, op, &mut out),
+        ctx.segmented_reduce(&x, Segments::fixed(u64::MAX), &mut out, op),
         "segments of",
     );
     let empty = ctx.alloc_zeros::<f32>(0).unwrap();
-    ctx.segmented_reduce_fixed(&empty, 0, op, &mut out).unwrap();
+    ctx.segmented_reduce(&empty, Segments::fixed(0), &mut out, op)
+        .unwrap();
     assert_eq!(
         ctx.dtoh(&out).unwrap(),
         [0.0; 3],
@@ -930,15 +939,21 @@ pub fn check_bad_input(ctx: &Context) {
     );
     // Operators a type lacks.
     expect_invalid(
-        ctx.segmented_reduce_fixed(&x, 100, Reduction::Xor, out.view_mut(..1).unwrap()),
+        ctx.segmented_reduce(
+            &x,
+            Segments::fixed(100),
+            out.view_mut(..1).unwrap(),
+            Reduction::Xor,
+        ),
         "integers",
     );
     // Zero segments: nothing to do.
     let mut none = ctx.alloc_zeros::<f32>(0).unwrap();
-    ctx.segmented_reduce_csr(&x, &empty_u64(ctx), op, &mut none)
+    ctx.segmented_reduce(&x, Segments::csr(&empty_u64(ctx)), &mut none, op)
         .unwrap();
     let one = ctx.htod(&[7u64]).unwrap();
-    ctx.segmented_reduce_csr(&x, &one, op, &mut none).unwrap();
+    ctx.segmented_reduce(&x, Segments::csr(&one), &mut none, op)
+        .unwrap();
 }
 
 /// Bad offsets checked later ([`Segments::check_later`]): the call returns `Ok` without
@@ -952,7 +967,7 @@ fn check_bad_offsets_later(ctx: &Context) {
     let check = ctx.offset_check().unwrap();
     ctx.take_offset_check(&check).unwrap();
     let dec = ctx.htod(&[0u64, 50, 40, 100]).unwrap();
-    ctx.segmented_reduce_with(&x, Segments::csr(&dec).check_later(&check), op, &mut out)
+    ctx.segmented_reduce(&x, Segments::csr(&dec).check_later(&check), &mut out, op)
         .unwrap();
     assert_eq!(ctx.dtoh(&out).unwrap(), [50.0, 0.0, 60.0]);
     expect_invalid(
@@ -962,7 +977,7 @@ fn check_bad_offsets_later(ctx: &Context) {
     ctx.take_offset_check(&check).unwrap(); // taken: clear again
     // Two launches before the check is taken: the lowest bad segment of both.
     let past = ctx.htod(&[0u64, 50, 60, 101]).unwrap();
-    ctx.segmented_reduce_with(&x, Segments::csr(&past).check_later(&check), op, &mut out)
+    ctx.segmented_reduce(&x, Segments::csr(&past).check_later(&check), &mut out, op)
         .unwrap();
     assert_eq!(ctx.dtoh(&out).unwrap(), [50.0, 10.0, 0.0]);
     let (b, e) = (
@@ -983,15 +998,15 @@ fn check_bad_offsets_later(ctx: &Context) {
     // Lengths are checked at the call, deferred or not.
     let off4 = ctx.htod(&[0u64, 1, 2, 3, 4]).unwrap();
     expect_invalid(
-        ctx.segmented_reduce_with(&x, Segments::csr(&off4).check_later(&check), op, &mut out),
+        ctx.segmented_reduce(&x, Segments::csr(&off4).check_later(&check), &mut out, op),
         "one more entry",
     );
     // Fixed rows need no device check: check_later leaves them as they are.
-    ctx.segmented_reduce_with(
+    ctx.segmented_reduce(
         &x,
-        Segments::Fixed(50).check_later(&check),
-        op,
+        Segments::fixed(50).check_later(&check),
         out.view_mut(..2).unwrap(),
+        op,
     )
     .unwrap();
     assert_eq!(ctx.dtoh(&out).unwrap()[..2], [50.0, 50.0]);
@@ -1020,7 +1035,7 @@ pub fn check_matches_sim(ctx: &Context) {
     let run = |c: &Context| {
         let (x, off) = (c.htod(&data).unwrap(), c.htod(&offsets).unwrap());
         let mut out = c.alloc_zeros::<f32>(k).unwrap();
-        c.segmented_reduce_csr(&x, &off, Reduction::Sum, &mut out)
+        c.segmented_reduce(&x, Segments::csr(&off), &mut out, Reduction::Sum)
             .unwrap();
         let mut ix = c.alloc_zeros::<u64>(k).unwrap();
         let mut v = c.alloc_zeros::<f32>(k).unwrap();

@@ -5,7 +5,7 @@
 //! case's description), so a passing run means zero mismatches.
 
 use gpu_reduce::ScanElement;
-use gpu_reduce::{Context, ScanKind, ScanOperator};
+use gpu_reduce::{Context, Reduction, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 use crate::boundary_sizes;
@@ -113,7 +113,7 @@ fn case<T: TestElem + ScanElement>(
             elements: n as u64,
         };
     }
-    let ops = [ScanOperator::Sum, ScanOperator::Min, ScanOperator::Max];
+    let ops = [Reduction::Sum, Reduction::Min, Reduction::Max];
     let op = ops[rng.random_range(0..ops.len())];
     let kind = if rng.random_bool(0.5) {
         ScanKind::Inclusive
@@ -121,7 +121,7 @@ fn case<T: TestElem + ScanElement>(
         ScanKind::Exclusive
     };
     // NaN in a float sum makes every later prefix NaN: fine for min/max, not for the bound.
-    let data = if matches!(dist, Dist::WithSpecial) && op == ScanOperator::Sum {
+    let data = if matches!(dist, Dist::WithSpecial) && op == Reduction::Sum {
         make::<T>(rng, n, Dist::Random)
     } else {
         data
@@ -219,12 +219,12 @@ pub fn leaked_bytes(ctx: &Context, calls: usize) -> i64 {
             }
             2 => {
                 let mut out = ctx.alloc_zeros::<f32>(data.len()).unwrap();
-                ctx.scan(&x, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+                ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Inclusive)
                     .unwrap();
             }
             _ => {
                 let mut y = ctx.htod(&data[..1000 + k % 5]).unwrap();
-                ctx.scan_in_place(&mut y, ScanOperator::Max, ScanKind::Exclusive)
+                ctx.scan_in_place(&mut y, Reduction::Max, ScanKind::Exclusive)
                     .unwrap();
             }
         }

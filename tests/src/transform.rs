@@ -262,3 +262,195 @@ pub fn check_dot(ctx: &Context, n: usize) {
     }
     ctx.set_reduce_grid_limit(None);
 }
+
+/// Every value-returning call's three forms agree bit for bit: the blocking value, the `_into`
+/// result read back from the device, and the `_async` value (sum, argmin, argmax, reduce,
+/// sum_compensated, sum_of_squares, norm2, mean_var, min_max, dot, reduce by key's run count);
+/// empty inputs included.
+pub fn check_value_forms(ctx: &Context, n: usize) {
+    use gpu_reduce::{ArgValue, MinMaxPair, Reduction, ScaledSumSquares};
+    let f = uniform_f32(n, 11, 0.5, 2.0);
+    let g = uniform_f32(n, 12, -0.5, 3.0);
+    let d: Vec<f64> = f.iter().map(|&v| v as f64 * 1e200).collect();
+    let i: Vec<i32> = f.iter().map(|&v| (v * 1000.0) as i32).collect();
+    for len in [0, 1, n] {
+        let (x, y) = (ctx.htod(&f[..len]).unwrap(), ctx.htod(&g[..len]).unwrap());
+        let xd = ctx.htod(&d[..len]).unwrap();
+        let xi = ctx.htod(&i[..len]).unwrap();
+        let what = format!("n={len}");
+
+        let mut o32 = ctx.alloc_zeros::<f32>(1).unwrap();
+        let mut o64 = ctx.alloc_zeros::<f64>(1).unwrap();
+        let s = ctx.sum(&x).unwrap();
+        ctx.sum_into(&x, &mut o32).unwrap();
+        assert_eq!(
+            ctx.dtoh(&o32).unwrap()[0].to_bits(),
+            s.to_bits(),
+            "sum {what}"
+        );
+        assert_eq!(
+            ctx.sum_async(&x).unwrap().wait().unwrap().to_bits(),
+            s.to_bits()
+        );
+
+        let r = ctx.reduce(&xi, Reduction::Max).unwrap();
+        assert_eq!(
+            ctx.reduce_async(&xi, Reduction::Max)
+                .unwrap()
+                .wait()
+                .unwrap(),
+            r
+        );
+        let mut oi = ctx.alloc_zeros::<i32>(1).unwrap();
+        ctx.reduce_into(&xi, &mut oi, Reduction::Max).unwrap();
+        assert_eq!(ctx.dtoh(&oi).unwrap()[0], r, "reduce {what}");
+
+        let mut arg = ctx.alloc_zeros::<ArgValue<i32>>(1).unwrap();
+        let m = ctx.argmin(&xi).unwrap();
+        ctx.argmin_into(&xi, &mut arg).unwrap();
+        assert_eq!(ctx.dtoh(&arg).unwrap()[0].get(), m, "argmin {what}");
+        assert_eq!(ctx.argmin_async(&xi).unwrap().wait().unwrap(), m);
+        let m = ctx.argmax(&xi).unwrap();
+        ctx.argmax_into(&xi, &mut arg).unwrap();
+        assert_eq!(ctx.dtoh(&arg).unwrap()[0].get(), m, "argmax {what}");
+        assert_eq!(ctx.argmax_async(&xi).unwrap().wait().unwrap(), m);
+
+        let c = ctx.sum_compensated(&x).unwrap();
+        let ca = ctx.sum_compensated_async(&x).unwrap().wait().unwrap();
+        assert_eq!(ca.to_bits(), c.to_bits(), "sum_compensated {what}");
+
+        let q = ctx.sum_of_squares(&x).unwrap();
+        ctx.sum_of_squares_into(&x, &mut o64).unwrap();
+        assert_eq!(
+            ctx.dtoh(&o64).unwrap()[0].to_bits(),
+            q.to_bits(),
+            "ssq {what}"
+        );
+        let qa = ctx.sum_of_squares_async(&x).unwrap().wait().unwrap();
+        assert_eq!(qa.to_bits(), q.to_bits());
+
+        let nf = ctx.norm2(&x).unwrap();
+        ctx.norm2_into(&x, &mut o64).unwrap();
+        assert_eq!(
+            (ctx.dtoh(&o64).unwrap()[0].sqrt() as f32).to_bits(),
+            nf.to_bits()
+        );
+        assert_eq!(
+            ctx.norm2_async(&x).unwrap().wait().unwrap().to_bits(),
+            nf.to_bits()
+        );
+        let nd = ctx.norm2(&xd).unwrap();
+        let mut acc = ctx.alloc_zeros::<ScaledSumSquares>(1).unwrap();
+        ctx.norm2_into(&xd, &mut acc).unwrap();
+        assert_eq!(
+            ctx.dtoh(&acc).unwrap()[0].norm().to_bits(),
+            nd.to_bits(),
+            "norm2 f64 {what}"
+        );
+        assert_eq!(
+            ctx.norm2_async(&xd).unwrap().wait().unwrap().to_bits(),
+            nd.to_bits()
+        );
+
+        let mv = ctx.mean_var(&x).unwrap();
+        let mut mo = ctx.alloc_zeros::<MomentsAcc>(1).unwrap();
+        ctx.mean_var_into(&x, &mut mo).unwrap();
+        // Debug text: the same bits (a NaN sample variance for one element included).
+        let mv = format!("{mv:?}");
+        let got = ctx.dtoh(&mo).unwrap()[0].moments();
+        assert_eq!(format!("{got:?}"), mv, "mean_var {what}");
+        let got = ctx.mean_var_async(&x).unwrap().wait().unwrap();
+        assert_eq!(format!("{got:?}"), mv);
+
+        let mm = ctx.min_max(&xi).unwrap();
+        let mut mp = ctx.alloc_zeros::<MinMaxPair<i32>>(1).unwrap();
+        ctx.min_max_into(&xi, &mut mp).unwrap();
+        assert_eq!(ctx.dtoh(&mp).unwrap()[0].get(), mm, "min_max {what}");
+        assert_eq!(ctx.min_max_async(&xi).unwrap().wait().unwrap(), mm);
+
+        let dt = ctx.dot(&x, &y).unwrap();
+        ctx.dot_into(&x, &y, &mut o64).unwrap();
+        assert_eq!(
+            (ctx.dtoh(&o64).unwrap()[0] as f32).to_bits(),
+            dt.to_bits(),
+            "dot {what}"
+        );
+        assert_eq!(
+            ctx.dot_async(&x, &y).unwrap().wait().unwrap().to_bits(),
+            dt.to_bits()
+        );
+
+        let keys: Vec<u32> = (0..len as u32).map(|k| k / 7).collect();
+        let dk = ctx.htod(&keys).unwrap();
+        let (mut uk, mut agg) = (
+            ctx.alloc_zeros::<u32>(len).unwrap(),
+            ctx.alloc_zeros::<i32>(len).unwrap(),
+        );
+        let runs = ctx
+            .reduce_by_key(&dk, &xi, &mut uk, &mut agg, Reduction::Sum)
+            .unwrap();
+        let first = ctx.dtoh(&agg).unwrap();
+        let pending = ctx
+            .reduce_by_key_async(&dk, &xi, &mut uk, &mut agg, Reduction::Sum)
+            .unwrap();
+        assert_eq!(pending.wait().unwrap(), runs, "reduce_by_key_async {what}");
+        assert_eq!(ctx.dtoh(&agg).unwrap(), first);
+        assert_eq!(runs, (len as u64).div_ceil(7));
+        if runs > 1 {
+            // Too little room: the error comes at the wait.
+            let mut small = ctx.alloc_zeros::<i32>(1).unwrap();
+            let e = ctx
+                .reduce_by_key_async(&dk, &xi, &mut uk, &mut small, Reduction::Sum)
+                .unwrap()
+                .wait()
+                .unwrap_err();
+            assert!(
+                matches!(e, gpu_reduce::Error::OutputTooSmall { needed, got: 1, .. } if needed == runs),
+                "{e}"
+            );
+        }
+    }
+    // Operators a family lacks are typed errors, before any launch.
+    let x = ctx.htod(&i[..8]).unwrap();
+    let mut out = ctx.alloc_zeros::<i32>(8).unwrap();
+    for (op, e) in [
+        (
+            Reduction::Product,
+            ctx.scan(
+                &x,
+                &mut out,
+                Reduction::Product,
+                gpu_reduce::ScanKind::Inclusive,
+            ),
+        ),
+        (
+            Reduction::Xor,
+            ctx.scan_in_place(&mut out, Reduction::Xor, gpu_reduce::ScanKind::Exclusive),
+        ),
+    ] {
+        assert!(
+            matches!(&e, Err(gpu_reduce::Error::Unsupported { dtype: "i32", .. })),
+            "{} scan: {e:?}",
+            op.name()
+        );
+    }
+    let k = ctx.htod(&[1u32; 8]).unwrap();
+    let mut uk = ctx.alloc_zeros::<u32>(8).unwrap();
+    let e = ctx.reduce_by_key(&k, &x, &mut uk, &mut out, Reduction::And);
+    assert!(
+        matches!(e, Err(gpu_reduce::Error::Unsupported { .. })),
+        "{e:?}"
+    );
+    let mut o2 = ctx.alloc_zeros::<i32>(8).unwrap();
+    let e = ctx.scan_by_key(
+        &k,
+        &x,
+        &mut o2,
+        Reduction::Product,
+        gpu_reduce::ScanKind::Inclusive,
+    );
+    assert!(
+        matches!(e, Err(gpu_reduce::Error::Unsupported { .. })),
+        "{e:?}"
+    );
+}

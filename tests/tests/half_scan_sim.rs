@@ -49,10 +49,10 @@ fn sanitizer_workload() {
 /// The reference itself: an f32 running sum rounded per output, not a 16-bit running sum.
 #[test]
 fn reference_rounds_the_f32_prefix() {
-    use gpu_reduce::{ScanKind, ScanOperator};
+    use gpu_reduce::{Reduction, ScanKind};
     let x = [2048.0f32, 1.0, 1.0].map(f16::from_f32);
-    let got = scan_ref(&x, ScanOperator::Sum, ScanKind::Inclusive);
+    let got = scan_ref(&x, Reduction::Sum, ScanKind::Inclusive);
     assert_eq!(got, [2048.0, 2048.0, 2050.0].map(f16::from_f32));
-    let got = scan_ref(&x, ScanOperator::Sum, ScanKind::Exclusive);
+    let got = scan_ref(&x, Reduction::Sum, ScanKind::Exclusive);
     assert_eq!(got, [0.0, 2048.0, 2048.0].map(f16::from_f32));
 }

@@ -2,7 +2,7 @@
 //! sizes, every recursion level up to n > 2^30, and agreement with the simulator bit for bit.
 //! `#[ignore]`d: run with `cargo xtask test --gpu`.
 
-use gpu_reduce::{ScanKind, ScanOperator};
+use gpu_reduce::{Reduction, ScanKind};
 use gpu_reduce_tools::scan_ladder::{bcao_plan, bit_plan};
 use integration_tests::scans::*;
 use integration_tests::{gpu, sim};
@@ -72,13 +72,7 @@ fn short_output_is_an_error() {
     let mut out = ctx.alloc_zeros::<u64>(2).unwrap();
     for method in LadderScan::ALL {
         let e = method
-            .run(
-                &ctx,
-                &input,
-                &mut out,
-                ScanOperator::Sum,
-                ScanKind::Inclusive,
-            )
+            .run(&ctx, &input, &mut out, Reduction::Sum, ScanKind::Inclusive)
             .unwrap_err();
         assert!(
             matches!(e, gpu_reduce::Error::OutputTooSmall { .. }),

@@ -4,7 +4,7 @@
 //! BCAO), plus the sizes that need a further level of each recursion, against the CPU
 //! references of `integration_tests::scans`. Run everywhere, CI included.
 
-use gpu_reduce::{ScanKind, ScanOperator};
+use gpu_reduce::{Reduction, ScanKind};
 use gpu_reduce_tools::scan_ladder::{ScanLadderStep, ScanLaunch, bcao_plan, bit_plan};
 use integration_tests::scans::*;
 use integration_tests::sim;
@@ -56,7 +56,7 @@ fn bit_third_level() {
         &sim(),
         LadderScan::Bit,
         &data,
-        ScanOperator::Sum,
+        Reduction::Sum,
         ScanKind::Inclusive,
     );
 }
@@ -75,7 +75,7 @@ fn bcao_third_level() {
         &sim(),
         LadderScan::Bcao,
         &data,
-        ScanOperator::Sum,
+        Reduction::Sum,
         ScanKind::Exclusive,
     );
 }
@@ -94,7 +94,7 @@ fn float_sums_of_large_and_small_values() {
         .collect();
     for method in LadderScan::ALL {
         for kind in ScanKind::ALL {
-            check_ladder_scan(&ctx, method, &data, ScanOperator::Sum, kind);
+            check_ladder_scan(&ctx, method, &data, Reduction::Sum, kind);
         }
     }
 }
@@ -111,7 +111,7 @@ fn short_output_is_an_error_and_empty_is_a_no_op() {
                 &ctx,
                 &input,
                 &mut short,
-                ScanOperator::Min,
+                Reduction::Min,
                 ScanKind::Inclusive,
             )
             .unwrap_err();
@@ -123,13 +123,7 @@ fn short_output_is_an_error_and_empty_is_a_no_op() {
         let empty = ctx.alloc_zeros::<u64>(0).unwrap();
         let mut out = ctx.alloc_zeros::<u64>(0).unwrap();
         method
-            .run(
-                &ctx,
-                &empty,
-                &mut out,
-                ScanOperator::Sum,
-                ScanKind::Exclusive,
-            )
+            .run(&ctx, &empty, &mut out, Reduction::Sum, ScanKind::Exclusive)
             .unwrap();
         assert!(ctx.dtoh(&out).unwrap().is_empty());
     }
@@ -145,7 +139,7 @@ proptest! {
         let data = random_data::<u32>(n, seed);
         for method in LadderScan::ALL {
             for kind in ScanKind::ALL {
-                check_ladder_scan(&ctx, method, &data, ScanOperator::ALL[op], kind);
+                check_ladder_scan(&ctx, method, &data, Reduction::SCAN[op], kind);
             }
         }
     }
@@ -156,7 +150,7 @@ proptest! {
         let data = random_data::<f32>(n, seed);
         for method in LadderScan::ALL {
             for kind in ScanKind::ALL {
-                check_ladder_scan(&ctx, method, &data, ScanOperator::ALL[op], kind);
+                check_ladder_scan(&ctx, method, &data, Reduction::SCAN[op], kind);
             }
         }
     }

@@ -37,12 +37,12 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
     #[test]
     fn scan_random_sizes(n in 0usize..40_000, op in 0usize..3, kind in 0usize..2) {
-        use gpu_reduce::{ScanKind, ScanOperator};
+        use gpu_reduce::{ScanKind, Reduction};
         let ctx = sim();
         let x: Vec<f32> = integration_tests::reductions::data(n, n as u64, false);
         let d = ctx.htod(&x).unwrap();
         let mut out = ctx.alloc_zeros::<f32>(n.max(1)).unwrap();
-        let (op, kind) = (ScanOperator::ALL[op], ScanKind::ALL[kind]);
+        let (op, kind) = (Reduction::SCAN[op], ScanKind::ALL[kind]);
         ctx.scan(&d, &mut out, op, kind).unwrap();
         check_scan_result(&ctx.dtoh(&out).unwrap()[..n], &x, op, kind, "proptest");
     }

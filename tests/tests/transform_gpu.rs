@@ -31,3 +31,9 @@ fn deterministic_across_grids() {
 fn dot_product() {
     check_dot(&gpu(), 20_000_003);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn value_forms_agree() {
+    check_value_forms(&gpu(), 20_000_003);
+}

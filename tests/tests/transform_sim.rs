@@ -39,3 +39,8 @@ fn deterministic_across_grids_long() {
     // The variance's first step of four loads in every thread, under every grid.
     check_transform_deterministic(&sim(), 3_300_007);
 }
+
+#[test]
+fn value_forms_agree() {
+    check_value_forms(&sim(), 100_003);
+}

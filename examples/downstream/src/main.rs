@@ -1,7 +1,7 @@
 //! A user's program: a sum and a scan through the library, on a GPU when there is one and on the
 //! CPU simulator otherwise (`--sim` forces it), checked against the CPU.
 
-use gpu_reduce::{Context, ScanKind, ScanOperator};
+use gpu_reduce::{Context, Reduction, ScanKind};
 
 fn main() -> Result<(), gpu_reduce::Error> {
     let ctx = if std::env::args().any(|a| a == "--sim") {
@@ -14,7 +14,7 @@ fn main() -> Result<(), gpu_reduce::Error> {
 
     let sum = ctx.sum(&x)?;
     let mut prefix = ctx.alloc_zeros::<i64>(data.len())?;
-    ctx.scan(&x, &mut prefix, ScanOperator::Sum, ScanKind::Inclusive)?;
+    ctx.scan(&x, &mut prefix, Reduction::Sum, ScanKind::Inclusive)?;
     let prefix = ctx.dtoh(&prefix)?;
 
     let want: Vec<i64> = data

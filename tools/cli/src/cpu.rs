@@ -1,6 +1,6 @@
 //! CPU references and the error bounds GPU results are checked against.
 
-use gpu_reduce::{DeviceElement, ScanKind, ScanOperator};
+use gpu_reduce::{DeviceElement, Reduction, ScanKind};
 
 /// Sum in f64 (the reference for f32 sums), and the sum of magnitudes for the error bound.
 pub fn sum_f64(data: &[f32]) -> (f64, f64) {
@@ -63,14 +63,27 @@ pub fn compensated_f32_bound(n: u64, exact: f64, sum_abs: f64) -> f64 {
     1.01 * (u32_ * exact.abs() + d * u64_ * sum_abs) + f32::MIN_POSITIVE as f64
 }
 
+/// `op`'s identity for `T`; panics for an operator `T` lacks.
+pub fn identity<T: DeviceElement>(op: Reduction) -> T {
+    op.identity::<T>()
+        .unwrap_or_else(|| panic!("no {} on {}", op.name(), T::DTYPE))
+}
+
+/// `a ⊕ b` with `op`; panics for an operator `T` lacks.
+pub fn combine<T: DeviceElement>(op: Reduction, a: T, b: T) -> T {
+    op.combine(a, b)
+        .unwrap_or_else(|| panic!("no {} on {}", op.name(), T::DTYPE))
+}
+
 /// The CPU scan the device scans are checked against: sequential, same operator semantics
 /// (floats are summed in `T`; tests compare float sums against an f64 scan with a bound).
-pub fn cpu_scan<T: DeviceElement>(data: &[T], op: ScanOperator, kind: ScanKind) -> Vec<T> {
-    let mut acc = op.identity::<T>();
+/// Panics for an operator `T` lacks (see [`Reduction::identity`]).
+pub fn cpu_scan<T: DeviceElement>(data: &[T], op: Reduction, kind: ScanKind) -> Vec<T> {
+    let mut acc = identity::<T>(op);
     data.iter()
         .map(|&x| {
             let before = acc;
-            acc = op.combine(acc, x);
+            acc = combine(op, acc, x);
             match kind {
                 ScanKind::Inclusive => acc,
                 ScanKind::Exclusive => before,
@@ -83,17 +96,17 @@ pub fn cpu_scan<T: DeviceElement>(data: &[T], op: ScanOperator, kind: ScanKind) 
 pub fn cpu_scan_by_key<K: PartialEq + Copy, T: DeviceElement>(
     keys: &[K],
     values: &[T],
-    op: ScanOperator,
+    op: Reduction,
     kind: ScanKind,
 ) -> Vec<T> {
     let mut out = Vec::with_capacity(values.len());
-    let mut acc = op.identity::<T>();
+    let mut acc = identity::<T>(op);
     for (i, &v) in values.iter().enumerate() {
         if i == 0 || keys[i] != keys[i - 1] {
-            acc = op.identity::<T>();
+            acc = identity::<T>(op);
         }
         let before = acc;
-        acc = op.combine(acc, v);
+        acc = combine(op, acc, v);
         out.push(match kind {
             ScanKind::Inclusive => acc,
             ScanKind::Exclusive => before,

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use gpu_reduce::multi::MultiContext;
-use gpu_reduce::{Context, Reduction, Result, ScanKind, ScanOperator};
+use gpu_reduce::{Context, Reduction, Result, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 /// What to run.
@@ -31,9 +31,9 @@ pub struct MultiRow {
 }
 
 /// Equal shards of `n` over `ranks` (the first ones one longer).
-pub fn equal_shards(n: usize, ranks: usize) -> Vec<usize> {
+pub fn equal_shards(n: usize, ranks: usize) -> Vec<u64> {
     (0..ranks)
-        .map(|r| n / ranks + usize::from(r < n % ranks))
+        .map(|r| (n / ranks + usize::from(r < n % ranks)) as u64)
         .collect()
 }
 
@@ -99,13 +99,13 @@ pub fn run(
             for &r in &counts {
                 let m = MultiContext::new(make(r)?)?;
                 let mut b = m.htod(&x, &equal_shards(n, r))?;
-                m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
+                m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
                 let ok =
-                    m.dtoh(&b)? == crate::cpu::cpu_scan(&x, ScanOperator::Sum, ScanKind::Inclusive);
+                    m.dtoh(&b)? == crate::cpu::cpu_scan(&x, Reduction::Sum, ScanKind::Inclusive);
                 let mut times = Vec::with_capacity(iters);
                 for i in 0..warmup + iters {
                     let t = Instant::now();
-                    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
+                    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
                     if i >= warmup {
                         times.push(t.elapsed().as_secs_f64() * 1e3);
                     }
@@ -196,10 +196,11 @@ pub fn run_ones(ranks: Vec<Context>, n: usize) -> Result<bool> {
     let mut b = m.alloc_zeros::<i32>(&lengths)?;
     m.fill(&mut b, 1)?;
     let t = Instant::now();
-    m.scan_in_place(&mut b, ScanOperator::Sum, ScanKind::Inclusive)?;
+    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     let mut samples = vec![0, n - 1];
     let mut at = 0usize;
+    let lengths: Vec<usize> = lengths.iter().map(|&l| l as usize).collect();
     for l in &lengths {
         samples.extend(
             [at.saturating_sub(1), at, at + 1]
@@ -211,7 +212,7 @@ pub fn run_ones(ranks: Vec<Context>, n: usize) -> Result<bool> {
     samples.extend((1..16).map(|k| n / 16 * k));
     let mut bad = 0;
     for &i in &samples {
-        if m.get(&b, i)? != (i as u64 + 1) as u32 as i32 {
+        if m.get(&b, i as u64)? != (i as u64 + 1) as u32 as i32 {
             bad += 1;
         }
     }
@@ -272,17 +273,18 @@ pub fn run_rank(
         )));
     };
     let lengths = equal_shards(n, world);
-    let start: usize = lengths[..rank].iter().sum();
+    let start = lengths[..rank].iter().sum::<u64>() as usize;
+    let len = lengths[rank] as usize;
     let hash = |i: u64| {
         let mut z = (i ^ seed).wrapping_add(0x9e37_79b9_7f4a_7c15);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
-    let f: Vec<f32> = (start..start + lengths[rank])
+    let f: Vec<f32> = (start..start + len)
         .map(|i| (hash(i as u64) >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
         .collect();
-    let x: Vec<i32> = (start..start + lengths[rank])
+    let x: Vec<i32> = (start..start + len)
         .map(|i| (hash(i as u64) % 201) as i32 - 100)
         .collect();
     let ex = NcclExchange::new(&ctx, rank, world, id)?;
@@ -296,7 +298,7 @@ pub fn run_rank(
     let max = m.argmax(&b)?;
     let mut s = m.alloc_zeros::<i32>(&lengths)?;
     m.htod_local(&[&x], &mut s)?;
-    m.scan_in_place(&mut s, ScanOperator::Sum, ScanKind::Inclusive)?;
+    m.scan_in_place(&mut s, Reduction::Sum, ScanKind::Inclusive)?;
     let scanned = m.dtoh_local(&s)?.remove(0);
     let check = scanned.iter().fold(0u64, |h, &v| {
         (h ^ v as u32 as u64).wrapping_mul(0x100_0000_01b3)
@@ -311,6 +313,6 @@ pub fn run_rank(
         } else {
             "OTHER"
         },
-        start + lengths[rank]
+        start + len
     ))
 }

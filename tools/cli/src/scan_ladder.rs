@@ -3,7 +3,7 @@
 //! `tool_kernels::scan_ladder`; the production scan is `crate::scan`.
 //!
 //! Both take any `n` (no power-of-two or block-multiple assumption), inclusive or exclusive,
-//! with the operators of [`ScanOperator`]. Each call allocates its own workspace (these are
+//! with the operators of [`Reduction`]. Each call allocates its own workspace (these are
 //! teaching variants, not the fast path): the BIT a copy of the input, which its build turns
 //! into the tree in place (the seed's `buffer1`); BCAO one buffer of tile totals per recursion
 //! level. [`bit_plan`] and [`bcao_plan`] list the launches a call makes, in order: the calls
@@ -15,19 +15,30 @@ use tool_kernels::scan_ladder::{ScanLadderElem, ScanLadderKernels, ScanLadderOp,
 use gpu_reduce::DeviceElement;
 use gpu_reduce::{Context, DeviceBuffer, LaunchShape};
 use gpu_reduce::{Error, Result};
-use gpu_reduce::{ScanKind, ScanOperator};
+use gpu_reduce::{Reduction, ScanKind};
 
 use crate::TOOL_KERNELS;
 
 /// An element type of the teaching scans (`i32`, `u32`, `i64`, `u64`, `f32`, `f64`): its
 /// kernels, by operator, with their PTX names and simulator functions.
 pub trait ScanLadderElement: DeviceElement + ScanLadderElem {
-    /// The four kernels of `op` for this type.
-    fn kernels(op: ScanOperator) -> ScanLadderKernels<Self> {
-        Self::scan_ladder_kernels(match op {
-            ScanOperator::Sum => ScanLadderOp::Sum,
-            ScanOperator::Min => ScanLadderOp::Min,
-            ScanOperator::Max => ScanLadderOp::Max,
+    /// The four kernels of `op` for this type; `None` for an operator the teaching scans lack
+    /// (they offer [`Reduction::SCAN`]).
+    fn kernels(op: Reduction) -> Option<ScanLadderKernels<Self>> {
+        Some(Self::scan_ladder_kernels(match op {
+            Reduction::Sum => ScanLadderOp::Sum,
+            Reduction::Min => ScanLadderOp::Min,
+            Reduction::Max => ScanLadderOp::Max,
+            _ => return None,
+        }))
+    }
+
+    /// [`ScanLadderElement::kernels`], or [`Error::Unsupported`].
+    fn kernels_for(op: Reduction) -> Result<ScanLadderKernels<Self>> {
+        Self::kernels(op).ok_or_else(|| Error::Unsupported {
+            op: format!("the {} teaching scan", op.name()),
+            dtype: Self::DTYPE,
+            reason: "the teaching scans offer sum, min and max (Reduction::SCAN)",
         })
     }
 }
@@ -68,15 +79,16 @@ pub struct ScanLaunch {
 }
 
 impl ScanLaunch {
-    /// The PTX entry point this launch runs for element type `T` and operator `op`.
-    pub fn kernel_name<T: ScanLadderElement>(&self, op: ScanOperator) -> &'static str {
-        let k = T::kernels(op);
-        match self.step {
+    /// The PTX entry point this launch runs for element type `T` and operator `op` (`None`
+    /// for an operator the teaching scans lack).
+    pub fn kernel_name<T: ScanLadderElement>(&self, op: Reduction) -> Option<&'static str> {
+        let k = T::kernels(op)?;
+        Some(match self.step {
             ScanLadderStep::BitBuild { .. } => k.bit_build.name,
             ScanLadderStep::BitQuery => k.bit_query.name,
             ScanLadderStep::BcaoBlock { .. } => k.bcao_block.name,
             ScanLadderStep::BcaoAdd { .. } => k.bcao_add.name,
-        }
+        })
     }
 }
 
@@ -279,7 +291,7 @@ pub trait ScanLadderExt {
         &self,
         input: &DeviceBuffer<T>,
         output: &mut DeviceBuffer<T>,
-        op: ScanOperator,
+        op: Reduction,
         kind: ScanKind,
     ) -> Result<()>;
 
@@ -289,7 +301,7 @@ pub trait ScanLadderExt {
         &self,
         input: &DeviceBuffer<T>,
         output: &mut DeviceBuffer<T>,
-        op: ScanOperator,
+        op: Reduction,
         kind: ScanKind,
     ) -> Result<()>;
 }
@@ -303,9 +315,10 @@ impl ScanLadderExt for Context {
         &self,
         input: &DeviceBuffer<T>,
         output: &mut DeviceBuffer<T>,
-        op: ScanOperator,
+        op: Reduction,
         kind: ScanKind,
     ) -> Result<()> {
+        let k = T::kernels_for(op)?;
         let n = scan_ladder_args(self, input, output)?;
         if n == 0 {
             return Ok(());
@@ -319,7 +332,6 @@ impl ScanLadderExt for Context {
             levels: vec![self.device_addr(&*output)?],
             inclusive: (kind == ScanKind::Inclusive) as u32,
         };
-        let k = T::kernels(op);
         for l in bit_plan(input.len()) {
             run_step(self, &k, l, &bufs)?;
         }
@@ -335,9 +347,10 @@ impl ScanLadderExt for Context {
         &self,
         input: &DeviceBuffer<T>,
         output: &mut DeviceBuffer<T>,
-        op: ScanOperator,
+        op: Reduction,
         kind: ScanKind,
     ) -> Result<()> {
+        let k = T::kernels_for(op)?;
         let n = scan_ladder_args(self, input, output)?;
         if n == 0 {
             return Ok(());
@@ -358,7 +371,6 @@ impl ScanLadderExt for Context {
             levels,
             inclusive: (kind == ScanKind::Inclusive) as u32,
         };
-        let k = T::kernels(op);
         for l in bcao_plan(input.len()) {
             run_step(self, &k, l, &bufs)?;
         }
@@ -470,8 +482,8 @@ mod tests {
         let input = ctx.htod(&[1i32, 2, 3]).unwrap();
         let mut out = ctx.alloc_zeros::<i32>(2).unwrap();
         for r in [
-            ctx.scan_bit(&input, &mut out, ScanOperator::Sum, ScanKind::Inclusive),
-            ctx.scan_bcao(&input, &mut out, ScanOperator::Max, ScanKind::Exclusive),
+            ctx.scan_bit(&input, &mut out, Reduction::Sum, ScanKind::Inclusive),
+            ctx.scan_bcao(&input, &mut out, Reduction::Max, ScanKind::Exclusive),
         ] {
             match r {
                 Err(
@@ -485,10 +497,10 @@ mod tests {
             }
         }
         let mut out = ctx.alloc_zeros::<i32>(4).unwrap();
-        ctx.scan_bcao(&input, &mut out, ScanOperator::Sum, ScanKind::Inclusive)
+        ctx.scan_bcao(&input, &mut out, Reduction::Sum, ScanKind::Inclusive)
             .unwrap();
         assert_eq!(ctx.dtoh(&out).unwrap(), [1, 3, 6, 0]);
-        ctx.scan_bit(&input, &mut out, ScanOperator::Sum, ScanKind::Exclusive)
+        ctx.scan_bit(&input, &mut out, Reduction::Sum, ScanKind::Exclusive)
             .unwrap();
         assert_eq!(ctx.dtoh(&out).unwrap(), [0, 1, 3, 0]);
     }

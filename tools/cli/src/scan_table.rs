@@ -12,7 +12,7 @@ use crate::scan_ladder::{ScanLadderElement, ScanLadderExt};
 use crate::stats;
 use gpu_reduce::Result;
 use gpu_reduce::{BackendKind, Context, DeviceBuffer};
-use gpu_reduce::{ScanElement, ScanKind, ScanOperator};
+use gpu_reduce::{Reduction, ScanElement, ScanKind};
 
 /// The seed's lengths.
 pub const SEED_LENGTHS: [u64; 8] = [
@@ -93,7 +93,7 @@ impl TableElement for i32 {
         rng.random()
     }
     fn check(got: &[Self], input: &[Self]) -> bool {
-        got == cpu_scan(input, ScanOperator::Sum, ScanKind::Inclusive)
+        got == cpu_scan(input, Reduction::Sum, ScanKind::Inclusive)
     }
     fn cub_inclusive_sum<'a>(
         cub: &'a Cub,
@@ -243,7 +243,7 @@ pub fn run_scan_table<T: TableElement>(
             let median_ms = stats::summarize(&t).map_or(f64::NAN, |s| s.median);
             Ok(Cell::Time { median_ms, checked })
         };
-        let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
+        let (op, incl) = (Reduction::Sum, ScanKind::Inclusive);
         let skipped = || Cell::NotAvailable("not selected");
         let on = |m: Method| methods.contains(&m);
         cells[0].push(if on(Method::Bit) {

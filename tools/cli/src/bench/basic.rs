@@ -2,7 +2,7 @@
 //! back, alternating with CUB, to the host, the ladder), scan, dot and variance, each beside
 //! CUB's where it has one.
 
-use gpu_reduce::{Context, DeviceBuffer, Error, Reduction, Result, ScanKind, ScanOperator};
+use gpu_reduce::{Context, DeviceBuffer, Error, Reduction, Result, ScanKind};
 
 use super::cub_run::cub_sum_runner;
 use super::limits::memory_limits;
@@ -84,7 +84,7 @@ impl<T: SweepElement> Cell<'_, T> {
         let mut res = ctx.alloc_zeros::<T>(1)?;
         let ok = T::sum_ok(ctx.reduce(&inputs[0], Reduction::Sum)?, &hosts[0]);
         let t = ctx.time_ms(wu, it, || {
-            ctx.reduce_into(&inputs[rot.next()], Reduction::Sum, &mut res)
+            ctx.reduce_into(&inputs[rot.next()], &mut res, Reduction::Sum)
         })?;
         rows.record("reduce", "ours: sum (one launch)", Family::Ours, b, &t, ok);
         for (label, c) in self.cubs.iter() {
@@ -133,7 +133,7 @@ impl<T: SweepElement> Cell<'_, T> {
         let per_call = |t: Vec<f64>| t.iter().map(|x| x / BACK_TO_BACK as f64).collect();
         let t: Vec<f64> = per_call(ctx.time_ms(wu, it, || {
             (0..BACK_TO_BACK).try_for_each(|_| {
-                ctx.reduce_into(&rot.inputs[rot.next()], Reduction::Sum, &mut *res)
+                ctx.reduce_into(&rot.inputs[rot.next()], &mut *res, Reduction::Sum)
             })
         })?);
         // The last call's input is one of the rotation's: its sum must be one of theirs.
@@ -169,7 +169,7 @@ impl<T: SweepElement> Cell<'_, T> {
         for i in 0..wu + it {
             let i_ours = rot.next();
             let ta = ctx.time_ms(0, 1, || {
-                ctx.reduce_into(&rot.inputs[i_ours], Reduction::Sum, &mut *res)
+                ctx.reduce_into(&rot.inputs[i_ours], &mut *res, Reduction::Sum)
             })?;
             let ok_ours = T::sum_ok(ctx.dtoh(&*res)?[0], &rot.hosts[i_ours]);
             let i_cub = rot.next();
@@ -238,7 +238,7 @@ impl<T: SweepElement> Cell<'_, T> {
         let (inputs, hosts) = (&rot.inputs, &rot.hosts);
         let (it, wu) = (self.cfg.iters, self.cfg.warmup);
         self.progress(progress, "scan");
-        let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
+        let (op, incl) = (Reduction::Sum, ScanKind::Inclusive);
         // f32: each method's last element against the exact sum, from the checked output.
         let mut acc = (T::SWEEP_DTYPE == Dtype::F32).then(|| ScanAccuracy::new(&hosts[0]));
         ctx.memset_zeros(&mut *out)?;

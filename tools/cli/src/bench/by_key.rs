@@ -7,7 +7,7 @@
 //! `DeviceScan::InclusiveSumByKey` (each shim that has it) and the device copy moving as many
 //! bytes.
 
-use gpu_reduce::{BackendKind, Context, DeviceBuffer, Result, ScanKind, ScanOperator};
+use gpu_reduce::{BackendKind, Context, DeviceBuffer, Reduction, Result, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 use super::{Cubs, Family, Measurement, case_measurement, read_stream};
@@ -82,14 +82,20 @@ pub fn by_key_cases(
         let mut uk = ctx.alloc_zeros::<u32>(n)?;
         let mut agg = ctx.alloc_zeros::<f32>(n)?;
         let mut count = ctx.alloc_zeros::<u64>(1)?;
-        let runs = ctx.reduce_by_key(&dk, &dv, &mut uk, &mut agg, ScanOperator::Sum)?;
-        let ok = check(&keys, &vals, runs, &ctx.dtoh(&uk)?, &ctx.dtoh(&agg)?);
+        let runs = ctx.reduce_by_key(&dk, &dv, &mut uk, &mut agg, Reduction::Sum)?;
+        let ok = check(
+            &keys,
+            &vals,
+            runs as usize,
+            &ctx.dtoh(&uk)?,
+            &ctx.dtoh(&agg)?,
+        );
         // Timed in stream order (the count stays on the device), as CUB is.
         let t = ctx.time_ms(warmup, iters, || {
-            ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, ScanOperator::Sum)
+            ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, Reduction::Sum)
         })?;
         // Bytes: keys and values read, one key and one aggregate written per run.
-        let bytes = n as u64 * 8 + runs as u64 * 8;
+        let bytes = n as u64 * 8 + runs * 8;
         let nn = n as u64;
         rows.push(case_measurement(
             "reduce_by_key",
@@ -125,14 +131,7 @@ pub fn by_key_cases(
             {
                 set(ctx, Some(d));
                 let t = ctx.time_ms(warmup, iters, || {
-                    ctx.reduce_by_key_into(
-                        &dk,
-                        &dv,
-                        &mut uk,
-                        &mut agg,
-                        &mut count,
-                        ScanOperator::Sum,
-                    )
+                    ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, Reduction::Sum)
                 })?;
                 set(ctx, None);
                 let method = format!("{name}, {}", label.replace("{}", &d.to_string()));
@@ -238,7 +237,7 @@ pub fn scan_by_key_cases(
     let nn = n as u64;
     // Bytes: keys and values read, one value written per element.
     let bytes = nn * 12;
-    let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
+    let (op, incl) = (Reduction::Sum, ScanKind::Inclusive);
     let mut rows = Vec::new();
     for max_run in [100usize, 10_000] {
         let name = format!("runs 1..{max_run}");
@@ -321,7 +320,7 @@ mod tests {
     #[test]
     fn the_scan_check_takes_the_cpu_scan_and_rejects_a_missed_reset() {
         let (keys, vals) = case(5000, 100, 7);
-        let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
+        let (op, incl) = (Reduction::Sum, ScanKind::Inclusive);
         let good = crate::cpu::cpu_scan_by_key(&keys, &vals, op, incl);
         assert!(check_scan(&keys, &vals, &good));
         // The second run not restarted: its values carry the first run's sum.

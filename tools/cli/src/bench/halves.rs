@@ -17,7 +17,7 @@ use super::{Cubs, Dtype, Family, Measurement, Op, SweepConfig};
 use super::{Rotation, Rows, memory_limits};
 use crate::cub::{self, Cub, CubInclusiveSum, CubSum, CubSumToF32};
 use gpu_reduce::{Context, DeviceBuffer, Result};
-use gpu_reduce::{ScanElement, ScanKind, ScanOperator};
+use gpu_reduce::{Reduction, ScanElement, ScanKind};
 
 /// A 16-bit float of the sweep.
 pub trait HalfSweep: ScanElement {
@@ -149,7 +149,7 @@ pub fn sweep_half<T: HalfSweep>(
 
     if cfg.ops.contains(&Op::Scan) {
         progress(&format!("{dt} n={n}: scan"));
-        let (op, incl) = (ScanOperator::Sum, ScanKind::Inclusive);
+        let (op, incl) = (Reduction::Sum, ScanKind::Inclusive);
         ctx.memset_zeros(&mut out)?;
         ctx.scan(&inputs[0], &mut out, op, incl)?;
         let ok = scan_ok(&ctx.dtoh(&out)?, &hosts[0], eps32, T::UNIT);

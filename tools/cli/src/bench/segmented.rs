@@ -99,13 +99,15 @@ pub fn segmented_cases(
         // times the form that reads its check back on every call.
         let check = ctx.offset_check()?;
         let run = |out: &mut DeviceBuffer<f32>| match &shape {
-            Shape::Csr(_) => ctx.segmented_reduce_with(
+            Shape::Csr(_) => ctx.segmented_reduce(
                 &x,
                 Segments::csr(&offs).check_later(&check),
-                Reduction::Sum,
                 out,
+                Reduction::Sum,
             ),
-            Shape::Rows(_, c) => ctx.segmented_reduce_fixed(&x, *c, Reduction::Sum, out),
+            Shape::Rows(_, c) => {
+                ctx.segmented_reduce(&x, Segments::fixed(*c as u64), out, Reduction::Sum)
+            }
         };
         run(&mut out)?;
         let sums_ok = |got: &[f32]| {
@@ -138,7 +140,7 @@ pub fn segmented_cases(
         ));
         if let Shape::Csr(_) = shape {
             let checked = |out: &mut DeviceBuffer<f32>| {
-                ctx.segmented_reduce_csr(&x, &offs, Reduction::Sum, out)
+                ctx.segmented_reduce(&x, Segments::csr(&offs), out, Reduction::Sum)
             };
             checked(&mut out)?;
             let ok = sums_ok(&ctx.dtoh(&out)?);

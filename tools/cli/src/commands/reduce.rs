@@ -110,7 +110,7 @@ fn reduce(
 
     let mut out = ctx.alloc_zeros::<f32>(1)?;
     let times = ctx.time_ms(warmup, iters, || {
-        ctx.reduce_into(&input, gpu_reduce::Reduction::Sum, &mut out)
+        ctx.reduce_into(&input, &mut out, gpu_reduce::Reduction::Sum)
     })?;
     // The timed runs must still give the checked answer (same grid, same order, same bits).
     let again = ctx.dtoh(&out)?[0] as f64;
