@@ -4,8 +4,7 @@
 //! so the result is deterministic and the same on every GPU and the simulator.
 
 use super::policy::BLOCK as REDUCE_BLOCK;
-use super::{ReduceParams, finish_tiles};
-use crate::block::block_reduce;
+use super::{ReduceParams, reduce_tiles};
 use crate::gpu::{self, ShflValue};
 use crate::load::Cut;
 use crate::ops::Element;
@@ -104,16 +103,13 @@ pub unsafe fn reduce2_device<T: Element, O: MapOp2<T>>(p: ReduceParams<T, O::Acc
     let scratch = crate::static_shared!(REDUCE2_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<O::Acc>() };
     let tid = gpu::thread_idx_x() as u64;
-    let grid = gpu::grid_dim_x() as u64;
     let tiles = tiles as u64;
     let threads = tiles * REDUCE_BLOCK as u64;
     let (cx, cy) = Cut::pair(x, y, n);
     let (head, vectors, tail_start) = (cx.head, cx.vectors, cx.tail_start());
     let pair = |i: u64| unsafe { O::lift2(cx.get(i), cy.get(i), i) };
 
-    let mut tile = gpu::block_idx_x() as u64;
-    let mut tile_acc = O::identity();
-    while tile < tiles {
+    let thread_acc = |tile: u64| {
         let gtid = tile * REDUCE_BLOCK as u64 + tid;
         let (mut acc0, mut acc1) = (O::identity(), O::identity());
         let mut v = gtid;
@@ -134,16 +130,11 @@ pub unsafe fn reduce2_device<T: Element, O: MapOp2<T>>(p: ReduceParams<T, O::Acc
             acc1 = O::combine(acc1, pair(i));
             i += threads;
         }
-        tile_acc = block_reduce(O::combine(acc0, acc1), O::identity(), O::combine, scratch);
-        if tid == 0 && tiles > 1 {
-            unsafe { partials.add(tile as usize).write(tile_acc) };
-        }
-        tile += grid;
-    }
+        O::combine(acc0, acc1)
+    };
     unsafe {
-        finish_tiles::<1, _, _, _, _>(
+        reduce_tiles::<1, _, _, _, _, _>(
             tiles,
-            tile_acc,
             partials,
             retire_count,
             out,
@@ -153,6 +144,7 @@ pub unsafe fn reduce2_device<T: Element, O: MapOp2<T>>(p: ReduceParams<T, O::Acc
             O::combine,
             scratch,
             |a| a,
+            thread_acc,
         )
     };
 }

@@ -187,16 +187,12 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(p: ReduceParams<T, O::Ac
         return;
     }
 
-    // Physical block b runs tiles b, b + grid, ...; tile t is what block t of a grid of `tiles`
-    // blocks would do, so its partial does not depend on the physical grid.
-    let mut tile = gpu::block_idx_x() as u64;
-    let mut tile_acc = O::identity();
-    while tile < tiles {
+    let thread_acc = |tile: u64| {
         let gtid = tile * REDUCE_BLOCK as u64 + tid;
         let mut acc0 = O::identity();
         let mut acc1 = O::identity();
-        // Two independent 16-byte loads per step keep more bytes in flight per thread (four
-        // measured slower on an H200: 0.93x CUB instead of 0.99x at 2^28 f32).
+        // Two independent 16-byte loads per step keep more bytes in flight per thread
+        // (BENCHMARKS.md, Reductions: four were slower).
         let mut v = gtid;
         while v + threads < vectors {
             let (a, b) = (load(v), load(v + threads));
@@ -214,17 +210,11 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(p: ReduceParams<T, O::Ac
             let i = tail_start + gtid;
             acc1 = O::combine(acc1, O::lift(unsafe { cut.get(i) }, i));
         }
-        tile_acc = block_reduce(O::combine(acc0, acc1), O::identity(), O::combine, scratch);
-        if tid == 0 && tiles > 1 {
-            unsafe { partials.add(tile as usize).write(tile_acc) };
-        }
-        tile += grid;
-    }
-
+        O::combine(acc0, acc1)
+    };
     unsafe {
-        finish_tiles::<1, _, _, _, _>(
+        reduce_tiles::<1, _, _, _, _, _>(
             tiles,
-            tile_acc,
             partials,
             retire_count,
             out,
@@ -234,35 +224,36 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(p: ReduceParams<T, O::Ac
             O::combine,
             scratch,
             |a| a,
+            thread_acc,
         )
     };
 }
 
-/// The end of a one-launch reduction, after every block has reduced its tiles (thread 0 of a
-/// block holds its last tile's accumulator in `tile_acc` and has written each tile's partial,
-/// unless there is one tile): one tile is the result at once; otherwise the last block to take
-/// a ticket (or the only block) combines the partials in tile order and writes `out`, resets
-/// `retire_count`, and raises `done` with `seq`.
+/// The tiles of a one-launch reduction and its end. Physical block `b` runs tiles `b, b + grid,
+/// ...`; tile `t` is what block `t` of a grid of `tiles` blocks would do (its threads'
+/// accumulators `thread_acc(t)`, block-reduced), so its partial does not depend on the physical
+/// grid. One tile is the result at once; otherwise each tile's partial goes to `partials`, and
+/// the last block to take a ticket (or the only block) combines them in tile order, writes `out`,
+/// resets `retire_count`, and raises `done` with `seq`.
 ///
 /// The result goes through `map` on its way to `out` (the identity for most kernels; the
 /// variance's partials are plain sums, divided once here). The last block reads `LOADS`
-/// partials a thread before combining them: four are faster for the variance (H100, 2^24:
-/// 88-90% of the read limit against 84-87% with one) but left the f32 sum's 2^28 ~0.7% slower
-/// (its code scheduled differently), so the other reductions read one at a time.
+/// partials a thread before combining them (the same combines in the same order for any
+/// `LOADS`; BENCHMARKS.md, Transforms: four suit the variance, one the other reductions).
 ///
 /// # Safety
 /// As [`reduce_device`]; called by every thread of every block.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the reduction's workspace, passed straight through
-pub(crate) unsafe fn finish_tiles<
+pub(crate) unsafe fn reduce_tiles<
     const LOADS: usize,
     A: crate::gpu::ShflValue,
     B,
     F: Fn(A, A) -> A + Copy,
     M: FnOnce(A) -> B,
+    P: FnMut(u64) -> A,
 >(
     tiles: u64,
-    tile_acc: A,
     partials: *mut A,
     retire_count: *mut u32,
     out: *mut B,
@@ -272,7 +263,18 @@ pub(crate) unsafe fn finish_tiles<
     combine: F,
     scratch: crate::gpu::SharedArray<A>,
     map: M,
+    mut thread_acc: P,
 ) {
+    let mut tile = gpu::block_idx_x() as u64;
+    let mut tile_acc = identity;
+    while tile < tiles {
+        tile_acc = block_reduce(thread_acc(tile), identity, combine, scratch);
+        if gpu::thread_idx_x() == 0 && tiles > 1 {
+            unsafe { partials.add(tile as usize).write(tile_acc) };
+        }
+        tile += gpu::grid_dim_x() as u64;
+    }
+
     let is_last = crate::static_shared!(REDUCE_IS_LAST: [u32; 1]);
     let tid = gpu::thread_idx_x() as u64;
     let grid = gpu::grid_dim_x() as u64;

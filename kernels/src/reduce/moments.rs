@@ -24,8 +24,7 @@
 use super::policy::BLOCK as REDUCE_BLOCK;
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 use super::{ReduceInstance, SimReduceFn};
-use super::{ReduceParams, finish_tiles};
-use crate::block::block_reduce;
+use super::{ReduceParams, reduce_tiles};
 use crate::gpu;
 use crate::gpu::ShflValue;
 use crate::load::Cut;
@@ -172,7 +171,6 @@ pub unsafe fn mean_var_device(p: ReduceParams<f32, MeanVarAcc>) {
     // for all but the first), issued before the loop so that its latency hides behind it.
     let shift = if n > 0 { unsafe { input.read() } } else { 0.0 };
     let tid = gpu::thread_idx_x() as u64;
-    let grid = gpu::grid_dim_x() as u64;
     let tiles = tiles as u64;
     let threads = tiles * REDUCE_BLOCK as u64;
 
@@ -181,9 +179,7 @@ pub unsafe fn mean_var_device(p: ReduceParams<f32, MeanVarAcc>) {
     let (head, vectors, tail_start) = (cut.head, cut.vectors, cut.tail_start());
     let load = |v: u64| unsafe { cut.vector(v) };
 
-    let mut tile = gpu::block_idx_x() as u64;
-    let mut tile_acc = Sums::ZERO;
-    while tile < tiles {
+    let thread_acc = |tile: u64| {
         let gtid = tile * REDUCE_BLOCK as u64 + tid;
         // Two loads in flight per step, into one set of sums (few registers: the kernel
         // needs many blocks per SM to keep enough bytes in flight).
@@ -223,17 +219,13 @@ pub unsafe fn mean_var_device(p: ReduceParams<f32, MeanVarAcc>) {
         if gtid < n - tail_start {
             st.add1(unsafe { cut.get(tail_start + gtid) });
         }
-        tile_acc = block_reduce(st.rebase(shift as f64), Sums::ZERO, Sums::add, scratch);
-        if tid == 0 && tiles > 1 {
-            unsafe { partials.add(tile as usize).write(tile_acc) };
-        }
-        tile += grid;
-    }
+        st.rebase(shift as f64)
+    };
     unsafe {
-        // Four of a thread's partials in flight at once (792 tiles: three or four a thread).
-        finish_tiles::<4, _, _, _, _>(
+        // Four of a thread's partials in flight at once (three or four a thread at the policy's
+        // tile count).
+        reduce_tiles::<4, _, _, _, _, _>(
             tiles,
-            tile_acc,
             partials,
             retire_count,
             out,
@@ -243,6 +235,7 @@ pub unsafe fn mean_var_device(p: ReduceParams<f32, MeanVarAcc>) {
             Sums::add,
             scratch,
             |s: Sums| s.finish(n, shift as f64),
+            thread_acc,
         )
     };
 }

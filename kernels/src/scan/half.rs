@@ -152,16 +152,12 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
         prefetch: |first: u64, elems: u64| prefetch_stretch(input, first, elems),
         prefetch_tiles: ACTIVE.prefetch_tiles(ACTIVE.half_tile_elems() * 2),
     };
-    let status = TileStatus {
+    let status = TileStatus::fixed_order(
         flags,
-        aggregates: aggregates.cast::<O::Acc>(),
-        prefixes: prefixes.cast::<O::Acc>(),
+        aggregates.cast::<O::Acc>(),
+        prefixes.cast::<O::Acc>(),
         epoch,
-        first_delay_ns: ACTIVE.first_delay_ns,
-        two_word_slots: false,
-        // Same bits on every run (scan::fixed_order).
-        fixed_order: true,
-    };
+    );
     unsafe {
         scan_tile::<ROWS, Whole, _, _, _, _, _, _>(
             tile,

@@ -69,6 +69,23 @@ pub struct TileStatus<A> {
     pub fixed_order: bool,
 }
 
+impl<A> TileStatus<A> {
+    /// The scans' status: cross-tile prefixes in a fixed order (the same bits on every run,
+    /// [`fixed_order`](super::fixed_order)), the policy's first wait.
+    #[inline(always)]
+    pub fn fixed_order(flags: *mut u32, aggregates: *mut A, prefixes: *mut A, epoch: u32) -> Self {
+        Self {
+            flags,
+            aggregates,
+            prefixes,
+            epoch,
+            first_delay_ns: super::policy::ACTIVE.first_delay_ns,
+            two_word_slots: false,
+            fixed_order: true,
+        }
+    }
+}
+
 impl<A: ShflValue> TileStatus<A> {
     /// Value and status share one 64-bit word.
     const PACKED: bool = A::WORDS == 1;

@@ -186,16 +186,7 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
         prefetch_tiles: ACTIVE
             .prefetch_tiles(ACTIVE.tile_elems(size_of::<T>() as u64) * size_of::<T>() as u64),
     };
-    let status = TileStatus {
-        flags,
-        aggregates,
-        prefixes,
-        epoch,
-        first_delay_ns: ACTIVE.first_delay_ns,
-        two_word_slots: false,
-        // Same bits on every run (scan::fixed_order).
-        fixed_order: true,
-    };
+    let status = TileStatus::fixed_order(flags, aggregates, prefixes, epoch);
     // No value absorbs what comes before it under a plain operator.
     let ops = (O::combine, false, |_| false);
     let (warp_aggs, tile_prefix) = unsafe { (warp_aggs.cast::<T>(), tile_prefix.cast::<T>()) };
@@ -397,16 +388,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
             ACTIVE.by_key_tile_elems(size_of::<T>() as u64) * size_of::<T>() as u64,
         ),
     };
-    let status = TileStatus {
-        flags,
-        aggregates,
-        prefixes,
-        epoch,
-        first_delay_ns: ACTIVE.first_delay_ns,
-        two_word_slots: false,
-        // Same bits on every run (scan::fixed_order).
-        fixed_order: true,
-    };
+    let status = TileStatus::fixed_order(flags, aggregates, prefixes, epoch);
     // The tile's rows by the value's width (policy `by_key_rows_for`); the other branch is
     // compiled away.
     macro_rules! tile {
