@@ -196,7 +196,7 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(p: ReduceParams<T, O::Ac
         let mut acc0 = O::identity();
         let mut acc1 = O::identity();
         // Two independent 16-byte loads per step keep more bytes in flight per thread (four
-        // measured slower on an H200: 0.93x CUB instead of 0.99x at 2^28 f32).
+        // were slower: CHANGELOG.md, issue 4).
         let mut v = gtid;
         while v + threads < vectors {
             let (a, b) = (load(v), load(v + threads));
@@ -246,9 +246,9 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(p: ReduceParams<T, O::Ac
 ///
 /// The result goes through `map` on its way to `out` (the identity for most kernels; the
 /// variance's partials are plain sums, divided once here). The last block reads `LOADS`
-/// partials a thread before combining them: four are faster for the variance (H100, 2^24:
-/// 88-90% of the read limit against 84-87% with one) but left the f32 sum's 2^28 ~0.7% slower
-/// (its code scheduled differently), so the other reductions read one at a time.
+/// partials a thread before combining them: four are faster for the variance but left the
+/// f32 sum slightly slower at 2^28 (its code scheduled differently), so the other reductions
+/// read one at a time (CHANGELOG.md, issue 15).
 ///
 /// # Safety
 /// As [`reduce_device`]; called by every thread of every block.
@@ -278,9 +278,9 @@ pub(crate) unsafe fn finish_tiles<
     let grid = gpu::grid_dim_x() as u64;
     if tiles == 1 {
         // One tile (the host then launches one block): its accumulator is the result, with no
-        // partial, ticket or second block reduction (~1.5 µs less on an H100 at 2^10). The
-        // same bits as the general path below: that path computes identity ⊕ partial and
-        // combines it with identities only.
+        // partial, ticket or second block reduction (BENCHMARKS.md, Small inputs and the call
+        // path). The same bits as the general path below: that path computes identity ⊕
+        // partial and combines it with identities only.
         if tid == 0 {
             unsafe {
                 out.write(map(combine(identity, tile_acc)));
