@@ -265,7 +265,7 @@ impl<T: HalfFloat> ReduceOp<T> for SumF32 {
         0.0
     }
     /// The cheap route ([`HalfFloat::widen`]): the integer conversion made the f16 sum
-    /// ALU-bound (H100, 2^24..2^28: 0.84-0.86x CUB against bf16's 1.01-1.10x with its shift).
+    /// ALU-bound, behind CUB where bf16 with its shift was not (CHANGELOG.md, issue 15).
     /// Every number converts to the same f32 either way; only a NaN's payload may differ, and
     /// the f32 additions do not keep payloads anyway.
     #[inline(always)]

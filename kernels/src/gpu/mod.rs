@@ -13,7 +13,7 @@ pub const WARP_SIZE: u32 = 32;
 /// 4 bytes) from 128 bytes on, so that a tile's 128-byte groups (the swizzles, the quarter-warp
 /// phases of 16-byte accesses and of `cp.async`) each fill one row; 16 below. Off a row, an
 /// H100 splits each `cp.async` of a warp into more shared wavefronts and L2 requests
-/// (BENCHMARKS.md, issue 32: the reduce by key's lost speed).
+/// (CHANGELOG.md, issue 32: the reduce by key's lost speed).
 pub const fn shared_align(bytes: usize) -> usize {
     if bytes >= 128 { 128 } else { 16 }
 }

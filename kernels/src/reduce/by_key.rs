@@ -27,14 +27,12 @@
 //! last element writes the last aggregate and the run count. No compaction pass, no second
 //! launch.
 //!
-//! Why this shape, measured on an H100 (2^27 u32 keys + f32 values, runs 1..100 / 1..1e4,
-//! against CUB): the scan by key's pair per element in registers (2048-element tiles, 64
-//! registers) 0.42x / 0.45x; per-thread folds over registers loaded straight from global
-//! memory, 16 elements (92 registers) 0.44x / 0.49x and 32 (113 registers, two blocks per SM)
-//! 0.51x / 0.63x, where a thread's own 16-byte loads 128 bytes apart made twice the L2
-//! sectors (every sector fetched by two instructions) and the registers capped the bytes in
-//! flight per SM. The scans' fixed-order checkpoints for the whole pair measured 0.55-0.64x:
-//! every tile needs the run count, so every tile waited on the checkpoint chain.
+//! Why this shape (the figures: CHANGELOG.md, issues 15 and 16): the scan by key's pair per
+//! element in registers, and per-thread folds over registers loaded straight from global
+//! memory, both ran well behind CUB: a thread's own 16-byte loads 128 bytes apart made twice
+//! the L2 sectors (every sector fetched by two instructions) and the registers capped the
+//! bytes in flight per SM. The scans' fixed-order checkpoints for the whole pair were slow
+//! too: every tile needs the run count, so every tile waited on the checkpoint chain.
 
 use crate::gpu::{self, FULL_MASK, SharedArray};
 use crate::ops::{Element, ReduceOp};
@@ -101,8 +99,8 @@ fn then<T: Element, O: ReduceOp<T, Acc = T>>(a: Option<Headed<T>>, b: Headed<T>)
 /// Polling is kept light, as the look-back's: after the first wait ([`first_wait`] of
 /// `first_delay_ns`), only lane 0 reads (the
 /// nearest tile, which holds a head whenever runs are shorter than a tile) until that tile is
-/// out, then the whole window. (The first wait measured 3% faster; one reader instead of 32
-/// measured the same, and polls the L2 less.)
+/// out, then the whole window. (The first wait is faster; one reader instead of 32 is as
+/// fast, and polls the L2 less: CHANGELOG.md, issue 32.)
 ///
 /// # Safety
 /// `values` spans the launch's tiles; each tile publishes its aggregate in its slot.
@@ -350,7 +348,7 @@ pub unsafe fn reduce_by_key_device<
     }
     // Lane 0's key before its first element (the previous warp's or tile's last), loaded
     // now so that its latency hides behind the copies (read after the wait, it stalled every
-    // warp: 5% of the samples on an H100).
+    // warp; CHANGELOG.md, issue 15).
     let key_before = if lane == 0 && first > 0 && first <= n {
         unsafe { keys.add(first as usize - 1).read() }
     } else {
@@ -456,8 +454,7 @@ pub unsafe fn reduce_by_key_device<
     // Warp 0: the run count before the tile (look-back: exact in any order). Warp 1, at the
     // same time: the value carried into it (fixed order: the same bits every run). Two warps,
     // so that neither waits for the other and neither holds the other's state (both in one
-    // warp measured 0.71-0.82x CUB against 1.01x for the count alone: spilled registers and a
-    // second round trip).
+    // warp were slower: spilled registers and a second round trip; CHANGELOG.md, issue 32).
     // Only a tile that finishes a run writes an aggregate that needs what came before.
     let ends_run = aggregate.head != 0 || (tile + 1) * tile_elems >= n;
     if warp == 0 {
@@ -503,7 +500,7 @@ pub unsafe fn reduce_by_key_device<
             unsafe { values.publish_fixed(tile, aggregate) };
         }
         let carry = if tile > 0 && ends_run {
-            // The count look-back's first wait, in the same launches and tiles (BENCHMARKS.md,
+            // The count look-back's first wait, in the same launches and tiles (CHANGELOG.md,
             // issue 32: faster than none or half of it).
             unsafe { carry_in::<T, O>(&values, tile, delay_ns, POLL_DELAY) }
         } else {
@@ -556,7 +553,8 @@ pub unsafe fn reduce_by_key_device<
     // Whether element n - 1 is here (then it is the last of the `valid` ones).
     let holds_last = first + ITEMS as u64 >= n;
     // Straight-line code per element, the stores predicated (`heads` has no bit past
-    // `valid`): a branch per element made the walk a fifth of the samples with runs 1..100.
+    // `valid`): a branch per element made the walk costly with short runs (CHANGELOG.md,
+    // issue 15).
     for v in 0..ITEMS / pv {
         let x = value_chunk(v);
         for j in 0..4 {

@@ -191,8 +191,8 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(p: ReduceParams<T, O::Ac
         let gtid = tile * REDUCE_BLOCK as u64 + tid;
         let mut acc0 = O::identity();
         let mut acc1 = O::identity();
-        // Two independent 16-byte loads per step keep more bytes in flight per thread
-        // (BENCHMARKS.md, Reductions: four were slower).
+        // Two independent 16-byte loads per step keep more bytes in flight per thread (four
+        // were slower: CHANGELOG.md, issue 4).
         let mut v = gtid;
         while v + threads < vectors {
             let (a, b) = (load(v), load(v + threads));
@@ -238,8 +238,9 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(p: ReduceParams<T, O::Ac
 ///
 /// The result goes through `map` on its way to `out` (the identity for most kernels; the
 /// variance's partials are plain sums, divided once here). The last block reads `LOADS`
-/// partials a thread before combining them (the same combines in the same order for any
-/// `LOADS`; BENCHMARKS.md, Transforms: four suit the variance, one the other reductions).
+/// partials a thread before combining them: four are faster for the variance but left the
+/// f32 sum slightly slower at 2^28 (its code scheduled differently), so the other reductions
+/// read one at a time (CHANGELOG.md, issue 15).
 ///
 /// # Safety
 /// As [`reduce_device`]; called by every thread of every block.
@@ -280,9 +281,9 @@ pub(crate) unsafe fn reduce_tiles<
     let grid = gpu::grid_dim_x() as u64;
     if tiles == 1 {
         // One tile (the host then launches one block): its accumulator is the result, with no
-        // partial, ticket or second block reduction (~1.5 µs less on an H100 at 2^10). The
-        // same bits as the general path below: that path computes identity ⊕ partial and
-        // combines it with identities only.
+        // partial, ticket or second block reduction (BENCHMARKS.md, Small inputs and the call
+        // path). The same bits as the general path below: that path computes identity ⊕
+        // partial and combines it with identities only.
         if tid == 0 {
             unsafe {
                 out.write(map(combine(identity, tile_acc)));

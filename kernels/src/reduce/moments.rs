@@ -1,14 +1,14 @@
 //! Mean and variance of f32 data in one launch, at the read limit. The generic reduction with
 //! [`MeanVar`] merges every thread's next four elements into its running (count, mean, m2)
-//! with Chan's formula, one division per merge, and that latency held the loads back (83% of
-//! the read limit at 2^26 on an H100). Here each thread keeps *shifted sums* instead,
+//! with Chan's formula, one division per merge, and that latency held the loads back well
+//! below the read limit (CHANGELOG.md, issue 15). Here each thread keeps *shifted sums* instead,
 //! `s1 = Σ(x - k)` and `s2 = Σ(x - k)²` in f64 with `k` its first element — no division per
 //! element. At the end every thread moves its sums to one shift `K` for the whole input, its
 //! first element (`s1 + c·d`, `s2 + d·(2·s1 + c·d)` with `d = k - K`: exact algebra, no
 //! division), so threads, tiles and the partials add plain f64 pairs in the fixed tree of every
 //! reduction (the same bits for any grid, GPU and the simulator), and the last block divides
 //! once: `mean = K + S1/n`, `m2 = S2 - S1·(S1/n)`. A Chan merge per step of that tree (a
-//! division, and a reduction no load hides) cost ~4 µs a launch on an H100.
+//! division, and a reduction no load hides) made the finish slow (CHANGELOG.md, issue 15).
 //!
 //! Error. A thread's part: f64 sums of at most ~21,000 terms (2^32 elements over 792 tiles of
 //! 256 threads) around one of its own elements, so `m2`'s absolute error is about
@@ -187,10 +187,9 @@ pub unsafe fn mean_var_device(p: ReduceParams<f32, MeanVarAcc>) {
         let mut v = gtid;
         // The first step with four loads in flight (the same elements in the same order, so
         // the same bits): every block starts at once, waits for its first loads, then spends
-        // ~a microsecond converting and summing in f64 with nothing else in flight; four
-        // (all that 40 registers hold: ptxas serialises six or eight) keep DRAM busier there.
-        // H100, 2^26, nine alternations: median 0.0981 ms against 0.0991 (95.1% of the read
-        // limit against 94.3%; BENCHMARKS.md).
+        // a while converting and summing in f64 with nothing else in flight; four
+        // (all that 40 registers hold: ptxas serialises six or eight) keep DRAM busier there
+        // (faster than two: CHANGELOG.md, issue 15).
         if v + 3 * threads < vectors {
             let (a, b, c, d) = (
                 load(v),
@@ -263,8 +262,7 @@ const _: () = {
     }
 };
 
-// Six blocks per SM (40 registers, no spills): at the 56 registers ptxas chose alone, four
-// blocks held too few loads in flight (H100, 2^26: 50% occupancy, 73% of DRAM bandwidth,
-// against the sum's 86% at 32 registers).
+// Six blocks per SM (40 registers, no spills): at the registers ptxas chose alone, four blocks
+// held too few loads in flight to keep DRAM busy (CHANGELOG.md, issue 15).
 #[cfg(feature = "builtin")]
 crate::launch_bounds!(@named mean_var_name!(), super::policy::BLOCK, 6);

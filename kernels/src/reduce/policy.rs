@@ -13,7 +13,7 @@ pub struct ReducePolicy {
     /// Threads per block. A multiple of 32: the warp collectives assume full warps.
     pub block: u32,
     /// Bytes each thread loads per grid-stride step: two 16-byte vectors in flight. Four in
-    /// flight measured slower on an H200 (0.93x CUB instead of 0.99x at 2^28 f32, BENCHMARKS.md).
+    /// flight were slower (CHANGELOG.md, issue 4).
     pub bytes_per_step: u64,
     /// Most tiles (virtual blocks) of one reduction, and the length of the partials workspace:
     /// 2048 tiles of 256 threads cover 2^28 f32 in 64 steps per thread, and leave the last
@@ -21,7 +21,7 @@ pub struct ReducePolicy {
     pub max_tiles: u32,
     /// Inputs of at most this many tiles run on one block, which then needs no ticket (grid
     /// 1): small inputs are latency-bound, and the ticket's fence, atomic and partials cost
-    /// more than the parallel loads save. Measured on an H100 (BENCHMARKS.md, tiny inputs).
+    /// more than the parallel loads save (BENCHMARKS.md, Small inputs and the call path).
     pub single_block_tiles: u32,
 }
 
@@ -68,7 +68,7 @@ impl ReducePolicy {
 
 /// The shape of the segmented reductions (`reduce::segmented`). Like [`POLICY`], one for every
 /// architecture: a segment's chunks (and so its float bits) follow from it. Measurements:
-/// BENCHMARKS.md, segmented reduce.
+/// BENCHMARKS.md, Segmented reduce; the shapes tried, CHANGELOG.md, issue 15.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SegmentedPolicy {
     /// Threads per block; a block takes one segment per warp at a time.
@@ -114,7 +114,7 @@ impl SegmentedPolicy {
 /// The mean-and-variance kernel's shape (`reduce::moments`): the reduction's, with 792 tiles
 /// at most (six resident blocks of 40 registers on each of an H100's or H200's 132 SMs), so
 /// from 2^18 elements every block takes one tile, finishes its shifted sums once, and the last
-/// block merges 792 partials, not 2048 (BENCHMARKS.md, mean and variance). A constant, like
+/// block merges 792 partials, not 2048 (BENCHMARKS.md, Transforms). A constant, like
 /// every tile count: the bits depend on `n` alone (another SM count only balances less well).
 pub const MEAN_VAR: ReducePolicy = ReducePolicy {
     max_tiles: 792,

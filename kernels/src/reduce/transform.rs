@@ -183,9 +183,9 @@ impl ReduceOp<f32> for MeanVar {
         let delta = b.mean - a.mean;
         // Equal counts (every merge of the pairs and quadruples a thread folds from a vector
         // load, and most of the tree) skip the division: nb / (2·nb) is exactly 0.5 in f32, so
-        // the bits are those of the division. Without this the f32 variance ran at 75-89% of
-        // the read limit on an H200 (2^26-2^28), the divisions in the per-element merges
-        // costing more than the memory.
+        // the bits are those of the division. Without this the f32 variance was compute-bound,
+        // the divisions in the per-element merges costing more than the memory (CHANGELOG.md,
+        // issue 15).
         let wb = if a.count == b.count {
             0.5
         } else {

@@ -114,13 +114,12 @@ impl<A: ShflValue> TileStatus<A> {
         }
         let checkpoint = |g: u64| grid + g;
         // As the look-back's first wait (policy.rs): with many tiles, reading at once mostly
-        // finds nothing yet and polls (H100, f32 inclusive sum at 1e8 and 2^28: 1.06x CUB
-        // without the wait, 1.09-1.11x with 3 µs).
+        // finds nothing yet and polls (slower without the wait: CHANGELOG.md, issue 16).
         first_wait(tile, self.first_delay_ns);
         // Lane l: the aggregates of tiles 32h + l (l < i) and 32(h - 1) + l; lane 0 reads
         // C(h - 1), lane 1 C(h - 2). All in one round: C(h - 1) is written by a tile at most
-        // 32 back, which is often still waiting (a group of f32 tiles passes in ~1.5 µs on an
-        // H100), so the first reads also bring what rebuilding it takes.
+        // 32 back, which is often still waiting, so the first reads also bring what rebuilding
+        // it takes.
         let need_own = lane < i;
         let mut own = None;
         let mut prev = None;

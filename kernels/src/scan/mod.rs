@@ -283,8 +283,8 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
     // with one too when `per_vec` keys fill 16 bytes (u32 keys with 4-byte values, u64 with
     // 8-byte ones; other pairs read keys one by one), plus the key before the run (the
     // neighbour lane's, an L1 hit), and store with one 16-byte store. Element-wise reads of
-    // everything (the first version: three scalar loads per element) ran at 0.47x CUB's
-    // InclusiveSumByKey (H100, 2^27 u32 keys + f32).
+    // everything (the first version: three scalar loads per element) ran at half CUB's speed
+    // (CHANGELOG.md, issue 16).
     let aligned = (keys as usize | values as usize | output as usize) & 15 == 0;
     let key_vec = core::mem::size_of::<K>() * per_vec == 16;
     let head_at = |i: u64| -> u32 {
@@ -405,7 +405,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
                     (segmented::<T, O>, true, |h: Headed<T>| h.head != 0),
                     warp_aggs.cast::<Headed<T>>(),
                     tile_prefix.cast::<Headed<T>>(),
-                    // Row prefixes in shared memory: no spill, and faster (BENCHMARKS.md).
+                    // Row prefixes in shared memory: no spill, and faster (CHANGELOG.md, issue 32).
                     true,
                 )
             }
@@ -481,10 +481,10 @@ macro_rules! scan_kernels {
 }
 
 /// Blocks per SM a scan kernel over `elem_bytes`-byte elements asks ptxas to fit
-/// (`.minnctapersm`): two, whose tiles need ~128 registers a thread; left alone at 129 (sm_90
-/// PTX of the fixed-order f32 inclusive sum), one block fit per SM and the scan ran at 0.86x
-/// CUB instead of 1.1x (H100). 8-byte elements fit with their row prefixes in shared memory
-/// ([`tile::scan_tile`]'s `shared_rows`; 172 registers and one block per SM without).
+/// (`.minnctapersm`): two, whose tiles need ~128 registers a thread; left alone, ptxas gave the
+/// fixed-order f32 inclusive sum one register too many, one block fit per SM and the scan lost
+/// a fifth of its speed (CHANGELOG.md, issue 16). 8-byte elements fit with their row prefixes
+/// in shared memory ([`tile::scan_tile`]'s `shared_rows`; one block per SM without).
 pub const fn scan_min_blocks(_elem_bytes: usize) -> u32 {
     2
 }
@@ -510,8 +510,8 @@ macro_rules! scan_by_key_kernels {
                     $crate::Kernel { name: $name, sim: kernel };
             }
         };
-        // As the scans: left alone, ptxas gave the u32 + f32 sum 134 registers (one block per
-        // SM; H100 2^27: 0.59x CUB).
+        // As the scans: left alone, ptxas fit one block per SM of the u32 + f32 sum, far slower
+        // (CHANGELOG.md, issue 32).
         $crate::launch_bounds!(@named $name, $crate::scan::policy::ACTIVE.block,
             $crate::scan::scan_min_blocks(::core::mem::size_of::<$t>()));
     };

@@ -1,7 +1,9 @@
 //! Tuning of the single-pass scans, in one place (CUB's `tuning_scan.cuh` is the model): tile
-//! shape, look-back width and delays, with the measurements that chose them (BENCHMARKS.md has
-//! the tables). `for_arch` picks the policy of an architecture; the kernels are compiled with
-//! the one of their `-C target-cpu`, and the host launches them with the same.
+//! shape, look-back width and delays, each with the reason for its value. The measurements
+//! that chose them are in CHANGELOG.md (issues 5, 15, 16 and 32), the current figures in
+//! BENCHMARKS.md (Scans; Reduce and scan by key). `for_arch` picks the policy of an
+//! architecture; the kernels are compiled with the one of their `-C target-cpu`, and the host
+//! launches them with the same.
 //!
 //! Every architecture uses the sm_90 numbers for now: they were measured on an H100 and an
 //! H200; no other GPU was available to tune on. A tile's shape also fixes where tiles start,
@@ -13,60 +15,55 @@ pub struct ScanPolicy {
     /// Threads per block (one tile per block). A multiple of 32, at most 1024.
     pub block: u32,
     /// 16-byte vectors each thread scans per tile: 16, i.e. 64 KiB tiles. A tile's block waits
-    /// at a barrier while one warp looks back, so big tiles pay that wait over more bytes;
-    /// measured on an H200 at 1e9 i32: 4 rows 0.75x CUB, 8 rows 0.93x, 16 rows 0.97x; 512
-    /// threads x 16 rows 0.984x, not kept because the f64 kernel cannot launch 512 threads at
-    /// its 158 registers.
+    /// at a barrier while one warp looks back, so big tiles pay that wait over more bytes
+    /// (fewer rows were slower; CHANGELOG.md, issue 5). 512 threads would not launch for the
+    /// f64 kernel at its register count, so blocks stay at 256.
     pub rows: u32,
     /// Rows of the scan by key with 8-byte values: its (head flag, value) pairs and key loads
-    /// take more registers per element; at 16 rows its kernels spilled and each instance was
-    /// ~110 kB of PTX (72 of them were 8 MB, 60% of the library's PTX). 8 rows keeps them in
-    /// registers (12 spill 136-228 B).
+    /// take more registers per element; at 16 rows its kernels spilled and bloated the
+    /// library's PTX (CHANGELOG.md, issue 13). 8 rows keeps them in registers (12 spill).
     pub by_key_rows: u32,
     /// Rows of the scan by key with values of 4 bytes or fewer (48 KiB of values a tile). With
     /// the head flags as bits (`tile::HeadBit`) u32 + f32 at 12 rows spills 16 B; 14 and 16
-    /// put the tile's values on the stack. H100, 2^27, runs 1..100 / 1..1e4 against CUB in the
-    /// same process: 8 rows 1.04x / 1.04x, 10 rows 1.04x / 1.04x, 12 rows 1.06x / 1.06x.
+    /// put the tile's values on the stack. 12 rows were the fastest of 8, 10 and 12
+    /// (CHANGELOG.md, issue 32, fourth session).
     pub by_key_rows_narrow: u32,
     /// Bytes of keys and values each thread of the reduce by key loads per tile
     /// ([`crate::reduce::by_key`]; [`ScanPolicy::reduce_by_key_items`] turns it into elements).
     /// Each thread folds its elements into one (head count, value) pair, so only the values
     /// and a head mask stay live. The reduce by key is bound by the bytes each SM has in
-    /// flight, not by instructions: 128 bytes a thread (16 u32 keys + f32 values, 92
-    /// registers, two blocks per SM) ran at 0.44x CUB on an H100, like its first layout (the
-    /// scan by key's pair per element: 2 rows of 16 bytes, 64 registers, four blocks: 0.42x).
+    /// flight, not by instructions: loaded straight into registers, 128 bytes a thread (16 u32
+    /// keys + f32 values) left two blocks per SM and was no faster than its first layout, the
+    /// scan by key's pair per element (CHANGELOG.md, issue 15).
     pub reduce_by_key_thread_bytes: u32,
     /// Blocks per SM the reduce by key's registers must allow (`.minnctapersm`, through
     /// [`crate::launch_bounds!`]): its tiles wait in the look-back with nothing in flight, so
-    /// the SM needs other blocks loading meanwhile. Left to itself ptxas gave the u32 + f32
-    /// kernel 79 registers (three blocks of 256 threads). H100, 2^27, runs 1..100 / 1..1e4
-    /// against CUB in the same process: 4 blocks (60 registers) 0.89x / 0.94x; 5 (48, no
-    /// spills) 0.91x / 0.99-1.10x; 6 (40 registers, 40 bytes spilled) 0.87x / 0.88x.
+    /// the SM needs other blocks loading meanwhile. Left to itself ptxas fits only three
+    /// blocks of 256 threads; five (no spills) beat four, and six spill and lose
+    /// (CHANGELOG.md, issue 15).
     pub reduce_by_key_min_blocks: u32,
     /// The reduce by key's first look-back wait ([`ScanPolicy::first_delay_ns`]). With the
     /// L2 prefetch a block's copies return sooner, and a longer first wait lets the look-back
-    /// find its predecessor's inclusive prefix at once (H100, 2^27, runs 1..100 / 1..1e4,
-    /// ms: 1500 ns 0.479 / 0.412, 2000 0.479 / 0.411, 2500 0.457 / 0.423, 3000-4000
-    /// 0.457-0.461 / 0.421-0.445, 5000 0.571 / 0.52; CUB 0.46 / 0.44 in the same runs).
+    /// find its predecessor's inclusive prefix at once; much longer waits were slower (the
+    /// sweep: CHANGELOG.md, issue 15).
     pub reduce_by_key_delay_ns: u32,
     /// Predecessors each lane reads per look-back round (a warp reads 32 x this). Wider
-    /// windows measured slower on an H200 (more status lines polled per round).
+    /// windows are slower: more status lines polled per round (CHANGELOG.md, issue 5).
     pub lookback_per_lane: u32,
     /// Nanoseconds warp 0 sleeps after publishing its aggregate, before its first look-back
     /// read, in launches of [`ScanPolicy::delay_min_tiles`] tiles or more, for tiles from
     /// [`ScanPolicy::delay_from_tile`] on. Read at once, the nearest inclusive prefix is far
     /// back behind predecessors that have not published, and hundreds of warps polling the same
     /// few status lines load one L2 slice hard; after the sleep the prefix front has moved up
-    /// and one round usually suffices. i32 at 1e9 against CUB in the same process: H100 0 ns
-    /// 0.98x, 400 ns 1.02x, 1.2-2 us 1.07x, 3 us 1.11x, 5 us 0.87x (the wait is no longer
-    /// hidden); H200 0 ns 0.97x, 2 us 1.08x, 3 us 1.10x, 4 us 1.10x. (CUB's sm_90 tuning
+    /// and one round usually suffices. Shorter waits poll more, longer ones are no longer
+    /// hidden (the sweep on an H100 and an H200: CHANGELOG.md, issue 5). (CUB's sm_90 tuning
     /// sleeps ~1.2 us first.)
     pub first_delay_ns: u32,
     /// Tiles below this id look back at once: the first wave's predecessors all started with it.
     pub delay_from_tile: u64,
     /// Launches of fewer tiles never sleep (2048 tiles = 128 MiB, more than the L2): short,
-    /// L2-resident scans have little polling to spread out and pay the sleep in latency (H100,
-    /// i32 at 1e7: 0.97x CUB with the sleep, 1.04x without).
+    /// L2-resident scans have little polling to spread out and pay the sleep in latency
+    /// (CHANGELOG.md, issue 5).
     pub delay_min_tiles: u32,
     /// Nanoseconds between unsuccessful look-back rounds.
     pub poll_delay_ns: u32,
@@ -74,7 +71,7 @@ pub struct ScanPolicy {
     /// 16-bit, by key, with its keys) asks L2 for a later tile's input while its own loads are
     /// in flight, so that DRAM stays busy while blocks wait for their prefixes and store. 4 MiB
     /// was the best of the distances swept for the plain scans and the scan by key alike
-    /// (BENCHMARKS.md, issue 32); beyond it the lines are evicted before their block comes.
+    /// (CHANGELOG.md, issue 32); beyond it the lines are evicted before their block comes.
     pub scan_prefetch_bytes: u32,
 }
 
@@ -95,9 +92,8 @@ pub const SM90: ScanPolicy = ScanPolicy {
     scan_prefetch_bytes: 4 << 20,
 };
 
-// Tried and dropped (BENCHMARKS.md): persistent blocks with cp.async prefetch (0.28-0.88x CUB),
-// a whole-block look-back, `.minnctapersm` register caps for 3 or 4 blocks per SM (0.85x,
-// 0.98x, 0.94x).
+// Tried and dropped, all slower (CHANGELOG.md, issue 5): persistent blocks with cp.async
+// prefetch, a whole-block look-back, `.minnctapersm` register caps for 3 or 4 blocks per SM.
 
 /// The policy of architecture `sm` (e.g. 80 for sm_80).
 pub const fn for_arch(_sm: u32) -> ScanPolicy {

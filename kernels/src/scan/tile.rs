@@ -187,7 +187,7 @@ pub unsafe fn scan_tile<const ROWS: usize, K, A, F, Z, L, S, P>(
     let mut carry = io.identity;
     let mut row_prefix = [io.identity; ROWS];
     // `shared_rows`: the row prefixes wait in shared memory instead of registers (8-byte
-    // elements: 172 registers and one block per SM with them in registers, 128 and two without).
+    // elements: one block per SM with them in registers, two without; CHANGELOG.md, issue 32).
     // A constant of the caller's: inlined, the other branch is compiled away. Only where they
     // fit the array (every scan at the sm_90 shape; a larger shape falls back to registers).
     let fits = ROWS * ACTIVE.block as usize * size_of::<A>() <= 32768;

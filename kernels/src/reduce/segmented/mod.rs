@@ -100,8 +100,8 @@ struct Cut {
 fn cut<T: Element>(x: *const T, len: u64) -> Cut {
     let crate::load::Cut { head, vectors, .. } = crate::load::Cut::new(x, len);
     // (Chunks of equal sizes, the nearest whole number of them, were tried: the run-time
-    // chunk size took the kernel from 80 to 93 registers, two blocks per SM instead of three,
-    // and every case slower on an H100: 1e6 short segments 1.57x -> 1.09x CUB.)
+    // chunk size cost registers, two blocks per SM instead of three, and every case was
+    // slower; CHANGELOG.md, issue 15.)
     Cut {
         head,
         vectors,
@@ -288,9 +288,9 @@ macro_rules! builtin_segmented {
 #[cfg(feature = "builtin")]
 crate::builtin_table!(pairs builtin_segmented! {} int float);
 
-// The listed form took these two from 80 to 82 registers on sm_90 (two blocks per SM instead of
+// The listed form took these two past 80 registers on sm_90 (two blocks per SM instead of
 // three); held at 80 (three blocks of BLOCK threads per SM) they spill nothing there. (sm_80's
-// code spills 4 bytes at 80; not measured on an A100.)
+// code spills 4 bytes at 80; not timed on an A100.)
 #[cfg(feature = "builtin")]
 crate::launch_bounds!(reduce_segmented_sum_f32, BLOCK, 3);
 #[cfg(feature = "builtin")]

@@ -31,9 +31,9 @@ pub const fn rows_chunks_per_row(cols: u64, elem_bytes: u64) -> u64 {
 /// row `u / cpr` (`cpr` = [`rows_chunks_per_row`]), a block per unit (blocks stride over the
 /// units). A one-chunk row's block stores the row's result; otherwise each chunk's partial
 /// goes to the workspace and the block that counts a row's last chunk combines the row's
-/// partials in order. Few registers (two loads in flight, no scheduler state): on an H100
-/// the general kernel's 80 registers left three blocks per SM and the chunk loop
-/// latency-bound (0.91x CUB on 1024 rows of 65536 f32).
+/// partials in order. Few registers (two loads in flight, no scheduler state): the general
+/// kernel's 80 registers leave three blocks per SM and its chunk loop latency-bound on long
+/// rows (CHANGELOG.md, issue 15).
 ///
 /// `ws` (when a row has several chunks, [`rows_workspace_bytes`]): `k` `u32` counters, zero at
 /// launch and again at the end, padded to 16 bytes, then `k · cpr` accumulators.
