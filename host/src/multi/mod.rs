@@ -39,109 +39,23 @@
 //! | [`MultiContext::scan_in_place`]`(b, op, kind)` | a scan ([`Reduction::SCAN`]) left in the shards |
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
 
 use cudarc::driver::ValidAsZeroBits;
-use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::ops::{ArgAcc, ArgMax, ArgMin};
-use kernels::reduce::policy::BLOCK;
-use kernels::reduce::tiles::{SimTilesFn, TilesInstance, TilesParams};
 
 use crate::error::{Error, Result};
 use crate::reduce::{DeviceElement, Reduction, reduction_arm};
-use crate::runtime::{BackendKind, Context, DeviceBuffer, LaunchShape};
-use crate::scan::{ScanElement, ScanKind};
+use crate::runtime::{Context, DeviceBuffer};
+use crate::scan::ScanElement;
 
-/// Most tiles of a sharded reduction: the partials every rank gathers (at most 8192 × 16
-/// bytes).
-pub const MAX_TILES: u64 = 8192;
+mod exchange;
+mod reduce;
+mod scan;
 
-/// Elements per tile of a sharded reduction over `n` elements of `elem_bytes` bytes: a
-/// function of `n` and the type alone (never of the ranks or the shard lengths), a multiple of
-/// 2048 elements (a step of every thread of a block), and so that at most [`MAX_TILES`] tiles
-/// cover `n`.
-pub fn tile_elems(n: u64, elem_bytes: u64) -> u64 {
-    let step = BLOCK as u64 * 32 / elem_bytes.max(1);
-    n.div_ceil(MAX_TILES).div_ceil(step).max(1) * step
-}
-
-/// Moves small host-side messages between the ranks of a job.
-pub trait Exchange: Send + Sync {
-    /// The number of ranks of the job.
-    fn world(&self) -> usize;
-    /// Every rank passes one message per rank it holds (in rank order); every rank gets every
-    /// rank's message, in rank order. Messages may differ in length.
-    fn all_gather(&self, local: Vec<Vec<u32>>) -> Result<Vec<Vec<u32>>>;
-}
-
-/// The exchange of a process that holds every rank: nothing to move.
-struct AllLocal(usize);
-
-impl Exchange for AllLocal {
-    fn world(&self) -> usize {
-        self.0
-    }
-    fn all_gather(&self, local: Vec<Vec<u32>>) -> Result<Vec<Vec<u32>>> {
-        Ok(local)
-    }
-}
-
-/// Ranks that are threads of one process, one rank each: an all-gather through shared memory
-/// and a barrier (the fake communicator of the tests; also usable with simulated devices).
-pub struct ThreadExchange {
-    rank: usize,
-    world: usize,
-    shared: Arc<ThreadShared>,
-}
-
-struct ThreadShared {
-    slots: Mutex<Vec<Vec<u32>>>,
-    barrier: Barrier,
-}
-
-impl ThreadExchange {
-    /// `world` connected exchanges, the `r`-th for rank `r`.
-    pub fn group(world: usize) -> Vec<ThreadExchange> {
-        let shared = Arc::new(ThreadShared {
-            slots: Mutex::new(vec![Vec::new(); world]),
-            barrier: Barrier::new(world),
-        });
-        (0..world)
-            .map(|rank| ThreadExchange {
-                rank,
-                world,
-                shared: shared.clone(),
-            })
-            .collect()
-    }
-}
-
-impl Exchange for ThreadExchange {
-    fn world(&self) -> usize {
-        self.world
-    }
-    fn all_gather(&self, mut local: Vec<Vec<u32>>) -> Result<Vec<Vec<u32>>> {
-        if local.len() != 1 {
-            return Err(Error::MultiGpu(format!(
-                "a thread rank holds one rank, not {}",
-                local.len()
-            )));
-        }
-        self.shared.slots.lock().unwrap_or_else(|p| p.into_inner())[self.rank] =
-            local.pop().unwrap_or_default();
-        self.shared.barrier.wait();
-        let all = self
-            .shared
-            .slots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        // Nobody overwrites a slot before everyone has read them all.
-        self.shared.barrier.wait();
-        Ok(all)
-    }
-}
+use exchange::AllLocal;
+pub use exchange::{Exchange, ThreadExchange};
+pub use reduce::{MAX_TILES, tile_elems};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -248,48 +162,6 @@ macro_rules! shard_element {
     };
 }
 kernels::builtin_table!(types shard_element! {} int float);
-
-/// A value as 32-bit words (its shuffle encoding: every bit kept).
-fn to_words<A: ShflValue>(values: &[A]) -> Vec<u32> {
-    values
-        .iter()
-        .flat_map(|v| v.to_words().into_iter().take(A::WORDS))
-        .collect()
-}
-
-fn from_words<A: ShflValue>(words: &[u32]) -> Result<Vec<A>> {
-    if !words.len().is_multiple_of(A::WORDS) {
-        return Err(Error::Collective(format!(
-            "a message of {} words does not hold whole values of {} words",
-            words.len(),
-            A::WORDS
-        )));
-    }
-    Ok(words
-        .chunks(A::WORDS)
-        .map(|c| {
-            let mut w = [0u32; 4];
-            w[..c.len()].copy_from_slice(c);
-            A::from_words(w)
-        })
-        .collect())
-}
-
-/// `a[lo..hi]` combined as a balanced binary tree (left half first): the fixed order of the
-/// tile partials.
-fn tree<A: Copy>(a: &[A], identity: A, combine: &impl Fn(A, A) -> A) -> A {
-    match a.len() {
-        0 => identity,
-        1 => combine(identity, a[0]),
-        len => {
-            let mid = len / 2;
-            combine(
-                tree(&a[..mid], identity, combine),
-                tree(&a[mid..], identity, combine),
-            )
-        }
-    }
-}
 
 impl MultiContext {
     /// One process driving every rank: `contexts[r]` is rank `r` (GPUs, or simulators).
@@ -503,270 +375,6 @@ impl MultiContext {
         Ok(())
     }
 
-    /// `op` over the whole sharded array, on every rank: the same bits for any number of
-    /// ranks and any shard lengths (see the module docs). Empty: the operator's identity.
-    pub fn reduce<T: ShardElement>(&self, b: &ShardedBuffer<T>, op: Reduction) -> Result<T> {
-        T::reduce_sharded(self, b, op)
-    }
-
-    /// The smallest value and the global index of its first occurrence (a NaN wins), on every
-    /// rank; `None` for an empty array.
-    pub fn argmin<T: ShardElement>(&self, b: &ShardedBuffer<T>) -> Result<Option<(u64, T)>> {
-        let a = T::argmin_sharded(self, b)?;
-        Ok((a.index != u64::MAX).then_some((a.index, a.value)))
-    }
-
-    /// The largest value and the global index of its first occurrence (a NaN wins), on every
-    /// rank; `None` for an empty array.
-    pub fn argmax<T: ShardElement>(&self, b: &ShardedBuffer<T>) -> Result<Option<(u64, T)>> {
-        let a = T::argmax_sharded(self, b)?;
-        Ok((a.index != u64::MAX).then_some((a.index, a.value)))
-    }
-
-    /// The sharded reduction with operator `O` (see the module docs).
-    fn reduce_with<T: ShardElement, O: TilesInstance<T>>(
-        &self,
-        b: &ShardedBuffer<T>,
-    ) -> Result<O::Acc>
-    where
-        O::Acc: ShflValue,
-    {
-        self.check_owner(b)?;
-        let n = b.len();
-        let size = std::mem::size_of::<T>() as u64;
-        let l = tile_elems(n, size);
-        let tiles = n.div_ceil(l);
-
-        // 1. Each rank's head piece: the part of its shard in a tile begun on an earlier rank.
-        let mut heads = Vec::with_capacity(self.local.len());
-        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
-            let (s, e) = (b.offsets[*r] as u64, (b.offsets[*r] + b.lengths[*r]) as u64);
-            let head_end = e.min(s.div_ceil(l) * l);
-            heads.push(if s % l != 0 && head_end > s {
-                to_words(&ctx.dtoh(buf.view(*pad..*pad + (head_end - s) as usize)?)?)
-            } else {
-                Vec::new()
-            });
-        }
-        let heads = self.exchange.all_gather(heads)?;
-        let heads: Vec<Vec<T>> = heads
-            .iter()
-            .map(|w| from_words::<T>(w))
-            .collect::<Result<_>>()?;
-
-        // 2. Each rank's partials: the tiles that begin in its shard, in place, and the last
-        //    of them gathered whole when it runs past the shard. Every rank's kernels are
-        //    queued before any result is read back, so the GPUs run at the same time.
-        let acc_bytes = std::mem::size_of::<O::Acc>();
-        let tile_end = |t: u64| ((t + 1) * l).min(n);
-        let mut queued = Vec::with_capacity(self.local.len());
-        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
-            let (s, e) = (b.offsets[*r] as u64, (b.offsets[*r] + b.lengths[*r]) as u64);
-            let (first, end) = (s.div_ceil(l), e.div_ceil(l).min(tiles));
-            if first >= end {
-                queued.push(None);
-                continue;
-            }
-            let count = (end - first) as usize;
-            let straddles = tile_end(end - 1) > e;
-            let whole = if straddles { count - 1 } else { count };
-            // The straddling tile, gathered on the host first (before this rank's stream has
-            // work queued): this shard's tail, then the head pieces of the next ranks.
-            let staged = if straddles {
-                let t = end - 1;
-                let want = (tile_end(t) - t * l) as usize;
-                let lo = (t * l - s) as usize + pad;
-                let mut tile = ctx.dtoh(buf.view(lo..pad + (e - s) as usize)?)?;
-                for h in heads.iter().skip(r + 1) {
-                    if tile.len() >= want {
-                        break;
-                    }
-                    tile.extend_from_slice(&h[..h.len().min(want - tile.len())]);
-                }
-                if tile.len() != want {
-                    return Err(Error::Collective(format!(
-                        "rank {r} gathered {} of tile {t}'s {want} elements",
-                        tile.len()
-                    )));
-                }
-                // A fresh buffer starts 16-byte aligned, as a tile start is by the layout rule.
-                Some((t, ctx.htod(&tile)?))
-            } else {
-                None
-            };
-            let partials = ctx.alloc_zeros::<u64>((count * acc_bytes).div_ceil(8))?;
-            let kernel = O::TILES_KERNEL;
-            if whole > 0 {
-                let lo = (first * l - s) as usize + pad;
-                let len = tile_end(first + whole as u64 - 1) - first * l;
-                let input = ctx.device_addr(buf.view(lo..lo + len as usize)?)?;
-                let out = ctx.device_addr(&partials)?;
-                self.launch_tiles(ctx, kernel, input, len, l, first * l, out, whole as u64)?;
-            }
-            if let Some((t, tile)) = &staged {
-                let slot = ctx.device_addr(&partials)? + (whole * acc_bytes) as u64;
-                let len = tile.len() as u64;
-                self.launch_tiles(ctx, kernel, ctx.device_addr(tile)?, len, l, t * l, slot, 1)?;
-            }
-            queued.push(Some((count, partials, staged)));
-        }
-        let mut mine = Vec::with_capacity(self.local.len());
-        for ((_, ctx), q) in self.local.iter().zip(queued) {
-            let Some((count, partials, _staged)) = q else {
-                mine.push(Vec::new());
-                continue;
-            };
-            let words = ctx.dtoh(&partials)?;
-            // SAFETY: the kernels wrote `count` accumulators at their natural stride into this
-            // zero-initialised buffer; `O::Acc` is plain data (a value, or a value and index).
-            let accs: Vec<O::Acc> = (0..count)
-                .map(|i| unsafe {
-                    std::ptr::read_unaligned(
-                        (words.as_ptr() as *const u8).add(i * acc_bytes) as *const O::Acc
-                    )
-                })
-                .collect();
-            mine.push(to_words(&accs));
-        }
-
-        // 3. Every rank gets every partial, in tile order, and combines them the same way.
-        let all = self.exchange.all_gather(mine)?;
-        let mut partials = Vec::with_capacity(tiles as usize);
-        for w in &all {
-            partials.extend(from_words::<O::Acc>(w)?);
-        }
-        if partials.len() as u64 != tiles {
-            return Err(Error::Collective(format!(
-                "{} tile partials gathered for {tiles} tiles",
-                partials.len()
-            )));
-        }
-        Ok(tree(&partials, O::identity(), &O::combine))
-    }
-
-    /// Launch the tile-partials kernel `k` on `ctx` over `n` elements at `input` (tiles of `l`,
-    /// `tiles` of them), the first at global index `base`, partials to `out`.
-    #[allow(clippy::too_many_arguments)] // the kernel's arguments, passed straight through
-    fn launch_tiles<T: ShardElement, A>(
-        &self,
-        ctx: &Context,
-        k: Kernel<SimTilesFn<T, A>>,
-        input: u64,
-        n: u64,
-        l: u64,
-        base: u64,
-        out: u64,
-        tiles: u64,
-    ) -> Result<()> {
-        let grid = match ctx.backend_kind() {
-            BackendKind::Sim => tiles,
-            BackendKind::Cuda => {
-                let per_sm = ctx.kernel(&crate::BUILTIN, k.name)?.blocks_per_sm(BLOCK)?;
-                tiles.min(u64::from(ctx.info().multiprocessors.max(1) * per_sm))
-            }
-        };
-        let grid = u32::try_from(grid).map_err(|_| Error::TooLarge {
-            what: "the tiles of a shard's reduction (the launch limit)".into(),
-            size: tiles,
-            limit: u32::MAX as u64,
-        })?;
-        let params = TilesParams {
-            input: input as *const T,
-            n,
-            tile_elems: l,
-            index_base: base,
-            partials: out as *mut A,
-        };
-        // SAFETY: `input` holds `n` elements and `out` room for `tiles` accumulators, all of
-        // `ctx`.
-        unsafe {
-            ctx.launch_kernel(
-                &crate::BUILTIN,
-                &k,
-                LaunchShape::linear(grid, BLOCK, 0),
-                params,
-            )
-        }
-    }
-
-    /// Scan the sharded array in place with `op` (see the module docs for the passes): rank
-    /// `r`'s shard ends up holding elements `offsets[r]..` of the logical array's scan.
-    pub fn scan_in_place<T: ShardElement>(
-        &self,
-        b: &mut ShardedBuffer<T>,
-        op: Reduction,
-        kind: ScanKind,
-    ) -> Result<()> {
-        self.check_owner(b)?;
-        // The operator's scan kernel and identity (an error for an operator the scans lack,
-        // before any launch).
-        let kernel = Context::scan_kernel_for::<T>(op, kind)?;
-        let unsupported = || crate::scan::unsupported_scan(op, T::DTYPE, "scan");
-        let identity = op.identity::<T>().ok_or_else(unsupported)?;
-        // 1. Each shard's total (the one-launch reduction; the identity when empty), queued
-        //    on every rank before any is awaited.
-        //    No rank needs the last rank's total, so it is not computed (one rank: a plain
-        //    scan).
-        let mut pending = Vec::with_capacity(self.local.len());
-        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
-            let v = buf.view(*pad..*pad + b.lengths[*r])?;
-            pending.push(if *r + 1 < self.world {
-                Some(ctx.reduce_async(v, op)?)
-            } else {
-                None
-            });
-        }
-        let mut totals = Vec::with_capacity(pending.len());
-        for p in pending {
-            totals.push(to_words(&[match p {
-                Some(p) => p.wait()?,
-                None => identity,
-            }]));
-        }
-        // 2. Every rank learns every total; rank r's seed is the combination of those before.
-        let all = self.exchange.all_gather(totals)?;
-        let totals: Vec<T> = all
-            .iter()
-            .map(|w| {
-                from_words::<T>(w)?
-                    .first()
-                    .copied()
-                    .ok_or_else(|| Error::Collective("a rank sent no shard total".into()))
-            })
-            .collect::<Result<_>>()?;
-        // 3. Each shard scanned once more, seeded; every rank's scan queued, then awaited.
-        let mut seeds = Vec::with_capacity(self.local.len());
-        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&mut b.shards) {
-            let len = b.lengths[*r];
-            if len == 0 {
-                continue;
-            }
-            let seed_buf = if *r == 0 {
-                None
-            } else {
-                let seed = totals[1..*r]
-                    .iter()
-                    .try_fold(totals[0], |acc, &t| op.combine(acc, t))
-                    .ok_or_else(unsupported)?;
-                Some(ctx.htod(&[seed])?)
-            };
-            let seed = match &seed_buf {
-                Some(s) => ctx.device_addr(s)?,
-                None => 0,
-            };
-            let mut v = buf.view_mut(*pad..*pad + len)?;
-            let (a, _write) = ctx.write(&mut v)?;
-            ctx.launch_scan(&crate::BUILTIN, kernel, a, a, len as u64, seed)?;
-            seeds.push(seed_buf);
-        }
-        // The seeds' buffers live until the scans have read them.
-        for (_, ctx) in &self.local {
-            ctx.synchronize()?;
-        }
-        drop(seeds);
-        Ok(())
-    }
-
     /// Set every element of the sharded array to `value`, on the devices (a memset: no host
     /// copy, so arrays larger than host memory fill too).
     pub fn fill<T: ShardElement>(&self, b: &mut ShardedBuffer<T>, value: T) -> Result<()> {
@@ -812,6 +420,7 @@ pub mod nccl;
 /// one per pair of the kernels' built-in table that [`ShardElement`] covers.
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
+    use kernels::reduce::tiles::TilesInstance;
     let mut names = vec![];
     macro_rules! each {
         ($t:ident $op:ident $Op:path) => {
