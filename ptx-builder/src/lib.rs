@@ -27,8 +27,7 @@
 //! 5. **Split.** [`split_modules`] cuts it into one standalone module per entry,
 //!    `<target_dir>/<arch>/<crate>/modules/<entry>.ptx`: the driver JIT-compiles a whole module
 //!    when it is loaded, so a host that loads kernels lazily, one module each, pays for the
-//!    kernels it uses only (on an H100, 3.6 s for 49 kernels in one module against 0.04-0.23 s
-//!    for one).
+//!    kernels it uses only (BENCHMARKS.md, Start-up (first call)).
 //! 6. **SASS (optional).** With [`PtxBuild::sass`], `ptxas` assembles each module into a cubin
 //!    per architecture, so the driver has nothing to JIT on those GPUs.
 //!
