@@ -350,8 +350,8 @@ impl Context {
         let prefetch = match (tuning.1, &self.backend) {
             (Some(p), _) => p,
             // A quarter of the blocks the device holds at once: a tile about a quarter of a
-            // block lifetime ahead is still in L2 when its block claims it (H100, 2^27 keys:
-            // 64-384 tiles ahead 2-3% faster than none; 1024+ twice as slow, evicted first).
+            // block lifetime ahead is still in L2 when its block claims it; much further ahead
+            // it is evicted first (CHANGELOG.md, issue 15).
             (None, Backend::Cuda(_)) => {
                 let blocks = self.kernel(lib, k.name)?.blocks_per_sm(ACTIVE.block)?;
                 self.info().multiprocessors * blocks / 4

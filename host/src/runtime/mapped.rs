@@ -33,16 +33,16 @@ const POLLS_PER_QUERY: u32 = 512;
 
 /// How long a waiting thread spins before it sleeps: this, plus the time the kernel itself
 /// needs at [`SLOW_BYTES_PER_S`]. A result that comes within that comes back with the poll's
-/// latency (~1 µs); waiting longer (work queued before the kernel, a slow device) costs a
-/// wake-up (~10-80 µs) but leaves the core free. Sleeping from a fixed 200 µs on made a 1 GiB
-/// sum on an H100 0.85x of CUB + copy instead of ~1.0x (BENCHMARKS.md).
+/// latency; waiting longer (work queued before the kernel, a slow device) costs a wake-up but
+/// leaves the core free. A fixed spin made large sums slower than CUB + copy (CHANGELOG.md,
+/// issue 14).
 const SPIN: Duration = Duration::from_micros(200);
 
-/// A conservative read bandwidth (a third of an H100's) for the expected kernel time.
+/// A conservative read bandwidth (well below a current GPU's) for the expected kernel time.
 const SLOW_BYTES_PER_S: f64 = 1e12;
 
-/// Inputs from this size on get the sleeping event recorded after their kernel (~1 µs of
-/// host time, nothing next to a kernel that reads this much: ~0.2 ms at 3 TB/s).
+/// Inputs from this size on get the sleeping event recorded after their kernel (its host time
+/// is nothing next to a kernel that reads this much).
 const EVENT_BYTES: usize = 512 << 20;
 
 /// Sleep between polls once spinning has stopped and there is no event to sleep on.

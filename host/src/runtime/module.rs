@@ -1,9 +1,8 @@
 //! Kernels compiled to PTX, one module per kernel, loaded into a device on first use.
 //!
-//! Why one module per kernel: the driver JIT-compiles a whole PTX module at load. Measured on an
-//! H100 with an empty JIT cache (BENCHMARKS.md): the 280 kernels in one module took 26.8 s, the
-//! 49 reductions 3.6 s, the 7 reductions of one type 0.74 s, one reduction 0.04-0.23 s. So a
-//! first `sum` compiles exactly the kernel it runs. When the library was built with SASS for the
+//! Why one module per kernel: the driver JIT-compiles a whole PTX module at load, so a module
+//! of every kernel costs seconds where one kernel costs a fraction of that (BENCHMARKS.md,
+//! Start-up (first call)). So a first `sum` compiles exactly the kernel it runs. When the library was built with SASS for the
 //! device's architecture (`GPU_REDUCE_SASS=sm_90`), the driver loads that and compiles nothing.
 //!
 //! Modules are cached per device and shared by every [`Context`](crate::Context) of it (they
