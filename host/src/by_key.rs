@@ -349,12 +349,9 @@ impl Context {
         let delay_ns = tuning.0.unwrap_or(ACTIVE.reduce_by_key_delay_ns);
         let prefetch = match (tuning.1, &self.backend) {
             (Some(p), _) => p,
-            // A quarter of the blocks the device holds at once: a tile about a quarter of a
-            // block lifetime ahead is still in L2 when its block claims it; much further ahead
-            // it is evicted first (CHANGELOG.md, issue 15).
             (None, Backend::Cuda(_)) => {
                 let blocks = self.kernel(lib, k.name)?.blocks_per_sm(ACTIVE.block)?;
-                self.info().multiprocessors * blocks / 4
+                ACTIVE.reduce_by_key_prefetch_tiles(self.info().multiprocessors * blocks)
             }
             (None, _) => 0,
         };

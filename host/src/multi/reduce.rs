@@ -13,18 +13,9 @@ use crate::runtime::{BackendKind, Context, LaunchShape};
 use super::exchange::{from_words, to_words};
 use super::{MultiContext, ShardElement, ShardedBuffer};
 
-/// Most tiles of a sharded reduction: the partials every rank gathers (at most 8192 × 16
-/// bytes).
-pub const MAX_TILES: u64 = 8192;
-
-/// Elements per tile of a sharded reduction over `n` elements of `elem_bytes` bytes: a
-/// function of `n` and the type alone (never of the ranks or the shard lengths), a multiple of
-/// 2048 elements (a step of every thread of a block), and so that at most [`MAX_TILES`] tiles
-/// cover `n`.
-pub fn tile_elems(n: u64, elem_bytes: u64) -> u64 {
-    let step = BLOCK as u64 * 32 / elem_bytes.max(1);
-    n.div_ceil(MAX_TILES).div_ceil(step).max(1) * step
-}
+pub use kernels::reduce::policy::{
+    SHARDED_MAX_TILES as MAX_TILES, sharded_tile_elems as tile_elems,
+};
 
 /// `a[lo..hi]` combined as a balanced binary tree (left half first): the fixed order of the
 /// tile partials.

@@ -38,6 +38,21 @@ pub const fn for_arch(_sm: u32) -> ReducePolicy {
     POLICY
 }
 
+/// Most tiles of a sharded (multi-GPU) reduction: the partials every rank gathers (at most
+/// 8192 × 16 bytes).
+pub const SHARDED_MAX_TILES: u64 = 8192;
+
+/// Elements per tile of a sharded reduction over `n` elements of `elem_bytes` bytes: a
+/// function of `n` and the type alone (never of the ranks or the shard lengths, so the bits
+/// are the same on any number of GPUs), a multiple of a step of every thread of a block, and
+/// so that at most [`SHARDED_MAX_TILES`] tiles cover `n`.
+pub const fn sharded_tile_elems(n: u64, elem_bytes: u64) -> u64 {
+    let elem_bytes = if elem_bytes == 0 { 1 } else { elem_bytes };
+    let step = POLICY.block as u64 * POLICY.bytes_per_step / elem_bytes;
+    let tiles = n.div_ceil(SHARDED_MAX_TILES).div_ceil(step);
+    (if tiles == 0 { 1 } else { tiles }) * step
+}
+
 /// Threads per block of the reduction kernels ([`POLICY`]).
 pub const BLOCK: u32 = POLICY.block;
 const _: () = assert!(BLOCK.is_multiple_of(32) && BLOCK <= 1024);

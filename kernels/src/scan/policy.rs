@@ -142,6 +142,14 @@ impl ScanPolicy {
         self.block as u64 * self.rows as u64 * 4
     }
 
+    /// Tiles ahead the reduce by key asks L2 for, on a device holding `resident_blocks` of its
+    /// blocks at once: a quarter of them, so a tile about a quarter of a block lifetime ahead is
+    /// still in L2 when its block claims it; much further ahead it is evicted first
+    /// (CHANGELOG.md, issue 15).
+    pub const fn reduce_by_key_prefetch_tiles(&self, resident_blocks: u32) -> u32 {
+        resident_blocks / 4
+    }
+
     /// Elements per thread of the reduce by key with keys of `key_bytes` and values of
     /// `value_bytes` bytes: [`ScanPolicy::reduce_by_key_thread_bytes`] worth, rounded down to
     /// a multiple of 8 (whole 16-byte loads), 8 to 32 (the head mask is 32 bits).
