@@ -82,25 +82,17 @@ fn pick<T: kernels::ops::Element, O: ScanInstance<T>>(kind: ScanKind) -> ScanKer
 /// sum is the f32-accumulated `sum_f32`); operators without a scan (product, the bitwise ones,
 /// argmin, argmax) expand to nothing. The by-key families offer the same three.
 macro_rules! scan_arm {
-    ($v:ident, sum, $e:expr) => {
-        if $v == Reduction::Sum {
-            return Some($e);
-        }
-    };
     ($v:ident, sum_f32, $e:expr) => {
-        if $v == Reduction::Sum {
-            return Some($e);
-        }
+        $crate::reduce::reduction_arm!($v, sum, $e)
+    };
+    ($v:ident, sum, $e:expr) => {
+        $crate::reduce::reduction_arm!($v, sum, $e)
     };
     ($v:ident, min, $e:expr) => {
-        if $v == Reduction::Min {
-            return Some($e);
-        }
+        $crate::reduce::reduction_arm!($v, min, $e)
     };
     ($v:ident, max, $e:expr) => {
-        if $v == Reduction::Max {
-            return Some($e);
-        }
+        $crate::reduce::reduction_arm!($v, max, $e)
     };
     ($v:ident, $other:ident, $e:expr) => {};
 }

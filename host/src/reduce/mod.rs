@@ -203,42 +203,19 @@ pub trait DeviceElement:
 /// (`kernels::builtin_table!`). Tokens that are no `Reduction` (argmin, argmax, the 16-bit
 /// floats' f32 sum) expand to nothing.
 macro_rules! reduction_arm {
-    ($v:ident, sum, $e:expr) => {
-        if $v == Reduction::Sum {
-            return Some($e);
-        }
-    };
-    ($v:ident, product, $e:expr) => {
-        if $v == Reduction::Product {
-            return Some($e);
-        }
-    };
-    ($v:ident, min, $e:expr) => {
-        if $v == Reduction::Min {
-            return Some($e);
-        }
-    };
-    ($v:ident, max, $e:expr) => {
-        if $v == Reduction::Max {
-            return Some($e);
-        }
-    };
-    ($v:ident, and, $e:expr) => {
-        if $v == Reduction::And {
-            return Some($e);
-        }
-    };
-    ($v:ident, or, $e:expr) => {
-        if $v == Reduction::Or {
-            return Some($e);
-        }
-    };
-    ($v:ident, xor, $e:expr) => {
-        if $v == Reduction::Xor {
-            return Some($e);
-        }
-    };
+    ($v:ident, sum, $e:expr) => { $crate::reduce::reduction_arm!(@if $v Sum $e) };
+    ($v:ident, product, $e:expr) => { $crate::reduce::reduction_arm!(@if $v Product $e) };
+    ($v:ident, min, $e:expr) => { $crate::reduce::reduction_arm!(@if $v Min $e) };
+    ($v:ident, max, $e:expr) => { $crate::reduce::reduction_arm!(@if $v Max $e) };
+    ($v:ident, and, $e:expr) => { $crate::reduce::reduction_arm!(@if $v And $e) };
+    ($v:ident, or, $e:expr) => { $crate::reduce::reduction_arm!(@if $v Or $e) };
+    ($v:ident, xor, $e:expr) => { $crate::reduce::reduction_arm!(@if $v Xor $e) };
     ($v:ident, $other:ident, $e:expr) => {};
+    (@if $v:ident $variant:ident $e:expr) => {
+        if $v == $crate::reduce::Reduction::$variant {
+            return Some($e);
+        }
+    };
 }
 pub(crate) use reduction_arm;
 
