@@ -121,7 +121,7 @@ pub enum Error {
         /// The call.
         op: &'static str,
         /// The backend that lacks it.
-        backend: crate::BackendKind,
+        backend: crate::backend::BackendKind,
     },
     /// A call that reads a result back to the host, made while the stream is captured into a
     /// CUDA graph.
@@ -241,10 +241,10 @@ fn bad_segment_message(
     }
 }
 
-fn backend_name(b: crate::BackendKind) -> &'static str {
+fn backend_name(b: crate::backend::BackendKind) -> &'static str {
     match b {
-        crate::BackendKind::Cuda => "the CUDA backend",
-        crate::BackendKind::Sim => "the simulator",
+        crate::backend::BackendKind::Cuda => "the CUDA backend",
+        crate::backend::BackendKind::Sim => "the simulator",
     }
 }
 
@@ -356,7 +356,7 @@ mod tests {
         names(
             Error::UnsupportedOnBackend {
                 op: "NCCL (it needs a CUDA context)",
-                backend: crate::BackendKind::Sim,
+                backend: crate::backend::BackendKind::Sim,
             },
             &["NCCL", "not available on the simulator"],
         );

@@ -50,6 +50,7 @@
 //! [`reduce`] and [`scan`]; [`error`] for everything that can fail.
 #![warn(missing_docs)]
 
+mod backend;
 pub mod by_key;
 pub mod error;
 pub mod multi;

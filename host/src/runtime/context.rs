@@ -22,14 +22,7 @@ mod launch;
 pub(crate) use access::Access;
 pub use launch::LaunchShape;
 
-/// Which backend runs the kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendKind {
-    /// A CUDA GPU through the driver.
-    Cuda,
-    /// The CPU SIMT simulator running the same kernel source.
-    Sim,
-}
+pub use crate::backend::BackendKind;
 
 /// What the library knows about the device it runs on.
 #[derive(Debug, Clone)]
