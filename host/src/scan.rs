@@ -1,5 +1,6 @@
-//! Prefix scans on the device: the single-pass decoupled look-back scan (Merrill & Garland
-//! 2016), plain and by key, for the built-in operators and user operators.
+//! Prefix scans on the device, plain and by key, for the built-in operators and user operators:
+//! one pass, with the cross-tile prefixes combined in a fixed order (the same bits on every
+//! run), where the decoupled look-back of Merrill & Garland 2016 takes whichever is out first.
 //!
 //! | call | what |
 //! | --- | --- |
@@ -37,7 +38,7 @@ impl ScanKind {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The production scan: single pass, decoupled look-back.
+// The production scan: single pass, prefixes in a fixed order.
 
 use kernels::Kernel;
 use kernels::scan::lookback::EPOCH_MASK;
@@ -337,7 +338,7 @@ impl Context {
         unsafe { self.launch_kernel(lib, &k, LaunchShape::linear(grid, ACTIVE.block, 0), params) }
     }
 
-    /// Scan `input` with `op` into `output[..input.len()]`, in one pass (decoupled look-back).
+    /// Scan `input` with `op` into `output[..input.len()]`, in one pass.
     /// Inclusive: `output[i] = input[0] ⊕ … ⊕ input[i]`; exclusive: `input[0] ⊕ … ⊕ input[i-1]`
     /// (the identity at 0). Empty input is a no-op. Integer results are exact (sums wrap);
     /// float results are the same bits on every run, grid and GPU model, and on the simulator

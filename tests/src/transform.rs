@@ -241,6 +241,8 @@ pub fn check_dot(ctx: &Context, n: usize) {
         Err(e @ gpu_reduce::Error::LengthMismatch { .. }) => {
             let m = e.to_string();
             assert!(m.contains("different lengths"), "{m}");
+            // The user's call, never a kernel's name.
+            assert!(m.contains("dot(x, y)") && !m.contains("reduce_dot"), "{m}");
             assert!(
                 matches!(e, gpu_reduce::Error::LengthMismatch { expected, got, .. } if got + 1 == expected),
                 "{e:?}"

@@ -229,22 +229,15 @@ impl Context {
         x: DeviceView<'_, T>,
         y: DeviceView<'_, T>,
     ) -> Result<A> {
-        Self::check_pair(k, &x, &y)?;
+        Self::check_pair(&x, &y)?;
         self.reduce_pending(lib, Job::Two(k, x, y), |a| a)?.wait()
     }
 
-    /// The two inputs of a pair-map reduction have the same length.
-    fn check_pair<T, A>(
-        k: &Reduce2Kernel<T, A>,
-        x: &DeviceView<'_, T>,
-        y: &DeviceView<'_, T>,
-    ) -> Result<()> {
+    /// The two inputs of a pair reduction (the dot product's `x` and `y`) have the same length.
+    fn check_pair<T>(x: &DeviceView<'_, T>, y: &DeviceView<'_, T>) -> Result<()> {
         if x.len() != y.len() {
             return Err(Error::LengthMismatch {
-                what: format!(
-                    "the two inputs of {} have different lengths (the second against the first)",
-                    k.name
-                ),
+                what: "dot(x, y): x and y have different lengths (y against x)".into(),
                 expected: x.len() as u64,
                 got: y.len() as u64,
             });
@@ -261,7 +254,7 @@ impl Context {
         y: DeviceView<'_, T>,
         finish: impl FnOnce(A) -> R + Send + 'c,
     ) -> Result<Pending<'c, R>> {
-        Self::check_pair(k, &x, &y)?;
+        Self::check_pair(&x, &y)?;
         self.reduce_pending(lib, Job::Two(k, x, y), finish)
     }
 
@@ -274,7 +267,7 @@ impl Context {
         y: DeviceView<'_, T>,
         mut out: DeviceViewMut<'_, A>,
     ) -> Result<()> {
-        Self::check_pair(k, &x, &y)?;
+        Self::check_pair(&x, &y)?;
         Self::check_result_room(&out)?;
         let (out_addr, _out_access) = self.write(&mut out)?;
         self.launch_reduce(lib, &Job::Two(k, x, y), out_addr, 0, 0)

@@ -28,7 +28,7 @@ pub enum BackendArg {
 pub enum Command {
     /// Sum random f32 data on the GPU in one launch, check it against an f64 CPU sum, time it.
     Reduce(ReduceArgs),
-    /// Seed 003's table: BIT, BCAO and the decoupled look-back scan (and CUB when its shim is
+    /// Seed 003's table: BIT, BCAO and the library's single-pass fixed-order scan (and CUB when its shim is
     /// given) on the same input, each checked against a CPU scan, times over lengths.
     Scan(ScanArgs),
     /// One rank of a job with one process per GPU over NCCL: reduce and scan a logical array
@@ -46,8 +46,9 @@ pub enum Command {
 // `host reduce`.
 #[derive(Args)]
 pub struct ReduceArgs {
-    /// Number of elements [default: 2^26 on a GPU, 2^20 on the simulator].
-    #[arg(long)]
+    /// Number of elements (1000000, 1_000_000, 1e6 or 2^20) [default: 2^26 on a GPU, 2^20 on
+    /// the simulator].
+    #[arg(long, value_parser = parse_len)]
     pub n: Option<u64>,
     /// Timed runs, the median is reported [default: 100 on a GPU, 3 on the simulator].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -85,7 +86,7 @@ pub struct ReduceArgs {
 #[derive(Args)]
 pub struct ScanArgs {
     /// Lengths [default: 100,1e3,...,1e9 (those that fit) on a GPU; 100,1e3,1e4 on the
-    /// simulator]. Accepts 1e6-style values.
+    /// simulator]. Each 1000000, 1_000_000, 1e6 or 2^20.
     #[arg(long, value_delimiter = ',', value_parser = parse_len)]
     pub n: Vec<u64>,
     /// Element type.
@@ -103,7 +104,7 @@ pub struct ScanArgs {
     /// Where to run: cuda, sim, or auto (GPU if present, else the simulator).
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
-    /// The CUB shim (built by host/cub/build.sh); without it the CUB row says n/a.
+    /// The CUB shim (built by tools/cli/cub/build.sh); without it the CUB row says n/a.
     #[arg(long, env = "GPU_REDUCE_CUB_LIB")]
     pub cub_lib: Option<std::path::PathBuf>,
     /// Seed of the random input.
@@ -240,22 +241,7 @@ fn parse_sizes_arg(s: &str) -> Result<SizeList, String> {
     gpu_reduce_tools::bench::parse_sizes(s).map(SizeList)
 }
 
-/// A length: an integer, or `1e6`-style.
+/// A length: `1000000`, `1_000_000`, `1e6` or `2^20`.
 fn parse_len(s: &str) -> Result<u64, String> {
-    if let Ok(n) = s.parse::<u64>() {
-        return Ok(n);
-    }
-    match s.split_once(['e', 'E']) {
-        Some((m, e)) => {
-            let (m, e) = (m.parse::<u64>(), e.parse::<u32>());
-            match (m, e) {
-                (Ok(m), Ok(e)) => 10u64
-                    .checked_pow(e)
-                    .and_then(|p| p.checked_mul(m))
-                    .ok_or_else(|| format!("{s} is too large")),
-                _ => Err(format!("{s} is not a length (e.g. 1000000 or 1e6)")),
-            }
-        }
-        None => Err(format!("{s} is not a length (e.g. 1000000 or 1e6)")),
-    }
+    gpu_reduce_tools::bench::parse_count(s)
 }

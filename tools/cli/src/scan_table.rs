@@ -1,5 +1,5 @@
 //! `host scan`: seed 003's comparison table. The three scans of this library (BIT on a
-//! Fenwick tree, BCAO reduce-then-scan, the single-pass decoupled look-back) and CUB's
+//! Fenwick tree, BCAO reduce-then-scan, the single-pass fixed-order scan) and CUB's
 //! `DeviceScan::InclusiveSum` on the same input, each checked against a CPU scan, timed over
 //! the seed's lengths (100 … 1e9, those that fit), plus effective bandwidth at the largest.
 
@@ -185,7 +185,7 @@ impl Method {
 pub const METHODS: [&str; 5] = [
     "BIT (seed 003, Fenwick tree)",
     "BCAO (reduce-then-scan)",
-    "decoupled look-back (ours)",
+    "single pass, fixed order (ours)",
     "CUB DeviceScan::InclusiveSum",
     "device copy (read + write)",
 ];

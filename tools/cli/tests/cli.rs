@@ -201,3 +201,40 @@ fn bench_guard_saves_a_baseline_and_compares_on_the_simulator() {
     assert!(text.contains("no cell of the baseline matches"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn counts_take_every_form() {
+    for n in ["4096", "4_096", "4e3", "2^12"] {
+        let (code, text) = host(&[
+            "reduce",
+            "--backend",
+            "sim",
+            "--n",
+            n,
+            "--iters",
+            "1",
+            "--warmup",
+            "0",
+        ]);
+        assert_eq!(code, 0, "--n {n}: {text}");
+    }
+    let (code, text) = host(&["reduce", "--n", "2^x"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("not a count"), "{text}");
+}
+
+#[test]
+fn empty_environment_variables_mean_unset() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(["scan", "--backend", "sim", "--n", "100", "--iters", "1"])
+        .env("GPU_REDUCE_CUB_LIB", "")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(!text.contains("a value is required"), "{text}");
+}

@@ -257,26 +257,30 @@ impl Sweep {
 
 /// Parse a size list: comma-separated items, each a number (`1000`, `1e6`, `2^20`) or a range
 /// of powers of two `2^A..2^B` (every power from A to B).
+/// A count as every option of the CLI takes it: `1000000`, `1_000_000`, `1e6` or `2^20`.
+pub fn parse_count(t: &str) -> std::result::Result<u64, String> {
+    let t = t.trim();
+    let digits = t.replace('_', "");
+    let bad = || format!("{t:?} is not a count (e.g. 1000000, 1_000_000, 1e6 or 2^20)");
+    if let Some(e) = digits.strip_prefix("2^") {
+        let e: u32 = e.parse().map_err(|_| bad())?;
+        return 1u64
+            .checked_shl(e)
+            .filter(|_| e < 63)
+            .ok_or_else(|| format!("{t} is too large"));
+    }
+    if let Some((m, e)) = digits.split_once(['e', 'E']) {
+        let (m, e): (u64, u32) = (m.parse().map_err(|_| bad())?, e.parse().map_err(|_| bad())?);
+        return 10u64
+            .checked_pow(e)
+            .and_then(|p| p.checked_mul(m))
+            .ok_or_else(|| format!("{t} is too large"));
+    }
+    digits.parse().map_err(|_| bad())
+}
+
 pub fn parse_sizes(s: &str) -> std::result::Result<Vec<u64>, String> {
-    let one = |t: &str| -> std::result::Result<u64, String> {
-        let t = t.trim();
-        if let Some(e) = t.strip_prefix("2^") {
-            let e: u32 = e.parse().map_err(|_| format!("bad exponent in {t:?}"))?;
-            return 1u64
-                .checked_shl(e)
-                .filter(|_| e < 63)
-                .ok_or_else(|| format!("{t} is too large"));
-        }
-        if let Some((m, e)) = t.split_once(['e', 'E']) {
-            let m: u64 = m.parse().map_err(|_| format!("bad size {t:?}"))?;
-            let e: u32 = e.parse().map_err(|_| format!("bad size {t:?}"))?;
-            return 10u64
-                .checked_pow(e)
-                .and_then(|p| p.checked_mul(m))
-                .ok_or_else(|| format!("{t} is too large"));
-        }
-        t.parse().map_err(|_| format!("bad size {t:?}"))
-    };
+    let one = parse_count;
     let mut out = Vec::new();
     for item in s.split(',').filter(|t| !t.trim().is_empty()) {
         if let Some((a, b)) = item.split_once("..") {
