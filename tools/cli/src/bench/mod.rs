@@ -315,7 +315,11 @@ mod tests {
         assert_eq!(parse_sizes("100,1e3,2^4").unwrap(), vec![100, 1000, 16]);
         assert!(parse_sizes("2^12..2^10").unwrap_err().contains("range"));
         assert!(parse_sizes("0").is_err());
-        assert!(parse_sizes("abc").unwrap_err().contains("bad size"));
+        assert!(parse_sizes("abc").unwrap_err().contains("not a count"));
+        assert_eq!(parse_sizes("1_000,4_0e2").unwrap(), vec![1000, 4000]);
+        assert_eq!(parse_count(" 2^20 "), Ok(1 << 20));
+        assert!(parse_count("2^x").unwrap_err().contains("not a count"));
+        assert!(parse_count("1e30").unwrap_err().contains("too large"));
         assert!(parse_sizes("2^70").is_err());
         assert!(parse_sizes("3..8").is_err());
     }
