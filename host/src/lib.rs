@@ -104,6 +104,28 @@ macro_rules! include_kernels {
 
 #[cfg(test)]
 mod tests {
+    /// What the kernels add to every user's binary stays small: the PTX, deflated and shared
+    /// between kernels of the same code, within 6 MB (issue 34; BENCHMARKS.md, Binary size).
+    #[test]
+    fn embedded_ptx_within_budget() {
+        let lib = &super::BUILTIN;
+        if !lib.sass_archs().is_empty() {
+            eprintln!(
+                "note: built with SASS ({:?}): PTX budget check skipped",
+                lib.sass_archs()
+            );
+            return;
+        }
+        let (embedded, ptx) = (lib.embedded_bytes(), lib.ptx_bytes());
+        eprintln!(
+            "{} kernels, {} modules, {ptx} bytes of PTX embedded as {embedded}",
+            lib.entries().count(),
+            lib.module_count()
+        );
+        assert!(embedded <= 6_000_000, "{embedded} bytes embedded");
+        assert!(embedded < ptx / 4, "{embedded} of {ptx}: not compressed?");
+    }
+
     /// Every kernel the host can ask for is in the embedded index, and the index holds nothing
     /// else: each family names its own kernels from the kernels' built-in table (names come
     /// from the macro invocations, so a kernel compiled out of the PTX fails here, not at run
@@ -123,7 +145,8 @@ mod tests {
             let ptx = super::BUILTIN
                 .ptx(n)
                 .unwrap_or_else(|| panic!("no module for {n}"));
-            assert!(ptx.contains(&format!(".entry {n}(")), "{n}");
+            let function = super::BUILTIN.function(n).unwrap();
+            assert!(ptx.contains(&format!(".entry {function}(")), "{n}");
             assert!(ptx.contains(&format!(".target {}", super::PTX_ARCH)));
         }
         let entries: Vec<_> = super::BUILTIN.entries().collect();

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::ptxas::{assemble, find_ptxas};
-use crate::split::split_modules;
+use crate::split::{compact_module, split_modules};
 use crate::toolchain::{self, rustup_run};
 use crate::{Error, PINNED_TOOLCHAIN, PTX_DIR_ENV, TARGET, check_arch};
 
@@ -224,7 +224,7 @@ impl PtxBuild {
         let mut modules = Vec::with_capacity(split.len());
         for (entry, module) in &split {
             let path = dir.join(format!("{entry}.ptx"));
-            write_if_changed(&path, module.as_bytes())?;
+            write_if_changed(&path, compact_module(module).as_bytes())?;
             keep.insert(path.clone());
             let cubins: Vec<(String, PathBuf)> = self
                 .sass

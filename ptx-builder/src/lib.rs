@@ -71,7 +71,7 @@ mod toolchain;
 pub use builder::{PtxArtifact, PtxBuild, PtxModule};
 pub use embed::{build_script_embed, emit_rerun_if_changed, write_embed_index};
 pub use ptxas::{KernelResources, find_ptxas, format_table, parse_ptxas, ptxas_report};
-pub use split::{entry_names, split_modules};
+pub use split::{compact_module, entry_names, split_modules};
 pub use toolchain::llvm_tools_dir;
 
 /// The toolchain that compiles the kernels; the workspace's `rust-toolchain.toml` pins the same.

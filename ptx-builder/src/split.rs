@@ -267,6 +267,44 @@ pub fn apply_launch_bounds(ptx: &str) -> Result<String, Error> {
     Ok(out)
 }
 
+/// The module text a binary embeds: comments and blank lines dropped, and llc's block labels
+/// (`$L__BB<function>_<block>`, numbered by the function's place in the whole module)
+/// renumbered by first use in this module. The program is unchanged; what changes is that two
+/// entries whose code is the same (an `i32` and a `u32` sum) give the same text up to their
+/// names, so [`write_embed_index`](crate::write_embed_index) embeds it once, and the text
+/// compresses better.
+pub fn compact_module(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() / 2);
+    let mut functions: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        // PTX has no string literal that holds `//` (the only strings are `.pragma` names).
+        let code = line.split("//").next().unwrap_or("").trim_end();
+        if code.trim_start().is_empty() {
+            continue;
+        }
+        let mut rest = code;
+        while let Some(i) = rest.find("$L__BB") {
+            let (before, after) = rest.split_at(i + "$L__BB".len());
+            out.push_str(before);
+            let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 && after[digits..].starts_with('_') {
+                let f = &after[..digits];
+                let n = functions.iter().position(|g| *g == f).unwrap_or_else(|| {
+                    functions.push(f);
+                    functions.len() - 1
+                });
+                out.push_str(&n.to_string());
+                rest = &after[digits..];
+            } else {
+                rest = after;
+            }
+        }
+        out.push_str(rest);
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -448,5 +486,12 @@ pub(crate) mod tests {
         let bad = marked.replace("first 256 4", "first 256");
         assert!(apply_launch_bounds(&bad).is_err());
         assert_eq!(apply_launch_bounds(PTX).unwrap(), PTX);
+    }
+
+    #[test]
+    fn compact_module_drops_comments_and_renumbers_labels() {
+        let text = "// header\n.version 8.0\n\n.visible .entry k(\n)\n{\n\t@%p1 bra \t$L__BB7_2;   // loop\n// %bb.1:\n$L__BB7_2:\n\tbra.uni $L__BB9_1;\n\t.pragma \"nounroll\";\n$L__BB9_1:\n}\n";
+        let want = ".version 8.0\n.visible .entry k(\n)\n{\n\t@%p1 bra \t$L__BB0_2;\n$L__BB0_2:\n\tbra.uni $L__BB1_1;\n\t.pragma \"nounroll\";\n$L__BB1_1:\n}\n";
+        assert_eq!(compact_module(text), want);
     }
 }

@@ -10,4 +10,6 @@ mod simbuf;
 pub use buffer::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub(crate) use context::{Access, Backend};
 pub use context::{BackendKind, Context, DeviceInfo, LaunchShape, device_count};
-pub use module::{EmbeddedModule, EmbeddedModules, KernelLibrary, LoadStats, load_stats};
+pub use module::{
+    EmbeddedEntry, EmbeddedIndex, EmbeddedModule, KernelLibrary, LoadStats, load_stats,
+};

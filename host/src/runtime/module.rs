@@ -17,34 +17,43 @@ use cudarc::nvrtc::Ptx;
 
 use crate::error::{Error, Result};
 
-/// One embedded module as the PTX builder's index lists it: (entry name, PTX module text, SASS
-/// images by architecture).
+/// One kernel of an embedded index: (entry name, index of its module).
+pub type EmbeddedEntry = (&'static str, usize);
+
+/// One embedded module as the PTX builder's index lists it: (the function to load from it, the
+/// length of its PTX, the PTX deflated, SASS images by architecture, deflated). Entries whose
+/// code is the same up to their names (an `i32` and a `u32` sum) share one module.
 pub type EmbeddedModule = (
     &'static str,
-    &'static str,
+    usize,
+    &'static [u8],
     &'static [(&'static str, &'static [u8])],
 );
 
-/// Embedded modules, sorted by entry name.
-pub type EmbeddedModules = &'static [EmbeddedModule];
+/// An embedded index (`ptx_builder::write_embed_index`): the kernels sorted by entry name, and
+/// the modules they refer to.
+pub type EmbeddedIndex = (&'static [EmbeddedEntry], &'static [EmbeddedModule]);
 
 /// A set of kernels compiled to PTX by `ptx-builder` (the library's own, or a tool's, or a
-/// user's kernel crate), one module per kernel, loaded lazily.
+/// user's kernel crate), one module per kernel, kept compressed in the binary and loaded (and
+/// inflated) lazily.
 #[derive(Debug)]
 pub struct KernelLibrary {
     name: &'static str,
     arch: &'static str,
-    modules: EmbeddedModules,
+    entries: &'static [EmbeddedEntry],
+    modules: &'static [EmbeddedModule],
 }
 
 impl KernelLibrary {
     /// A library named `name` (unique per process: modules are cached under it) whose PTX
     /// targets `arch` (e.g. `sm_80`), from a `ptx_builder::write_embed_index` index.
-    pub const fn new(name: &'static str, arch: &'static str, modules: EmbeddedModules) -> Self {
+    pub const fn new(name: &'static str, arch: &'static str, index: EmbeddedIndex) -> Self {
         Self {
             name,
             arch,
-            modules,
+            entries: index.0,
+            modules: index.1,
         }
     }
 
@@ -60,17 +69,42 @@ impl KernelLibrary {
 
     /// Names of its kernels, sorted.
     pub fn entries(&self) -> impl Iterator<Item = &'static str> {
-        self.modules.iter().map(|m| m.0)
+        self.entries.iter().map(|e| e.0)
     }
 
-    /// The PTX module of kernel `entry`.
-    pub fn ptx(&self, entry: &str) -> Option<&'static str> {
-        self.find(entry).map(|m| m.1)
+    /// Whether it has kernel `entry`.
+    pub fn contains(&self, entry: &str) -> bool {
+        self.find(entry).is_some()
     }
 
-    /// Total bytes of PTX text.
+    /// The PTX module that holds kernel `entry`, inflated. Its kernel is named
+    /// [`function`](Self::function)`(entry)`: `entry` itself, or the kernel whose code it shares.
+    pub fn ptx(&self, entry: &str) -> Option<String> {
+        let m = self.find(entry)?;
+        inflate(m.2, Some(m.1)).and_then(|b| String::from_utf8(b).ok())
+    }
+
+    /// The name under which kernel `entry` is found in its module.
+    pub fn function(&self, entry: &str) -> Option<&'static str> {
+        self.find(entry).map(|m| m.0)
+    }
+
+    /// Bytes of PTX text of its modules (inflated).
     pub fn ptx_bytes(&self) -> usize {
-        self.modules.iter().map(|m| m.1.len()).sum()
+        self.modules.iter().map(|m| m.1).sum()
+    }
+
+    /// Bytes it adds to a binary: its modules (and SASS images) as embedded, compressed.
+    pub fn embedded_bytes(&self) -> usize {
+        self.modules
+            .iter()
+            .map(|m| m.2.len() + m.3.iter().map(|c| c.1.len()).sum::<usize>())
+            .sum()
+    }
+
+    /// Number of distinct modules (kernels that share code share one).
+    pub fn module_count(&self) -> usize {
+        self.modules.len()
     }
 
     /// Architectures it has SASS for.
@@ -78,20 +112,28 @@ impl KernelLibrary {
         let mut a: Vec<_> = self
             .modules
             .iter()
-            .flat_map(|m| m.2.iter().map(|c| c.0))
+            .flat_map(|m| m.3.iter().map(|c| c.0))
             .collect();
         a.sort_unstable();
         a.dedup();
         a
     }
 
-    fn find(&self, entry: &str) -> Option<&'static EmbeddedModule> {
-        let modules: EmbeddedModules = self.modules;
-        modules
-            .binary_search_by(|m| m.0.cmp(entry))
-            .ok()
-            .map(|i| &modules[i])
+    fn position(&self, entry: &str) -> Option<usize> {
+        let i = self.entries.binary_search_by(|e| e.0.cmp(entry)).ok()?;
+        Some(self.entries[i].1)
     }
+
+    fn find(&self, entry: &str) -> Option<&'static EmbeddedModule> {
+        let modules: &'static [EmbeddedModule] = self.modules;
+        self.position(entry).and_then(|i| modules.get(i))
+    }
+}
+
+/// Raw deflate, inflated; `len` (when known) bounds the output.
+fn inflate(data: &[u8], len: Option<usize>) -> Option<Vec<u8>> {
+    use miniz_oxide::inflate::decompress_to_vec_with_limit;
+    decompress_to_vec_with_limit(data, len.unwrap_or(usize::MAX)).ok()
 }
 
 /// A kernel loaded into a device.
@@ -148,11 +190,18 @@ pub fn load_stats() -> LoadStats {
 
 type CacheKey = (usize, &'static str, &'static str);
 
-/// Loaded kernels by (device ordinal, library, kernel). The lock is held while loading: threads
-/// that need the same kernel at once wait for one load.
+/// Loaded kernels by (device ordinal, library, kernel), and loaded modules by (device ordinal,
+/// library, module index): kernels that share a module load it once. The lock is held while
+/// loading: threads that need the same kernel at once wait for one load.
 /// A loaded kernel stays loaded for the rest of the process (as the CUDA runtime API keeps its
 /// modules): a `&'static` handle costs no reference count on the launch path.
-static CACHE: Mutex<Option<HashMap<CacheKey, &'static LoadedKernel>>> = Mutex::new(None);
+#[allow(clippy::type_complexity)]
+static CACHE: Mutex<
+    Option<(
+        HashMap<CacheKey, &'static LoadedKernel>,
+        HashMap<(usize, &'static str, usize), Arc<CudaModule>>,
+    )>,
+> = Mutex::new(None);
 
 /// Kernel `entry` of `lib`, loaded into device `ordinal` (whose primary context is `ctx`, of
 /// compute capability `cc`) on first use.
@@ -164,42 +213,67 @@ pub(crate) fn load(
     entry: &'static str,
 ) -> Result<&'static LoadedKernel> {
     let key = (ordinal, lib.name, entry);
-    // A thread that panicked while holding the lock left the map as it was: still usable.
-    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(&k) = cache.as_ref().and_then(|c| c.get(&key)) {
+    // A thread that panicked while holding the lock left the maps as they were: still usable.
+    let mut guard = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    let (kernels, modules) = guard.get_or_insert_with(Default::default);
+    if let Some(&k) = kernels.get(&key) {
         return Ok(k);
     }
     let ptx_load = |source| Error::PtxLoad {
         kernel: entry.to_string(),
         source,
     };
-    let (_, ptx, sass) = lib.find(entry).ok_or_else(|| Error::PtxLoad {
-        kernel: format!("{entry} (not in kernel library `{}`)", lib.name),
+    let not_found = |what: &str| Error::PtxLoad {
+        kernel: format!("{entry} ({what} in kernel library `{}`)", lib.name),
         source: cudarc::driver::DriverError(
             cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NOT_FOUND,
         ),
-    })?;
+    };
+    let index = lib.position(entry).ok_or_else(|| not_found("not"))?;
+    let &(function, ptx_len, ptx, sass) = lib
+        .modules
+        .get(index)
+        .ok_or_else(|| not_found("a bad index"))?;
     let arch = format!("sm_{}{}", cc.0, cc.1);
     let image = sass.iter().find(|(a, _)| *a == arch).map(|(_, b)| *b);
     let t = Instant::now();
-    let module = match image {
-        Some(bytes) => ctx.load_module(Ptx::from_binary(bytes.to_vec())),
-        None => ctx.load_module(Ptx::from_src(*ptx)),
-    }
-    .map_err(ptx_load)?;
-    let function = module.load_function(entry).map_err(ptx_load)?;
+    let mut loaded_now = false;
+    let module = match modules.get(&(ordinal, lib.name, index)) {
+        Some(m) => m.clone(),
+        None => {
+            let corrupt = || not_found("a module that does not inflate");
+            let module = match image {
+                Some(z) => ctx.load_module(Ptx::from_binary(inflate(z, None).ok_or_else(corrupt)?)),
+                None => {
+                    let text = inflate(ptx, Some(ptx_len))
+                        .and_then(|b| String::from_utf8(b).ok())
+                        .ok_or_else(corrupt)?;
+                    ctx.load_module(Ptx::from_src(text))
+                }
+            }
+            .map_err(ptx_load)?;
+            modules.insert((ordinal, lib.name, index), module.clone());
+            loaded_now = true;
+            module
+        }
+    };
+    let function = module.load_function(function).map_err(ptx_load)?;
     let seconds = t.elapsed().as_secs_f64();
     let k: &'static LoadedKernel = Box::leak(Box::new(LoadedKernel {
         function,
         _module: module,
         occupancy: Mutex::new(Vec::new()),
     }));
-    cache.get_or_insert_with(HashMap::new).insert(key, k);
+    kernels.insert(key, k);
     let mut s = STATS.lock().unwrap_or_else(|p| p.into_inner());
     let s = s.get_or_insert_with(LoadStats::default);
-    s.modules += 1;
-    s.from_sass += image.is_some() as u32;
-    s.ptx_bytes += if image.is_some() { 0 } else { ptx.len() };
+    s.modules += loaded_now as u32;
+    s.from_sass += (loaded_now && image.is_some()) as u32;
+    s.ptx_bytes += if loaded_now && image.is_none() {
+        ptx_len
+    } else {
+        0
+    };
     s.seconds += seconds;
     s.loads.push((
         lib.name.to_string(),

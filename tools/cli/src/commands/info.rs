@@ -10,10 +10,12 @@ pub fn info(args: InfoArgs) -> Result<ExitCode, gpu_reduce::Error> {
     let InfoArgs { verbose, device } = args;
     let lib = &gpu_reduce::BUILTIN;
     println!(
-        "PTX target: {} ({} kernels, {:.1} MB of PTX, one module per kernel, loaded on first use; SASS for: {})",
+        "PTX target: {} ({} kernels in {} modules, {:.1} MB of PTX embedded as {:.1} MB deflated, inflated and loaded one module at a time on first use; SASS for: {})",
         lib.arch(),
         lib.entries().count(),
+        lib.module_count(),
         lib.ptx_bytes() as f64 / 1e6,
+        lib.embedded_bytes() as f64 / 1e6,
         match lib.sass_archs() {
             a if a.is_empty() => "none (JIT from PTX)".to_string(),
             a => a.join(", "),
