@@ -182,7 +182,7 @@ impl PtxBuild {
 
     /// [`PtxBuild::build`], with the prebuilt PTX directory given rather than read from the
     /// environment.
-    fn build_from(&self, prebuilt: Option<&Path>) -> Result<PtxArtifact, Error> {
+    pub(crate) fn build_from(&self, prebuilt: Option<&Path>) -> Result<PtxArtifact, Error> {
         for a in &self.sass {
             check_arch(a)?;
         }

@@ -188,6 +188,11 @@ pub fn emit_rerun_if_changed(crate_dir: impl AsRef<Path>) {
 /// (`GPU_REDUCE_KERNELS_ARCH`, which `gpu_reduce::include_kernels!` reads). On failure it
 /// prints the error and exits the build script with status 1.
 ///
+/// The PTX comes from `GPU_REDUCE_PTX_DIR` when set; else from the calling package's
+/// `prebuilt/` directory when `cargo xtask package` put PTX there compiled from the same kernel
+/// sources for the same architecture (so a user of the published crate needs no nightly); else
+/// the kernels are compiled (the nightly, through rustup).
+///
 /// ```no_run
 /// // build.rs of a crate with its own kernels in ./my-kernels:
 /// ptx_builder::build_script_embed("my-kernels", "my_kernels.rs", &[]);
@@ -217,9 +222,30 @@ pub fn build_script_embed(
         });
     let sass = std::env::var("GPU_REDUCE_SASS").unwrap_or_default();
     let sass: Vec<&str> = sass.split(',').filter(|s| !s.is_empty()).collect();
+    // PTX from: GPU_REDUCE_PTX_DIR if set, else the package's own prebuilt PTX when it was
+    // compiled from these kernel sources for this architecture, else the nightly.
+    let packaged = manifest.join(crate::PREBUILT_DIR);
+    println!("cargo:rerun-if-changed={}", packaged.display());
     let artifact = crate::PtxBuild::new(&dir, &arch)
         .map(|b| b.target_dir(out.join("ptx")).sass(&sass))
-        .and_then(|b| b.build())
+        .and_then(|b| {
+            let from = match std::env::var_os(PTX_DIR_ENV).filter(|d| !d.is_empty()) {
+                Some(d) => Some(std::path::PathBuf::from(d)),
+                None => match crate::check_prebuilt(&packaged, b.crate_name(), &dir, &arch)? {
+                    crate::Prebuilt::Matches => Some(packaged.clone()),
+                    crate::Prebuilt::Absent => None,
+                    crate::Prebuilt::Stale(why) => {
+                        println!(
+                            "cargo:warning=the packaged PTX is not used ({why}): the kernels \
+                             are compiled with {}",
+                            crate::PINNED_TOOLCHAIN
+                        );
+                        None
+                    }
+                },
+            };
+            b.build_from(from.as_deref())
+        })
         .unwrap_or_else(|e| {
             fail(format!(
                 "building the kernels of {} to PTX failed: {e}",

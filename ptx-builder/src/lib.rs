@@ -64,12 +64,14 @@ use std::path::PathBuf;
 
 mod builder;
 mod embed;
+mod prebuilt;
 mod ptxas;
 mod split;
 mod toolchain;
 
 pub use builder::{PtxArtifact, PtxBuild, PtxModule};
 pub use embed::{build_script_embed, emit_rerun_if_changed, write_embed_index};
+pub use prebuilt::{PREBUILT_DIR, Prebuilt, check_prebuilt, source_digest, write_prebuilt};
 pub use ptxas::{KernelResources, find_ptxas, format_table, parse_ptxas, ptxas_report};
 pub use split::{compact_module, entry_names, split_modules};
 pub use toolchain::llvm_tools_dir;

@@ -9,6 +9,9 @@
 //! - `test [--gpu]`: the PTX build and ptxas check, then every workspace test. GPU tests are
 //!   `#[ignore]`d (listed as ignored); `--gpu` runs them when a CUDA device is present and
 //!   reports them SKIPPED, never passed, when none is.
+//! - `package`: the library's crates as published (`target/package/`), with their kernels' PTX
+//!   inside so that users need no nightly, checked by building and running a user's crate
+//!   against them with a rustup home holding only stable (see `package.rs`).
 //! - `bundle [--arch sm_NN] [--out DIR]`: host binary + GPU test binaries (the integration
 //!   tests' and the minmax example's) + the minmax example's binary + PTX + run.sh, for a GPU
 //!   machine that has the driver but no Rust toolchain. `--cccl DIR` (or `$GPU_REDUCE_CCCL`)
@@ -19,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::{Parser, Subcommand};
+
+mod package;
 use ptx_builder::{DEFAULT_ARCH, PtxArtifact, PtxBuild};
 
 #[derive(Parser)]
@@ -44,6 +49,9 @@ enum Cmd {
         #[arg(long)]
         gpu: bool,
     },
+    /// Package the library's crates with their kernels' PTX (`target/package/*.crate`), then
+    /// build and run a user's crate against them with a rustup home that holds only stable.
+    Package,
     /// Pack binaries, PTX and run.sh into a folder that runs on a GPU machine without Rust.
     Bundle {
         #[arg(long, default_value = "sm_90")]
@@ -65,6 +73,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::BuildPtx { arch, out } => build_ptx(&root, &arch, out.as_deref()).map(|_| ()),
         Cmd::Test { gpu } => test(&root, gpu),
+        Cmd::Package => package::package(&root),
         Cmd::Bundle { arch, out, cccl } => bundle(
             &root,
             &arch,
