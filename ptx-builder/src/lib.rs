@@ -27,7 +27,7 @@
 //! 5. **Split.** [`split_modules`] cuts it into one standalone module per entry,
 //!    `<target_dir>/<arch>/<crate>/modules/<entry>.ptx`: the driver JIT-compiles a whole module
 //!    when it is loaded, so a host that loads kernels lazily, one module each, pays for the
-//!    kernels it uses only (BENCHMARKS.md, Start-up (first call)).
+//!    kernels it uses only (BENCHMARKS.md, Start-up (first call) and binary size).
 //! 6. **SASS (optional).** With [`PtxBuild::sass`], `ptxas` assembles each module into a cubin
 //!    per architecture, so the driver has nothing to JIT on those GPUs.
 //!

@@ -2,7 +2,7 @@
 //!
 //! Why one module per kernel: the driver JIT-compiles a whole PTX module at load, so a module
 //! of every kernel costs seconds where one kernel costs a fraction of that (BENCHMARKS.md,
-//! Start-up (first call)). So a first `sum` compiles exactly the kernel it runs. When the library was built with SASS for the
+//! Start-up (first call) and binary size). So a first `sum` compiles exactly the kernel it runs. When the library was built with SASS for the
 //! device's architecture (`GPU_REDUCE_SASS=sm_90`), the driver loads that and compiles nothing.
 //!
 //! Modules are cached per device and shared by every [`Context`](crate::Context) of it (they
