@@ -17,7 +17,7 @@ use kernels::reduce::by_key::{ReduceByKeyInstance, ReduceByKeyParams, SimReduceB
 use kernels::scan::Headed;
 use kernels::scan::policy::ACTIVE;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, plural};
 use crate::reduce::{ACC_WORDS, DeviceElement, Pending, Reduction};
 use crate::runtime::{
     Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
@@ -68,8 +68,10 @@ fn check_runs(runs: u64, keys: usize, aggregates: usize) -> Result<u64> {
     if runs > room {
         return Err(Error::OutputTooSmall {
             what: format!(
-                "reduce by key: the outputs ({keys} keys and {aggregates} aggregates; the first \
-                 {room} runs were written)"
+                "reduce by key: the outputs ({} and {}; what fits was written, the first {})",
+                plural(keys as u64, "key"),
+                plural(aggregates as u64, "aggregate"),
+                plural(room, "run")
             ),
             needed: runs,
             got: room,

@@ -10,7 +10,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The NVIDIA driver library (libcuda) could not be loaded.
+    /// The NVIDIA driver library (libcuda) could not be loaded (from
+    /// [`Context::new`](crate::Context::new); [`device_count`](crate::device_count) counts 0
+    /// devices then).
     #[error(
         "no CUDA driver: libcuda could not be loaded (install the NVIDIA driver, or run on a \
          machine with a GPU)"
@@ -20,7 +22,10 @@ pub enum Error {
     #[error("the CUDA driver found no GPU")]
     NoDevice,
     /// A device ordinal past the devices present.
-    #[error("device ordinal {ordinal} is out of range: {count} CUDA device(s) present")]
+    #[error(
+        "device ordinal {ordinal} is out of range: {} present",
+        plural(*count as u64, "CUDA device")
+    )]
     BadOrdinal {
         /// The ordinal asked for.
         ordinal: usize,
@@ -70,7 +75,7 @@ pub enum Error {
     },
     /// An output has no room for the whole result (a scan's output, a reduction's slot, the
     /// run outputs of a reduce by key, the destination of a copy).
-    #[error("{what} has room for {got} elements, {needed} needed")]
+    #[error("{what} has room for {}, {needed} needed", plural(*got, "element"))]
     OutputTooSmall {
         /// The output.
         what: String,
@@ -80,7 +85,10 @@ pub enum Error {
         got: u64,
     },
     /// A range of elements outside the buffer it is taken from (a view, a copy at an offset).
-    #[error("{what}: range {start}..{end} is outside a buffer of {len} elements")]
+    #[error(
+        "{what}: range {start}..{end} is outside a buffer of {}",
+        plural(*len, "element")
+    )]
     OutOfRange {
         /// What asked for the range.
         what: String,
@@ -232,12 +240,22 @@ fn bad_segment_message(
             format!("segment {s}: its end offset is before its begin offset (decreasing offsets)")
         }
         (SegmentFault::PastEnd, Some((b, e))) => {
-            let n = n.map_or(String::new(), |n| format!(" ({n} elements)"));
+            let n = n.map_or(String::new(), |n| format!(" ({})", plural(n, "element")));
             format!("segment {s}: offsets {b}..{e} reach past the end of the input{n}")
         }
         (SegmentFault::PastEnd, None) => {
             format!("segment {s}: its offsets reach past the end of the input")
         }
+    }
+}
+
+/// `n` and `noun`, the noun in the plural (an added `s`) unless `n` is 1: "1 element",
+/// "0 elements", "3 segments". For every count a message prints with its noun.
+pub(crate) fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 
@@ -267,6 +285,54 @@ mod tests {
         // (Formatting a DriverError asks the driver for its text, so only the kernel is checked.)
         let l = Error::launch("reduce_sum_f32")(DriverError(Cu::CUDA_ERROR_LAUNCH_FAILED));
         assert!(matches!(l, Error::Launch { kernel, .. } if kernel == "reduce_sum_f32"));
+    }
+
+    #[test]
+    fn counts_of_one_are_singular() {
+        assert_eq!(plural(1, "segment"), "1 segment");
+        assert_eq!(plural(0, "segment"), "0 segments");
+        assert_eq!(plural(2, "CUDA device"), "2 CUDA devices");
+        let one = |e: Error, singular: &str, plural: &str| {
+            let m = e.to_string();
+            assert!(m.contains(singular) && !m.contains(plural), "{m}");
+        };
+        one(
+            Error::BadOrdinal {
+                ordinal: 1,
+                count: 1,
+            },
+            "1 CUDA device present",
+            "devices",
+        );
+        one(
+            Error::OutputTooSmall {
+                what: "the scan output".into(),
+                needed: 2,
+                got: 1,
+            },
+            "room for 1 element,",
+            "elements",
+        );
+        one(
+            Error::OutOfRange {
+                what: "a view".into(),
+                start: 0,
+                end: 2,
+                len: 1,
+            },
+            "buffer of 1 element",
+            "elements",
+        );
+        one(
+            Error::BadSegment {
+                segment: 0,
+                fault: SegmentFault::PastEnd,
+                offsets: Some((0, 2)),
+                input_len: Some(1),
+            },
+            "(1 element)",
+            "elements",
+        );
     }
 
     /// The message of `e` holds every one of `parts`.

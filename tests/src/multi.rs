@@ -340,7 +340,7 @@ pub fn check_nccl_one_rank(ctx: impl Fn() -> Context) -> &'static str {
 /// sum and the scan. Needs two GPUs and NCCL (a `*two_gpus` test); returns what ran.
 pub fn check_nccl_threads() -> String {
     use gpu_reduce::multi::nccl::{NcclExchange, NcclId};
-    let world = gpu_reduce::device_count().expect("a GPU test needs the driver");
+    let world = gpu_reduce::device_count().expect("the CUDA driver starts");
     assert!(
         world >= 2,
         "a *two_gpus test run with {world} GPU (the runners skip it there)"

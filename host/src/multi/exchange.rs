@@ -5,7 +5,7 @@ use std::sync::{Arc, Barrier, Mutex};
 
 use kernels::gpu::ShflValue;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, plural};
 
 /// Moves small host-side messages between the ranks of a job.
 pub trait Exchange: Send + Sync {
@@ -95,9 +95,9 @@ pub(super) fn to_words<A: ShflValue>(values: &[A]) -> Vec<u32> {
 pub(super) fn from_words<A: ShflValue>(words: &[u32]) -> Result<Vec<A>> {
     if !words.len().is_multiple_of(A::WORDS) {
         return Err(Error::Collective(format!(
-            "a message of {} words does not hold whole values of {} words",
-            words.len(),
-            A::WORDS
+            "a message of {} does not hold whole values of {}",
+            plural(words.len() as u64, "word"),
+            plural(A::WORDS as u64, "word")
         )));
     }
     Ok(words

@@ -44,7 +44,7 @@ use cudarc::driver::ValidAsZeroBits;
 use kernels::gpu::ShflValue;
 use kernels::ops::{ArgAcc, ArgMax, ArgMin};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, plural};
 use crate::reduce::{DeviceElement, Reduction, reduction_arm};
 use crate::runtime::{Context, DeviceBuffer};
 use crate::scan::ScanElement;
@@ -213,7 +213,8 @@ impl MultiContext {
         let world = exchange.world();
         if rank >= world {
             return Err(Error::MultiGpu(format!(
-                "rank {rank} of a job of {world} ranks"
+                "rank {rank} of a job of {}",
+                plural(world as u64, "rank")
             )));
         }
         Ok(Self {
@@ -366,10 +367,9 @@ impl MultiContext {
     fn require_all_local(&self, what: &str) -> Result<()> {
         if self.local.len() != self.world {
             return Err(Error::MultiGpu(format!(
-                "this process holds {} of the job's {} ranks: it cannot {what} (use the _local \
-                 calls)",
+                "this process holds {} of the job's {}: it cannot {what} (use the _local calls)",
                 self.local.len(),
-                self.world
+                plural(self.world as u64, "rank")
             )));
         }
         Ok(())
@@ -407,8 +407,8 @@ impl MultiContext {
             }
         }
         Err(Error::MultiGpu(format!(
-            "element {index} is not in this process's shards (of {} elements)",
-            b.len()
+            "element {index} is not in this process's shards (of {})",
+            plural(b.len(), "element")
         )))
     }
 }

@@ -6,7 +6,7 @@ use kernels::gpu::ShflValue;
 use kernels::reduce::policy::BLOCK;
 use kernels::reduce::tiles::{SimTilesFn, TilesInstance, TilesParams};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, plural};
 use crate::reduce::Reduction;
 use crate::runtime::{BackendKind, Context, LaunchShape};
 
@@ -116,8 +116,9 @@ impl MultiContext {
                 }
                 if tile.len() != want {
                     return Err(Error::Collective(format!(
-                        "rank {r} gathered {} of tile {t}'s {want} elements",
-                        tile.len()
+                        "rank {r} gathered {} of tile {t}'s {}",
+                        tile.len(),
+                        plural(want as u64, "element")
                     )));
                 }
                 // A fresh buffer starts 16-byte aligned, as a tile start is by the layout rule.
@@ -168,8 +169,9 @@ impl MultiContext {
         }
         if partials.len() as u64 != tiles {
             return Err(Error::Collective(format!(
-                "{} tile partials gathered for {tiles} tiles",
-                partials.len()
+                "{} gathered for {}",
+                plural(partials.len() as u64, "tile partial"),
+                plural(tiles, "tile")
             )));
         }
         Ok(tree(&partials, O::identity(), &O::combine))

@@ -75,11 +75,13 @@ pub struct Context {
     graph_scratch: Mutex<Vec<u64>>,
 }
 
-/// Number of CUDA devices, with the absence of a driver as an error rather than a panic.
+/// Number of CUDA devices: 0 when the driver finds no GPU, and 0 too when there is no CUDA
+/// driver at all (libcuda cannot be loaded), so "how many GPUs" has one answer on every
+/// machine. [`Context::new`] tells the two apart ([`Error::NoDriver`], [`Error::NoDevice`]).
+/// An error only when a driver is present and fails to start.
 pub fn device_count() -> Result<usize> {
-    // cudarc panics on a missing libcuda at the first call; check first.
-    if !unsafe { sys::is_culib_present() } {
-        return Err(Error::NoDriver);
+    if !driver_present() {
+        return Ok(0);
     }
     match CudaContext::device_count() {
         Ok(n) => Ok(n.max(0) as usize),
@@ -91,10 +93,17 @@ pub fn device_count() -> Result<usize> {
     }
 }
 
+/// Whether the CUDA driver library (libcuda) loads. Checked before any driver call: cudarc
+/// panics on a missing libcuda at its first call.
+fn driver_present() -> bool {
+    // SAFETY: only tries to load the library.
+    unsafe { sys::is_culib_present() }
+}
+
 /// The driver's CUDA version, e.g. 13000 for 13.0 (`cuDriverGetVersion`).
 fn driver_version() -> Result<i32> {
     let mut v = 0;
-    // SAFETY: writes one int; the driver is loaded (checked by `device_count`).
+    // SAFETY: writes one int; the driver is loaded (a context exists).
     unsafe { sys::cuDriverGetVersion(&mut v) }
         .result()
         .map_err(Error::driver("reading the driver version", 0))?;
@@ -103,8 +112,12 @@ fn driver_version() -> Result<i32> {
 
 impl Context {
     /// Open CUDA device `ordinal` (its primary context, as the runtime API and cudarc use) on a
-    /// stream of the library's own. Loads no kernel: each loads on its first use.
+    /// stream of the library's own. Loads no kernel: each loads on its first use. Without a
+    /// CUDA driver, [`Error::NoDriver`]; with one that finds no GPU, [`Error::NoDevice`].
     pub fn new(ordinal: usize) -> Result<Self> {
+        if !driver_present() {
+            return Err(Error::NoDriver);
+        }
         let count = device_count()?;
         if count == 0 {
             return Err(Error::NoDevice);
@@ -191,10 +204,9 @@ impl Context {
     /// CUDA device `ordinal` when a driver and a device are present, the simulator otherwise.
     /// A bad ordinal on a machine that has GPUs is an error, not a silent fallback.
     pub fn auto(ordinal: usize) -> Result<Self> {
-        match device_count() {
-            Ok(n) if n > 0 => Self::new(ordinal),
-            Ok(_) | Err(Error::NoDriver) => Self::sim(),
-            Err(e) => Err(e),
+        match device_count()? {
+            0 => Self::sim(),
+            _ => Self::new(ordinal),
         }
     }
 

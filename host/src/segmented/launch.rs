@@ -8,7 +8,7 @@ use kernels::reduce::segmented::{
     rows_workspace_bytes,
 };
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, plural};
 use crate::reduce::DeviceElement;
 use crate::runtime::LaunchShape;
 use crate::runtime::{Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary};
@@ -94,7 +94,8 @@ impl Context {
                     return Err(Error::LengthMismatch {
                         what: format!(
                             "segmented reduction: the CSR offsets (one more entry than the \
-                             output's {count} segments)"
+                             output's {})",
+                            plural(count as u64, "segment")
                         ),
                         expected: count as u64 + 1,
                         got: offsets.len() as u64,
@@ -115,8 +116,10 @@ impl Context {
                                 .into()
                         } else {
                             format!(
-                                "segmented reduction: the input of {count} segments of {len} \
-                                 elements (exactly out.len() x segment_len: no partial last row)"
+                                "segmented reduction: the input of {} of {} (exactly out.len() \
+                                 x segment_len: no partial last row)",
+                                plural(count as u64, "segment"),
+                                plural(len, "element")
                             )
                         },
                         expected: (count as u64).saturating_mul(len),
@@ -126,22 +129,24 @@ impl Context {
                 (None, None, len)
             }
         };
+        // Only a user operator's kernel can disagree (the built-in calls pick theirs): the
+        // message names the call made and the one to make.
         if writes_index != index_out.is_some() {
             return Err(Error::Unsupported {
                 op: format!(
-                    "the segmented kernel `{}` {} an index output",
-                    k.general.name,
+                    "{} with this operator",
                     if index_out.is_some() {
-                        "with"
+                        "segmented_arg_custom"
                     } else {
-                        "without"
+                        "segmented_reduce_custom"
                     }
                 ),
                 dtype: T::DTYPE,
                 reason: if writes_index {
-                    "the kernel writes an index (call segmented_arg_custom)"
+                    "its kernel writes an index (exported with `arg`): call segmented_arg_custom"
                 } else {
-                    "the kernel writes no index (call segmented_reduce_custom)"
+                    "its kernel writes no index (exported without `arg`): call \
+                     segmented_reduce_custom"
                 },
             });
         }

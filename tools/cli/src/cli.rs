@@ -47,16 +47,18 @@ pub enum Command {
 #[derive(Args)]
 pub struct ReduceArgs {
     /// Number of elements (1000000, 1_000_000, 1e6 or 2^20) [default: 2^26 on a GPU, 2^20 on
-    /// the simulator].
+    /// the simulator; with --gpus 2^28 on GPUs, 2^20 on the simulator].
     #[arg(long, value_parser = parse_len)]
     pub n: Option<u64>,
-    /// Timed runs, the median is reported [default: 100 on a GPU, 3 on the simulator].
+    /// Timed runs, the median is reported [default: 100 on a GPU, 3 on the simulator; with
+    /// --gpus 20 on GPUs].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub iters: Option<u32>,
-    /// Untimed warm-up runs [default: 10 on a GPU, 1 on the simulator].
+    /// Untimed warm-up runs [default: 10 on a GPU, 1 on the simulator; with --gpus 2 on GPUs].
     #[arg(long)]
     pub warmup: Option<u32>,
-    /// CUDA device ordinal.
+    /// CUDA device ordinal (a GPU's option: on the simulator, or with --gpus, a warning says it
+    /// is ignored).
     #[arg(long, default_value_t = 0)]
     pub device: usize,
     /// Where to run: cuda, sim, or auto (GPU if present, else the simulator).
@@ -68,7 +70,7 @@ pub struct ReduceArgs {
     /// Run the seeds' kernel ladder instead and print its table.
     #[arg(long)]
     pub ladder: bool,
-    /// Element type of the ladder.
+    /// Element type of the ladder (--ladder only).
     #[arg(long, value_enum, default_value_t = gpu_reduce_tools::ladder::LadderDtype::F32)]
     pub dtype: gpu_reduce_tools::ladder::LadderDtype,
     /// Shard the input over this many GPUs (ranks 0..N, one process) and compare with one
@@ -86,7 +88,8 @@ pub struct ReduceArgs {
 #[derive(Args)]
 pub struct ScanArgs {
     /// Lengths [default: 100,1e3,...,1e9 (those that fit) on a GPU; 100,1e3,1e4 on the
-    /// simulator]. Each 1000000, 1_000_000, 1e6 or 2^20.
+    /// simulator; with --gpus one length, 2^28 on GPUs, 2^20 on the simulator]. Each 1000000,
+    /// 1_000_000, 1e6 or 2^20.
     #[arg(long, value_delimiter = ',', value_parser = parse_len)]
     pub n: Vec<u64>,
     /// Element type.
@@ -95,16 +98,19 @@ pub struct ScanArgs {
     /// Rows to run (the others say n/a).
     #[arg(long, value_delimiter = ',', value_enum, default_values_t = gpu_reduce_tools::scan_table::Method::ALL)]
     pub methods: Vec<gpu_reduce_tools::scan_table::Method>,
-    /// Timed runs per cell [default: 100 up to 1e7 elements, 20 above; 2 on the simulator].
+    /// Timed runs per cell [default: 100 up to 1e7 elements, 20 above; 2 on the simulator; with
+    /// --gpus 20 on GPUs, 3 on the simulator].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub iters: Option<u32>,
-    /// CUDA device ordinal.
+    /// CUDA device ordinal (a GPU's option: on the simulator, or with --gpus, a warning says it
+    /// is ignored).
     #[arg(long, default_value_t = 0)]
     pub device: usize,
     /// Where to run: cuda, sim, or auto (GPU if present, else the simulator).
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
-    /// The CUB shim (built by tools/cli/cub/build.sh); without it the CUB row says n/a.
+    /// The CUB shim (built by tools/cli/cub/build.sh); without it the CUB row says n/a. GPU
+    /// only (given on the simulator: a warning, ignored).
     #[arg(long, env = "GPU_REDUCE_CUB_LIB")]
     pub cub_lib: Option<std::path::PathBuf>,
     /// Seed of the random input.

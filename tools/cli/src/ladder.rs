@@ -492,10 +492,10 @@ pub fn format_table(rows: &[LadderRow]) -> String {
     let mut s = String::new();
     if let Some(r) = rows.first() {
         s.push_str(&format!(
-            "reduction ladder: n = {} {}, median of {} runs after {} warm-up\n",
+            "reduction ladder: n = {} {}, median of {} after {} warm-up\n",
             r.n,
             r.dtype.name(),
-            r.iters,
+            crate::plural(r.iters as u64, "run"),
             r.warmup
         ));
         match r.backend {

@@ -21,3 +21,22 @@ use gpu_reduce::KernelLibrary;
 /// conformance kernels.
 pub static TOOL_KERNELS: KernelLibrary =
     gpu_reduce::include_kernels!("gpu-reduce-tools", "tool_kernels_index.rs");
+
+/// `n` and `noun`, the noun in the plural (an added `s`) unless `n` is 1: "1 run", "3 runs".
+pub fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn plural_is_singular_for_one_only() {
+        assert_eq!(super::plural(1, "run"), "1 run");
+        assert_eq!(super::plural(0, "run"), "0 runs");
+        assert_eq!(super::plural(20, "timed run"), "20 timed runs");
+    }
+}

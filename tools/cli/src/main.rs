@@ -5,7 +5,7 @@ mod commands;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> ExitCode {
     // An empty variable means unset (`GPU_REDUCE_CUB_LIB=` would otherwise be an empty path).
@@ -15,8 +15,12 @@ fn main() -> ExitCode {
             unsafe { std::env::remove_var(&k) };
         }
     }
-    let cli = cli::Cli::parse();
-    match commands::run(cli.command) {
+    let matches = cli::Cli::command().get_matches();
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let given = matches
+        .subcommand()
+        .map_or_else(commands::Given::default, |(_, m)| commands::Given::of(m));
+    match commands::run(cli.command, &given) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");

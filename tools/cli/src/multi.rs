@@ -8,6 +8,10 @@ use gpu_reduce::multi::MultiContext;
 use gpu_reduce::{Context, Reduction, Result, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
+/// The line under the header of a run on simulated devices.
+pub const SIMULATED: &str = "SIMULATED on the CPU: times are the simulator's wall-clock ms, NOT GPU \
+                             times; no bandwidth figures.";
+
 /// What to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MultiOp {
@@ -145,19 +149,27 @@ fn row(
     }
 }
 
-/// The rows as a markdown table, the speed-up over one rank last.
-pub fn format_table(rows: &[MultiRow]) -> String {
+/// The rows as a markdown table, the speed-up over one rank last; `simulated` (times of the
+/// CPU simulator): "-" for the bandwidths, which would mean nothing.
+pub fn format_table(rows: &[MultiRow], simulated: bool) -> String {
     let base = rows.first().map(|r| r.median_ms).unwrap_or(f64::NAN);
     let mut s = String::from(
         "| ranks | median ms | total GB/s | per-GPU GB/s | x 1 rank | check | note |\n|---|---|---|---|---|---|---|\n",
     );
+    let gbs = |g: f64| {
+        if simulated {
+            "-".to_string()
+        } else {
+            format!("{g:.0}")
+        }
+    };
     for r in rows {
         s += &format!(
-            "| {} | {:.4} | {:.0} | {:.0} | {:.2}x | {} | {} |\n",
+            "| {} | {:.4} | {} | {} | {:.2}x | {} | {} |\n",
             r.ranks,
             r.median_ms,
-            r.total_gbs,
-            r.per_gpu_gbs,
+            gbs(r.total_gbs),
+            gbs(r.per_gpu_gbs),
             base / r.median_ms,
             if r.checked { "ok" } else { "WRONG" },
             r.note
@@ -172,6 +184,17 @@ pub fn format_table(rows: &[MultiRow]) -> String {
 /// ran and returns whether both checks held.
 pub fn run_ones(ranks: Vec<Context>, n: usize) -> Result<bool> {
     let r = ranks.len();
+    let sim = ranks
+        .first()
+        .is_some_and(|c| c.backend_kind() == gpu_reduce::BackendKind::Sim);
+    // The time of one call and its bandwidth; on the simulator, labelled and no bandwidth.
+    let speed = |bytes: usize, ms: f64| {
+        if sim {
+            format!("{ms:.3} ms (SIMULATED: CPU wall clock, no bandwidth)")
+        } else {
+            format!("{ms:.3} ms, {:.0} GB/s", bytes as f64 / (ms * 1e-3) / 1e9)
+        }
+    };
     let m = MultiContext::new(ranks)?;
     let lengths = equal_shards(n, r);
     let gib = |bytes: usize| bytes as f64 / (1u64 << 30) as f64;
@@ -186,15 +209,23 @@ pub fn run_ones(ranks: Vec<Context>, n: usize) -> Result<bool> {
         let good = ((s as f64) - n as f64).abs() <= 1e-6 * n as f64;
         ok &= good;
         println!(
-            "f32 sum of {n} ones ({:.1} GiB over {r} ranks, {:.1} GiB each): {s:e} ({}), {ms:.3} ms, {:.0} GB/s",
+            "f32 sum of {n} ones ({:.1} GiB over {}, {:.1} GiB each): {s:e} ({}), {}",
             gib(4 * n),
+            crate::plural(r as u64, "rank"),
             gib(4 * n / r),
             if good { "ok" } else { "WRONG" },
-            (4 * n) as f64 / (ms * 1e-3) / 1e9
+            speed(4 * n, ms)
         );
     }
     let mut b = m.alloc_zeros::<i32>(&lengths)?;
     m.fill(&mut b, 1)?;
+    // A first scan loads the kernel (its JIT took ~0.1 s: "0 GB/s" was printed) and is not
+    // timed; then the ones again, the fill finished before the clock starts.
+    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
+    m.fill(&mut b, 1)?;
+    for (_, ctx) in m.local() {
+        ctx.synchronize()?;
+    }
     let t = Instant::now();
     m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
@@ -218,10 +249,10 @@ pub fn run_ones(ranks: Vec<Context>, n: usize) -> Result<bool> {
     }
     ok &= bad == 0;
     println!(
-        "i32 inclusive sum of {n} ones in place: {} of {} sampled elements right (i + 1, wrapping), {ms:.3} ms, {:.0} GB/s",
+        "i32 inclusive sum of {n} ones in place: {} of {} sampled elements right (i + 1, wrapping), {}",
         samples.len() - bad,
         samples.len(),
-        (8 * n) as f64 / (ms * 1e-3) / 1e9
+        speed(8 * n, ms)
     );
     Ok(ok)
 }

@@ -228,7 +228,10 @@ pub fn run_scan_table<T: TableElement>(
         }
         let iters = iters.unwrap_or_else(|| default_iters(n, ctx.backend_kind()));
         let warmup = (iters / 10).max(1);
-        progress(&format!("n = {n}: {iters} runs per method"));
+        progress(&format!(
+            "n = {n}: {} per method",
+            crate::plural(iters as u64, "run")
+        ));
         let host: Vec<T> = (0..n).map(|_| T::random(&mut rng)).collect();
         let input = ctx.htod(&host)?;
         let mut out = ctx.alloc_zeros::<T>(n as usize)?;
@@ -326,14 +329,22 @@ impl ScanTable {
         } else {
             "ms"
         };
+        // One count ("1 run", "100 runs"), or each length's ("100/20 runs").
+        let runs = match &self.iters[..] {
+            [first, rest @ ..] if rest.iter().all(|i| i == first) => {
+                crate::plural(*first as u64, "run")
+            }
+            all => format!(
+                "{} runs",
+                all.iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            ),
+        };
         let mut s = format!(
-            "inclusive sum scan, {} ({unit}); medians over {} runs per cell\n\n| method |",
+            "inclusive sum scan, {} ({unit}); medians over {runs} per cell\n\n| method |",
             self.dtype,
-            self.iters
-                .iter()
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join("/")
         );
         for &n in &self.lengths {
             s += &format!(" {} |", length_label(n));

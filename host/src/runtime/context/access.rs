@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, sys};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, plural};
 use crate::runtime::buffer::{DeviceBuffer, DeviceView, DeviceViewMut, Mem, MemMut, Owner};
 
 use super::{Backend, Context};
@@ -126,7 +126,10 @@ impl Context {
         if addr == 0 {
             return Err(Error::BadPointer {
                 addr,
-                reason: format!("a null pointer was given for a non-empty view of {len} elements"),
+                reason: format!(
+                    "a null pointer was given for a non-empty view of {}",
+                    plural(len as u64, "element")
+                ),
             });
         }
         if !addr.is_multiple_of(std::mem::align_of::<T>() as u64) {
@@ -167,8 +170,9 @@ impl Context {
             return Err(Error::BadPointer {
                 addr,
                 reason: format!(
-                    "{len} elements run past the end of its allocation ({size} bytes at \
-                     {start:#x})"
+                    "a view of {} runs past the end of its allocation ({size} bytes at \
+                     {start:#x})",
+                    plural(len as u64, "element")
                 ),
             });
         }

@@ -3,7 +3,7 @@
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits, sys};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, plural};
 use crate::runtime::buffer::{Buf, DeviceBuffer, DeviceView, DeviceViewMut};
 use crate::runtime::simbuf::SimBuf;
 
@@ -87,8 +87,8 @@ impl Context {
         if dst.len() < data.len() {
             return Err(Error::OutputTooSmall {
                 what: format!(
-                    "copying {} elements: the device memory copied into",
-                    data.len()
+                    "copying {}: the device memory copied into",
+                    plural(data.len() as u64, "element")
                 ),
                 needed: data.len() as u64,
                 got: dst.len() as u64,
@@ -134,7 +134,7 @@ impl Context {
             .checked_add(src.len())
             .filter(|&e| e <= dst.len())
             .ok_or_else(|| Error::OutOfRange {
-                what: format!("copying {} elements at {at}", src.len()),
+                what: format!("copying {} at {at}", plural(src.len() as u64, "element")),
                 start: at as u64,
                 end: (at as u64).saturating_add(src.len() as u64),
                 len: dst.len() as u64,

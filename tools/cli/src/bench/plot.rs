@@ -169,7 +169,25 @@ where
     Ok(())
 }
 
-/// Draw one figure as `<dir>/<stem>.png` and `.svg`; returns both paths.
+/// `name` as a file stem: lowercase ASCII letters and digits, each run of other characters one
+/// `-`, none at either end (`reduce, back to back-f32-time` -> `reduce-back-to-back-f32-time`).
+pub fn slug(name: &str) -> String {
+    let mut s = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            s.push(c.to_ascii_lowercase());
+        } else if !s.is_empty() && !s.ends_with('-') {
+            s.push('-');
+        }
+    }
+    while s.ends_with('-') {
+        s.pop();
+    }
+    s
+}
+
+/// Draw one figure as `<dir>/<stem>.png` and `.svg` (the stem made a [`slug`]); returns both
+/// paths.
 fn figure(
     dir: &Path,
     stem: &str,
@@ -178,6 +196,7 @@ fn figure(
     lines: &[Series],
     log_y: bool,
 ) -> Result<Vec<PathBuf>> {
+    let stem = slug(stem);
     let (png, svg) = (
         dir.join(format!("{stem}.png")),
         dir.join(format!("{stem}.svg")),
@@ -260,4 +279,25 @@ pub fn write_plots(sweep: &Sweep, dir: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slug;
+
+    #[test]
+    fn file_stems_are_slugs() {
+        assert_eq!(
+            slug("reduce, back to back-f32-time"),
+            "reduce-back-to-back-f32-time"
+        );
+        assert_eq!(
+            slug("multi-GPU sum-f32-bandwidth"),
+            "multi-gpu-sum-f32-bandwidth"
+        );
+        assert_eq!(slug("reduce_by_key-bf16-time"), "reduce-by-key-bf16-time");
+        assert_eq!(slug("  a -- b (µs)/c  "), "a-b-s-c");
+        assert_eq!(slug("scan-i32-time"), "scan-i32-time");
+        assert_eq!(slug(", ;"), "");
+    }
 }

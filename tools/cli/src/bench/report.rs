@@ -103,25 +103,33 @@ pub fn markdown(sweep: &Sweep) -> String {
     let m = &sweep.machine;
     let sim = m.backend == "sim";
     let cccl = m.cub_cccl_version.is_some();
+    // The simulator has no compute capability, SMs, L2, driver or PTX of its own: it is named.
+    let device = if sim {
+        format!("device: {} · backend sim", m.device)
+    } else {
+        format!(
+            "device: {} (sm {}, {}, L2 {} MiB) · backend {} · CUDA driver {} · PTX {}",
+            m.device,
+            m.compute_capability,
+            crate::plural(m.multiprocessors as u64, "SM"),
+            m.l2_bytes >> 20,
+            m.backend,
+            if m.cuda_driver.is_empty() {
+                "n/a"
+            } else {
+                &m.cuda_driver
+            },
+            m.ptx_arch,
+        )
+    };
     let mut s = format!(
-        "device: {} (sm {} , {} SMs, L2 {} MiB) · backend {} · CUDA driver {} · PTX {} · CUB {} · {}\n\
+        "{device} · CUB {} · {}\n\
          command: `{}`\n\
-         {} timed runs after {} warm-up per cell; times in ms (median, and p10-p90 of the runs){}\n\n",
-        m.device,
-        m.compute_capability,
-        m.multiprocessors,
-        m.l2_bytes >> 20,
-        m.backend,
-        if m.cuda_driver.is_empty() {
-            "n/a"
-        } else {
-            &m.cuda_driver
-        },
-        m.ptx_arch,
+         {} after {} warm-up per cell; times in ms (median, and p10-p90 of the runs){}\n\n",
         cub_versions(m),
         m.date,
         m.command,
-        sweep.config.iters,
+        crate::plural(sweep.config.iters as u64, "timed run"),
         sweep.config.warmup,
         if sim {
             "; SIMULATED: CPU wall-clock times of the simulator, not GPU times (no bandwidth)"
@@ -317,6 +325,47 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| vs CUB | % of memory limit |"), "{md}");
+    }
+
+    #[test]
+    fn the_header_names_the_gpu_or_the_simulator() {
+        let mut s = sweep(Some(300001), None, vec![]);
+        s.machine.multiprocessors = 132;
+        let md = markdown(&s);
+        assert!(
+            md.starts_with(
+                "device: test (sm 9.0, 132 SMs, L2 0 MiB) · backend cuda · CUDA driver 13.0 · \
+                 PTX sm_90 · CUB 3.0.1 · \n"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("\n1 timed run after 0 warm-up per cell;"),
+            "{md}"
+        );
+        // The simulator has no compute capability, SMs, L2, driver or PTX: it is named alone.
+        s.machine = Machine {
+            backend: "sim".into(),
+            device: "CPU SIMT simulator (2 worker threads)".into(),
+            compute_capability: "0.0".into(),
+            multiprocessors: 2,
+            cuda_driver: String::new(),
+            cub_version: None,
+            ..s.machine
+        };
+        s.config.iters = 3;
+        let md = markdown(&s);
+        assert!(
+            md.starts_with(
+                "device: CPU SIMT simulator (2 worker threads) · backend sim · CUB not available · \n"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("\n3 timed runs after 0 warm-up per cell;"),
+            "{md}"
+        );
+        assert!(md.contains("SIMULATED"), "{md}");
     }
 
     #[test]

@@ -186,7 +186,16 @@ fn multi_rows(
                 measurements.push(case_measurement(
                     name,
                     dtype,
-                    &format!("sharded over {} GPU(s): {}", r.ranks, r.note),
+                    &if sim {
+                        format!(
+                            "sharded over {}: {}",
+                            crate::plural(r.ranks as u64, "simulated device"),
+                            r.note
+                        )
+                    } else {
+                        // As ever on a GPU: the name of saved baselines' cells.
+                        format!("sharded over {} GPU(s): {}", r.ranks, r.note)
+                    },
                     Family::Ours,
                     n,
                     bytes,

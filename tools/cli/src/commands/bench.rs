@@ -6,10 +6,11 @@ use std::process::ExitCode;
 use gpu_reduce::{BackendKind, Context};
 
 use super::find_cub::{find_cub, find_cub_cccl};
-use super::{backend_line, exit_code, open};
+use super::{Given, backend_line, exit_code, open};
 use crate::cli::BenchArgs;
+use gpu_reduce_tools::plural;
 
-pub fn bench_command(args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> {
+pub fn bench_command(args: BenchArgs, given: &Given) -> Result<ExitCode, gpu_reduce::Error> {
     let BenchArgs {
         ops,
         dtypes,
@@ -44,6 +45,19 @@ pub fn bench_command(args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> {
         })
         .transpose()?;
     if let (Some((p, b)), Some(a)) = (&baseline, against) {
+        given.ignore(
+            &[
+                "device",
+                "backend",
+                "cub_lib",
+                "cccl",
+                "repeat",
+                "save_baseline",
+                "out",
+                "quiet",
+            ],
+            "does not apply with --against (two saved baselines are compared, nothing runs)",
+        );
         let now = Baseline::read(&a)?;
         let c = guard::compare(b, &now.machine, now.repeat, &now.cells);
         let against = a.display().to_string();
@@ -58,6 +72,7 @@ pub fn bench_command(args: BenchArgs) -> Result<ExitCode, gpu_reduce::Error> {
         });
     }
     let ctx = open(backend, device)?;
+    given.ignore_on_sim(&ctx, backend, &["device", "cub_lib", "cccl"]);
     ctx.set_reduce_grid_limit(reduce_grid_limit);
     let gpu = ctx.backend_kind() == BackendKind::Cuda;
     let config = gpu_reduce_tools::bench::SweepConfig {
@@ -134,11 +149,12 @@ fn guard_report(
     c: &gpu_reduce_tools::bench::guard::Comparison,
 ) -> String {
     format!(
-        "guard: baseline {} ({} sweeps, {}, {}) against {now} ({now_repeat} sweeps, {}, {})\n{}",
+        "guard: baseline {} ({}, {}, {}) against {now} ({}, {}, {})\n{}",
         base_path.display(),
-        base.repeat,
+        plural(base.repeat as u64, "sweep"),
         base.machine.device,
         base.machine.date,
+        plural(now_repeat as u64, "sweep"),
         now_machine.device,
         now_machine.date,
         c.markdown()
@@ -161,12 +177,13 @@ fn bench(ctx: &Context, args: BenchRun) -> Result<ExitCode, gpu_reduce::Error> {
     println!("backend: {}", backend_line(ctx));
     if let Guard::Compare(p, b, _) = &mode {
         println!(
-            "guard: comparing with the baseline {} ({} sweeps on {}, {}): its ops, types, sizes, \
-             iters, warm-up and seed; {repeat} sweeps now",
+            "guard: comparing with the baseline {} ({} on {}, {}): its ops, types, sizes, \
+             iters, warm-up and seed; {} now",
             p.display(),
-            b.repeat,
+            plural(b.repeat as u64, "sweep"),
             b.machine.device,
-            b.machine.date
+            b.machine.date,
+            plural(repeat as u64, "sweep")
         );
     }
     let cub = find_cub(ctx, cub_lib.as_deref(), out);
@@ -261,9 +278,10 @@ fn bench(ctx: &Context, args: BenchRun) -> Result<ExitCode, gpu_reduce::Error> {
             let b = guard::Baseline::from_sweeps(&sweeps)?;
             b.write(&p)?;
             println!(
-                "guard: saved the baseline {} ({} cells over {repeat} sweeps{})",
+                "guard: saved the baseline {} ({} over {}{})",
                 p.display(),
-                b.cells.len(),
+                plural(b.cells.len() as u64, "cell"),
+                plural(repeat as u64, "sweep"),
                 if repeat < 3 {
                     "; 3 or more sweeps give a truer spread"
                 } else {
@@ -286,9 +304,10 @@ fn bench(ctx: &Context, args: BenchRun) -> Result<ExitCode, gpu_reduce::Error> {
             if !slower.is_empty() && all_checked {
                 let again_config = guard::config_for(config, &slower);
                 println!(
-                    "guard: {} cells slower; measuring them again ({repeat} sweeps of {:?} \
-                     {:?} {:?}) to tell a regression from noise",
-                    slower.len(),
+                    "guard: {} slower; measuring them again ({} of {:?} {:?} {:?}) to tell a \
+                     regression from noise",
+                    plural(slower.len() as u64, "cell"),
+                    plural(repeat as u64, "sweep"),
                     again_config.ops,
                     again_config.dtypes,
                     again_config

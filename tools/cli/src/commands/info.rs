@@ -4,10 +4,15 @@ use std::process::ExitCode;
 
 use gpu_reduce::Context;
 
+use super::Given;
 use crate::cli::InfoArgs;
 
-pub fn info(args: InfoArgs) -> Result<ExitCode, gpu_reduce::Error> {
+/// Exits 0 on any machine: without a driver or a GPU it lists none and names the simulator.
+pub fn info(args: InfoArgs, given: &Given) -> Result<ExitCode, gpu_reduce::Error> {
     let InfoArgs { verbose, device } = args;
+    if !verbose {
+        given.ignore(&["device"], "applies only with --verbose");
+    }
     let lib = &gpu_reduce::BUILTIN;
     println!(
         "PTX target: {} ({} kernels in {} modules, {:.1} MB of PTX embedded as {:.1} MB deflated, inflated and loaded one module at a time on first use; SASS for: {})",
@@ -22,13 +27,15 @@ pub fn info(args: InfoArgs) -> Result<ExitCode, gpu_reduce::Error> {
         }
     );
     // Timed before anything else touches the driver in this process.
-    let first_calls = if verbose {
-        Some(first_calls(device)?)
-    } else {
-        None
-    };
+    let first_calls = if verbose { first_calls(device)? } else { None };
     let n = gpu_reduce::device_count()?;
     println!("CUDA devices: {n}");
+    if n == 0 {
+        // Why none: the library's error for a first device (no driver, or no GPU).
+        if let Err(e) = Context::new(0) {
+            println!("  none: {e}");
+        }
+    }
     for i in 0..n {
         let ctx = Context::new(i)?;
         let d = ctx.info();
@@ -43,6 +50,17 @@ pub fn info(args: InfoArgs) -> Result<ExitCode, gpu_reduce::Error> {
             d.driver_version
         );
     }
+    if n == 0 {
+        println!(
+            "CPU simulator: available; `--backend sim` runs reduce, scan and bench on it (the \
+             default, `--backend auto`, picks it when there is no GPU)"
+        );
+        if verbose {
+            println!("first calls: not timed (no CUDA device)");
+        }
+    } else {
+        println!("CPU simulator: available (`--backend sim`)");
+    }
     if let Some(report) = first_calls {
         print!("{report}");
     }
@@ -50,14 +68,17 @@ pub fn info(args: InfoArgs) -> Result<ExitCode, gpu_reduce::Error> {
 }
 
 /// What the first calls of a fresh process cost on GPU `device`: `Context::new`, a first f32
-/// sum of 2^20 elements (upload included), a first f32 inclusive scan, and each kernel load.
-fn first_calls(device: usize) -> Result<String, gpu_reduce::Error> {
+/// sum of 2^20 elements (upload included), a first f32 inclusive scan, and each kernel load;
+/// `None` on a machine without a CUDA device.
+fn first_calls(device: usize) -> Result<Option<String>, gpu_reduce::Error> {
     use std::fmt::Write as _;
     use std::time::Instant;
     let t0 = Instant::now();
     // The driver's own start (cuInit), then the rest of Context::new (primary context, stream,
     // pinned result slot): the first is the floor no library can go under.
-    gpu_reduce::device_count()?;
+    if gpu_reduce::device_count()? == 0 {
+        return Ok(None);
+    }
     let t_init = t0.elapsed().as_secs_f64();
     let ctx = Context::new(device)?;
     let t_ctx = t0.elapsed().as_secs_f64();
@@ -107,5 +128,5 @@ fn first_calls(device: usize) -> Result<String, gpu_reduce::Error> {
         let how = if *sass { "SASS" } else { "PTX JIT" };
         let _ = writeln!(r, "    {lib}/{name}: {secs:.3} s ({how})");
     }
-    Ok(r)
+    Ok(Some(r))
 }

@@ -14,13 +14,62 @@ use gpu_reduce::{BackendKind, Context};
 
 use crate::cli::{BackendArg, Command};
 
-pub fn run(command: Command) -> Result<ExitCode, gpu_reduce::Error> {
+pub fn run(command: Command, given: &Given) -> Result<ExitCode, gpu_reduce::Error> {
     match command {
         Command::Rank(args) => multi::rank(args),
-        Command::Info(args) => info::info(args),
-        Command::Bench(args) => bench::bench_command(args),
-        Command::Scan(args) => scan::scan_command(args),
-        Command::Reduce(args) => reduce::reduce_command(args),
+        Command::Info(args) => info::info(args, given),
+        Command::Bench(args) => bench::bench_command(args, given),
+        Command::Scan(args) => scan::scan_command(args, given),
+        Command::Reduce(args) => reduce::reduce_command(args, given),
+    }
+}
+
+/// The options of the subcommand typed on the command line (not defaults, not from the
+/// environment), by clap id (the field's name): an option that does not apply to what runs is
+/// warned about only when the user gave it.
+#[derive(Default)]
+pub struct Given(Vec<String>);
+
+impl Given {
+    /// Of a subcommand's matches.
+    pub fn of(m: &clap::ArgMatches) -> Self {
+        Given(
+            m.ids()
+                .filter(|id| {
+                    m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+                })
+                .map(|id| id.to_string())
+                .collect(),
+        )
+    }
+
+    /// Whether option `id` (`"cub_lib"` for `--cub-lib`) was typed.
+    fn has(&self, id: &str) -> bool {
+        self.0.iter().any(|g| g == id)
+    }
+
+    /// One `warning:` line on stderr for each of `ids` typed: `--<id> <why>; ignored`.
+    fn ignore(&self, ids: &[&str], why: &str) {
+        for id in ids.iter().filter(|id| self.has(id)) {
+            eprintln!("warning: --{} {why}; ignored", id.replace('_', "-"));
+        }
+    }
+
+    /// Warn about each of `ids` typed, when `ctx` is the simulator: they are for a GPU.
+    fn ignore_on_sim(&self, ctx: &Context, backend: BackendArg, ids: &[&str]) {
+        if ctx.backend_kind() == BackendKind::Sim {
+            self.ignore(ids, sim_reason(backend));
+        }
+    }
+}
+
+/// Why a GPU's option does not apply: the simulator runs, asked for or chosen by `auto`.
+fn sim_reason(backend: BackendArg) -> &'static str {
+    match backend {
+        BackendArg::Auto => {
+            "does not apply to the CPU simulator (--backend auto chose it: no CUDA device here)"
+        }
+        _ => "does not apply to the CPU simulator (--backend sim)",
     }
 }
 
@@ -61,8 +110,19 @@ fn backend_line(ctx: &Context) -> String {
 /// The context `--backend` and `--device` ask for.
 fn open(backend: BackendArg, device: usize) -> Result<Context, gpu_reduce::Error> {
     match backend {
-        BackendArg::Cuda => Context::new(device),
+        BackendArg::Cuda => cuda(device),
         BackendArg::Sim => Context::sim(),
         BackendArg::Auto => Context::auto(device),
     }
+}
+
+/// CUDA device `device`; without a driver or a GPU the library's error, with where the
+/// simulator is.
+fn cuda(device: usize) -> Result<Context, gpu_reduce::Error> {
+    Context::new(device).map_err(|e| match e {
+        gpu_reduce::Error::NoDriver | gpu_reduce::Error::NoDevice => gpu_reduce::Error::external(
+            format!("{e}; `--backend sim` runs on the CPU simulator instead"),
+        ),
+        e => e,
+    })
 }

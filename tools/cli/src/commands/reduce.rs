@@ -6,10 +6,10 @@ use gpu_reduce::{BackendKind, Context};
 use gpu_reduce_tools::{cpu, stats};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
-use super::{backend_line, exit_code, length, open};
-use crate::cli::{BackendArg, ReduceArgs};
+use super::{Given, backend_line, exit_code, length, open};
+use crate::cli::ReduceArgs;
 
-pub fn reduce_command(args: ReduceArgs) -> Result<ExitCode, gpu_reduce::Error> {
+pub fn reduce_command(args: ReduceArgs, given: &Given) -> Result<ExitCode, gpu_reduce::Error> {
     let ReduceArgs {
         n,
         iters,
@@ -22,31 +22,30 @@ pub fn reduce_command(args: ReduceArgs) -> Result<ExitCode, gpu_reduce::Error> {
         gpus,
         ones,
     } = args;
-    if let (Some(g), true) = (gpus, ones) {
-        let n = n.unwrap_or(1 << 28);
-        let n = usize::try_from(n)
-            .map_err(|_| gpu_reduce::Error::external(format!("--n {n} does not fit")))?;
-        let ranks = (0..g as usize)
-            .map(|o| match backend {
-                BackendArg::Sim => Context::sim(),
-                _ => Context::new(o),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let ok = gpu_reduce_tools::multi::run_ones(ranks, n)?;
-        return Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        });
-    }
     if let Some(g) = gpus {
-        let n = n.unwrap_or(1 << 28);
-        let iters = iters.unwrap_or(20) as usize;
-        let warmup = warmup.unwrap_or(2) as usize;
+        let g = g as usize;
+        given.ignore(
+            &["device"],
+            "does not apply with --gpus (its ranks use devices 0 to N-1)",
+        );
+        given.ignore(&["ladder", "dtype"], "does not apply with --gpus");
+        let cuda = super::multi::on_cuda(backend, g)?;
+        let n = n.unwrap_or(if cuda { 1 << 28 } else { 1 << 20 });
+        if ones {
+            given.ignore(
+                &["iters", "warmup", "seed"],
+                "does not apply with --ones (one timed call of each, no random data)",
+            );
+            let n = length(n, "")?;
+            let ok = gpu_reduce_tools::multi::run_ones(super::multi::ranks(cuda, g)?, n)?;
+            return Ok(exit_code(ok));
+        }
+        let iters = iters.unwrap_or(if cuda { 20 } else { 3 }) as usize;
+        let warmup = warmup.unwrap_or(if cuda { 2 } else { 1 }) as usize;
         let seed = seed.unwrap_or_else(rand::random);
         return super::multi::multi(
-            backend,
-            g as usize,
+            cuda,
+            g,
             gpu_reduce_tools::multi::MultiOp::Reduce,
             n,
             iters,
@@ -55,24 +54,21 @@ pub fn reduce_command(args: ReduceArgs) -> Result<ExitCode, gpu_reduce::Error> {
         );
     }
     let ctx = open(backend, device)?;
+    given.ignore_on_sim(&ctx, backend, &["device"]);
     let gpu = ctx.backend_kind() == BackendKind::Cuda;
     if ladder {
         // The ladder runs ~15 kernels; on the simulator keep it small.
         let n = n.unwrap_or(if gpu { 1 << 26 } else { 1 << 14 });
         let iters = iters.unwrap_or(if gpu { 100 } else { 1 }) as usize;
         let warmup = warmup.unwrap_or(if gpu { 10 } else { 0 }) as usize;
-        let n = usize::try_from(n)
-            .map_err(|_| gpu_reduce::Error::external(format!("--n {n} does not fit in memory")))?;
+        let n = length(n, " in memory")?;
         let seed = seed.unwrap_or_else(rand::random);
         let rows =
             gpu_reduce_tools::ladder::run_ladder_seeded(&ctx, n, dtype, iters, warmup, seed)?;
         println!("{}", gpu_reduce_tools::ladder::format_table(&rows));
-        return Ok(if rows.iter().all(|r| r.checked) {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        });
+        return Ok(exit_code(rows.iter().all(|r| r.checked)));
     }
+    given.ignore(&["dtype"], "applies only with --ladder (the sum is of f32)");
     let n = n.unwrap_or(if gpu { 1 << 26 } else { 1 << 20 });
     let iters = iters.unwrap_or(if gpu { 100 } else { 3 }) as usize;
     let warmup = warmup.unwrap_or(if gpu { 10 } else { 1 }) as usize;
@@ -118,17 +114,18 @@ fn reduce(
     let bytes = n * 4;
     match ctx.backend_kind() {
         BackendKind::Cuda => println!(
-            "time: median {:.4} ms over {} runs (min {:.4}, max {:.4}) after {} warm-up; effective bandwidth {:.1} GB/s",
+            "time: median {:.4} ms over {} (min {:.4}, max {:.4}) after {} warm-up; effective bandwidth {:.1} GB/s",
             s.median,
-            s.count,
+            gpu_reduce_tools::plural(s.count as u64, "run"),
             s.min,
             s.max,
             warmup,
             stats::gb_per_s(bytes, s.median)
         ),
         BackendKind::Sim => println!(
-            "time: SIMULATED on the CPU — median {:.1} ms wall clock over {} runs (not a GPU time; no bandwidth figure)",
-            s.median, s.count
+            "time: SIMULATED on the CPU — median {:.1} ms wall clock over {} (not a GPU time; no bandwidth figure)",
+            s.median,
+            gpu_reduce_tools::plural(s.count as u64, "run")
         ),
     }
     if again.to_bits() != got.to_bits() {

@@ -4,10 +4,10 @@ use std::process::ExitCode;
 
 use gpu_reduce::{BackendKind, Context};
 
-use super::{exit_code, open};
+use super::{Given, exit_code, open};
 use crate::cli::ScanArgs;
 
-pub fn scan_command(args: ScanArgs) -> Result<ExitCode, gpu_reduce::Error> {
+pub fn scan_command(args: ScanArgs, given: &Given) -> Result<ExitCode, gpu_reduce::Error> {
     let ScanArgs {
         n,
         dtype,
@@ -21,19 +21,41 @@ pub fn scan_command(args: ScanArgs) -> Result<ExitCode, gpu_reduce::Error> {
         gpus,
     } = args;
     if let Some(g) = gpus {
-        let n = n.first().copied().unwrap_or(1 << 28);
-        let iters = iters.unwrap_or(20) as usize;
+        let g = g as usize;
+        given.ignore(
+            &["device"],
+            "does not apply with --gpus (its ranks use devices 0 to N-1)",
+        );
+        given.ignore(
+            &["dtype", "methods", "cub_lib", "out"],
+            "does not apply with --gpus (it scans i32 with the library's scan and prints its own \
+             table)",
+        );
+        if n.len() > 1 {
+            eprintln!(
+                "warning: --gpus scans one length: {} of --n used, the others ignored",
+                n[0]
+            );
+        }
+        let cuda = super::multi::on_cuda(backend, g)?;
+        let n = n
+            .first()
+            .copied()
+            .unwrap_or(if cuda { 1 << 28 } else { 1 << 20 });
+        let iters = iters.unwrap_or(if cuda { 20 } else { 3 }) as usize;
+        let warmup = if cuda { 2 } else { 1 };
         return super::multi::multi(
-            backend,
-            g as usize,
+            cuda,
+            g,
             gpu_reduce_tools::multi::MultiOp::Scan,
             n,
             iters,
-            2,
+            warmup,
             seed,
         );
     }
     let ctx = open(backend, device)?;
+    given.ignore_on_sim(&ctx, backend, &["device", "cub_lib"]);
     scan(
         &ctx,
         ScanTable {
@@ -106,9 +128,10 @@ fn scan(ctx: &Context, args: ScanTable) -> Result<ExitCode, gpu_reduce::Error> {
                 |c| gpu_reduce_tools::cub::version_string(c.version())
             )
         ),
-        BackendKind::Sim => {
-            "backend: simulator (CPU) — times are SIMULATED wall-clock, not GPU times\n".to_string()
-        }
+        BackendKind::Sim => format!(
+            "backend: sim — {} — times are SIMULATED wall-clock, not GPU times; no bandwidth\n",
+            d.name
+        ),
     };
     let progress = |m: &str| eprintln!("scan: {m}");
     let table = match dtype {

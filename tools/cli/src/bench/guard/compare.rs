@@ -136,9 +136,17 @@ pub fn compare(base: &Baseline, machine: &Machine, repeat: usize, now: &[CellSta
         };
         if nc.failed > 0 || nc.runs < repeat {
             let why = if nc.failed > 0 {
-                format!("check failed in {} of {} sweeps", nc.failed, nc.runs)
+                format!(
+                    "check failed in {} of {}",
+                    nc.failed,
+                    crate::plural(nc.runs as u64, "sweep")
+                )
             } else {
-                format!("measured in {} of {repeat} sweeps", nc.runs)
+                format!(
+                    "measured in {} of {}",
+                    nc.runs,
+                    crate::plural(repeat as u64, "sweep")
+                )
             };
             lines.push(line(
                 Metric::Present,
@@ -234,8 +242,8 @@ impl Comparison {
     pub fn summary(&self) -> String {
         let once = self.cells_with(Verdict::SlowerOnce);
         format!(
-            "guard: {} cells, {} slower{}, {} missing -> {}",
-            self.cells(),
+            "guard: {}, {} slower{}, {} missing -> {}",
+            crate::plural(self.cells() as u64, "cell"),
             self.slower(),
             if once > 0 {
                 format!(" ({once} more slower once, not when measured again)")
@@ -316,8 +324,13 @@ impl Comparison {
         }
         if !self.new_cells.is_empty() {
             s.push_str(&format!(
-                "\n{} cells measured now are not in the baseline (not compared): {}\n",
-                self.new_cells.len(),
+                "\n{} measured now {} not in the baseline (not compared): {}\n",
+                crate::plural(self.new_cells.len() as u64, "cell"),
+                if self.new_cells.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                },
                 self.new_cells
                     .iter()
                     .map(|c| c.to_string())
