@@ -211,7 +211,7 @@ fn data_for<T: SegElem>(n: usize, op: Reduction, seed: u64) -> Vec<T> {
 
 /// Run every operator of `T` (and argmin/argmax) over the segments `ranges` of `data` given
 /// as begin/end offsets, and check each segment bit for bit against the model.
-fn check_ranges<T: SegElem>(ctx: &Context, ranges: &[(usize, usize)], n: usize, what: &str) {
+pub fn check_ranges<T: SegElem>(ctx: &Context, ranges: &[(usize, usize)], n: usize, what: &str) {
     let k = ranges.len();
     let begin: Vec<u64> = ranges.iter().map(|r| r.0 as u64).collect();
     let end: Vec<u64> = ranges.iter().map(|r| r.1 as u64).collect();

@@ -5,12 +5,33 @@ use integration_tests::stress::{check_random_cases_threads, leaked_bytes};
 
 #[test]
 #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
-fn ten_thousand_random_cases_on_many_threads() {
-    // 16 host threads (the CPU references are the slow part), each with its own context and
-    // stream, 625 cases each, sizes up to 2^26.
-    let c = check_random_cases_threads(gpu, 16, 625, 1 << 26, 0x0ddba11);
+fn ten_thousand_random_cases_of_every_family_on_many_threads() {
+    // 16 host threads (the CPU references are the slow part), each with two contexts (two
+    // streams, the second with other grid limits) and the simulator for a sample; 625 cases
+    // each of every family, sizes up to 2^26 (STRESS_CASES: cases per thread).
+    let per_thread = std::env::var("STRESS_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(625);
+    let c = check_random_cases_threads(gpu, true, 16, per_thread, 1 << 26, 0x0ddba11);
     println!("GPU stress: {c:?}, 0 mismatches");
-    assert_eq!(c.reduce_cases + c.scan_cases, 10_000);
+    assert_eq!(c.total(), 16 * per_thread);
+}
+
+/// `STRESS_REPRO=<family>:<seed> [STRESS_MAX=n]`: one case of a failed run again on the GPU.
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn replay_one_case_on_the_gpu() {
+    let Ok(spec) = std::env::var("STRESS_REPRO") else {
+        eprintln!("note: STRESS_REPRO not set: nothing to replay (skipped)");
+        return;
+    };
+    let max = std::env::var("STRESS_MAX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 26);
+    let (a, b, s) = (gpu(), gpu(), integration_tests::sim());
+    integration_tests::stress::replay(&spec, (&a, &b, Some(&s)), max);
 }
 
 #[test]

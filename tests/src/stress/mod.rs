@@ -1,0 +1,368 @@
+//! Randomized differential stress over every family: each case draws a family (they register
+//! themselves with [`inventory`], one file each: a new family adds its file, nothing else), and
+//! the family draws its element type, operator, size (biased to the boundaries of warps,
+//! blocks, tiles and grids, else log-uniform), offset into the buffer (misaligned for vector
+//! loads), data distribution and, for segments and keys, the layout. Every case checks the
+//! result against a CPU reference (exactly where the result is exact, within the documented
+//! bound where it is a float sum), and its bits against a second call on another context
+//! (another stream, another grid limit) and, for a sample on a GPU, the simulator. A mismatch
+//! (or any panic) fails with one line naming the family and the case's seed, which
+//! `STRESS_REPRO=<family>:<seed>` replays alone (`stress_sim`'s `replay` test).
+
+use gpu_reduce::{Context, Reduction, ScanKind};
+use rand::{Rng, SeedableRng, rngs::SmallRng};
+
+use crate::reductions::TestElem;
+
+mod by_key;
+mod reduce;
+mod scan;
+mod segmented;
+mod transform;
+
+/// One family of the stress: `run` draws and checks one case and returns the elements it
+/// covered (a panic is a mismatch).
+pub struct Family {
+    pub name: &'static str,
+    pub run: fn(&mut Case) -> u64,
+}
+
+inventory::collect!(Family);
+
+/// The families, by name (the order cases draw from).
+pub fn families() -> Vec<&'static Family> {
+    let mut f: Vec<&'static Family> = inventory::iter::<Family>.into_iter().collect();
+    f.sort_by_key(|f| f.name);
+    f
+}
+
+/// What one case has to work with.
+pub struct Case<'a> {
+    /// The context of the call under test.
+    pub ctx: &'a Context,
+    /// Another context (its own stream, another grid limit): the same call there must give the
+    /// same bits.
+    pub other: &'a Context,
+    /// The simulator, for a sample of the small cases when `ctx` is a GPU.
+    pub sim: Option<&'a Context>,
+    pub rng: SmallRng,
+    /// Largest size drawn.
+    pub max: usize,
+    /// One-line description for the failure message (families add to it).
+    pub what: String,
+}
+
+impl<'a> Case<'a> {
+    /// A size up to `max`: half the time one near a boundary of `boundaries`, else log-uniform.
+    pub fn size(&mut self, boundaries: &[usize]) -> usize {
+        let max = self.max;
+        if self.rng.random_bool(0.5) && !boundaries.is_empty() {
+            boundaries[self.rng.random_range(0..boundaries.len())].min(max)
+        } else {
+            let bits = usize::BITS - max.leading_zeros();
+            let hi = 1usize << self.rng.random_range(0..=bits);
+            self.rng.random_range(0..=hi.min(max))
+        }
+    }
+
+    /// Elements of junk before the data (0..4: misaligned for 16-byte vectors).
+    pub fn offset(&mut self) -> usize {
+        self.rng.random_range(0..4usize)
+    }
+
+    pub fn dist(&mut self) -> Dist {
+        DISTS[self.rng.random_range(0..DISTS.len())]
+    }
+
+    /// The contexts a result must be reproduced on, bit for bit: `other`, and the simulator
+    /// for some cases of at most 2^16 elements.
+    pub fn replicas(&mut self, n: usize) -> Vec<&'a Context> {
+        let mut v = vec![self.other];
+        if let Some(sim) = self.sim
+            && n <= 1 << 16
+            && self.rng.random_bool(0.05)
+        {
+            v.push(sim);
+        }
+        v
+    }
+
+    pub fn note(&mut self, s: impl AsRef<str>) {
+        self.what.push(' ');
+        self.what.push_str(s.as_ref());
+    }
+}
+
+/// Data distributions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dist {
+    Random,
+    AllEqual,
+    Sorted,
+    ReverseSorted,
+    /// Random, with NaN and infinities (floats) at random places.
+    Specials,
+    /// Random, a quarter of it denormal (floats).
+    Denormals,
+}
+
+const DISTS: [Dist; 6] = [
+    Dist::Random,
+    Dist::AllEqual,
+    Dist::Sorted,
+    Dist::ReverseSorted,
+    Dist::Specials,
+    Dist::Denormals,
+];
+
+/// `n` values of `dist`.
+pub fn make<T: TestElem>(rng: &mut SmallRng, n: usize, dist: Dist) -> Vec<T> {
+    let mut v: Vec<T> = (0..n).map(|_| T::random(rng)).collect();
+    let cmp = |a: &T, b: &T| {
+        if T::total_lt(*a, *b) {
+            std::cmp::Ordering::Less
+        } else if T::total_lt(*b, *a) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    };
+    match dist {
+        Dist::Random => {}
+        Dist::AllEqual => {
+            if let Some(&x) = v.first() {
+                v.iter_mut().for_each(|y| *y = x);
+            }
+        }
+        Dist::Sorted => v.sort_unstable_by(cmp),
+        Dist::ReverseSorted => {
+            v.sort_unstable_by(cmp);
+            v.reverse();
+        }
+        Dist::Specials => {
+            if n > 0 {
+                for s in [
+                    T::nan(),
+                    T::from_f64(f64::INFINITY),
+                    T::from_f64(f64::NEG_INFINITY),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    let i = rng.random_range(0..n);
+                    v[i] = s;
+                }
+            }
+        }
+        Dist::Denormals => {
+            if T::IS_FLOAT {
+                let tiny = T::MIN_POSITIVE / 1024.0;
+                for x in v.iter_mut() {
+                    if rng.random_bool(0.25) {
+                        *x = T::from_f64(x.to_f64() * tiny).unwrap_or(*x);
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The bytes of a slice of device elements (plain data), for bit-for-bit comparisons.
+pub fn bytes<T: Copy>(v: &[T]) -> Vec<u8> {
+    // SAFETY: device element types are plain data without padding (DeviceRepr).
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+        .to_vec()
+}
+
+/// What a stress run covered: cases per family, and elements.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct StressCount {
+    pub cases: std::collections::BTreeMap<&'static str, usize>,
+    pub elements: u64,
+}
+
+impl StressCount {
+    pub fn total(&self) -> usize {
+        self.cases.values().sum()
+    }
+}
+
+impl std::ops::AddAssign for StressCount {
+    fn add_assign(&mut self, o: Self) {
+        for (k, v) in o.cases {
+            *self.cases.entry(k).or_default() += v;
+        }
+        self.elements += o.elements;
+    }
+}
+
+/// The seed of case `id` of a run seeded `seed` (splitmix64: neighbouring ids far apart).
+fn case_seed(seed: u64, id: usize) -> u64 {
+    let mut z = seed.wrapping_add((id as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Run one case of `family` from `seed`; a mismatch panics with one line that replays it.
+pub fn run_one(
+    family: &Family,
+    seed: u64,
+    (ctx, other, sim): (&Context, &Context, Option<&Context>),
+    max: usize,
+) -> u64 {
+    let mut case = Case {
+        ctx,
+        other,
+        sim,
+        rng: SmallRng::seed_from_u64(seed),
+        max,
+        what: String::new(),
+    };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (family.run)(&mut case)));
+    match r {
+        Ok(n) => n,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)");
+            panic!(
+                "stress mismatch: STRESS_REPRO={}:{seed:#x} STRESS_MAX={max} replays it \
+                 ({}): {msg}",
+                family.name,
+                case.what.trim()
+            )
+        }
+    }
+}
+
+/// Replay `family:seed` (the `STRESS_REPRO` form).
+pub fn replay(spec: &str, contexts: (&Context, &Context, Option<&Context>), max: usize) {
+    let (name, seed) = spec.split_once(':').expect("STRESS_REPRO=<family>:<seed>");
+    let seed = u64::from_str_radix(seed.trim_start_matches("0x"), 16).expect("a hex seed");
+    let family = families()
+        .into_iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no stress family {name}"));
+    run_one(family, seed, contexts, max);
+}
+
+/// `cases` random cases of at most `max` elements, from `seed`, each of a family drawn at
+/// random: on `ctx`, reproduced on `other` (and on `sim`, for a sample).
+pub fn check_random_cases(
+    contexts: (&Context, &Context, Option<&Context>),
+    cases: usize,
+    max: usize,
+    seed: u64,
+) -> StressCount {
+    let families = families();
+    // The second context runs with small grid limits: another grid, the same bits.
+    contexts.1.set_reduce_grid_limit(Some(3));
+    contexts.1.set_segmented_grid_limit(Some(5));
+    let mut count = StressCount::default();
+    let start = std::time::Instant::now();
+    for id in 0..cases {
+        if id > 0 && id % 125 == 0 {
+            eprintln!(
+                "stress seed {seed:#x}: {id}/{cases} cases, {:.1} s",
+                start.elapsed().as_secs_f64()
+            );
+        }
+        let s = case_seed(seed, id);
+        let family = families[(s % families.len() as u64) as usize];
+        count.elements += run_one(family, s, contexts, max);
+        *count.cases.entry(family.name).or_default() += 1;
+    }
+    count
+}
+
+/// [`check_random_cases`] on `threads` host threads at once, each with its own two contexts
+/// from `make_ctx` (and the simulator when `with_sim`): every family concurrently on the device.
+pub fn check_random_cases_threads(
+    make_ctx: impl Fn() -> Context + Sync,
+    with_sim: bool,
+    threads: usize,
+    cases_per_thread: usize,
+    max: usize,
+    seed: u64,
+) -> StressCount {
+    let mut total = StressCount::default();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let make_ctx = &make_ctx;
+                s.spawn(move || {
+                    let (ctx, other) = (make_ctx(), make_ctx());
+                    let sim = with_sim.then(crate::sim);
+                    check_random_cases(
+                        (&ctx, &other, sim.as_ref()),
+                        cases_per_thread,
+                        max,
+                        seed ^ (t as u64) << 32,
+                    )
+                })
+            })
+            .collect();
+        for h in handles {
+            total += h
+                .join()
+                .expect("a stress thread found a mismatch (see its panic)");
+        }
+    });
+    total
+}
+
+/// A random operator among `ops`.
+pub fn pick<T: Copy>(rng: &mut SmallRng, xs: &[T]) -> T {
+    xs[rng.random_range(0..xs.len())]
+}
+
+/// A random scan kind.
+pub fn kind(rng: &mut SmallRng) -> ScanKind {
+    pick(rng, &ScanKind::ALL)
+}
+
+/// The operators every element type has.
+pub const ORDERED_OPS: [Reduction; 3] = [Reduction::Sum, Reduction::Min, Reduction::Max];
+/// Device memory freed after `calls` library calls (reductions, scans, their uploads and
+/// results) once the context's reusable workspaces exist: the free memory after minus before,
+/// in bytes (0 when nothing leaks).
+pub fn leaked_bytes(ctx: &Context, calls: usize) -> i64 {
+    let data: Vec<f32> = (0..100_003).map(|i| (i % 97) as f32 - 48.0).collect();
+    let round = |k: usize| {
+        let x = ctx.htod(&data[..data.len() - k % 7]).unwrap();
+        match k % 4 {
+            0 => {
+                ctx.sum(&x).unwrap();
+            }
+            1 => {
+                ctx.argmax(&x).unwrap();
+            }
+            2 => {
+                let mut out = ctx.alloc_zeros::<f32>(data.len()).unwrap();
+                ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Inclusive)
+                    .unwrap();
+            }
+            _ => {
+                let mut y = ctx.htod(&data[..1000 + k % 5]).unwrap();
+                ctx.scan_in_place(&mut y, Reduction::Max, ScanKind::Exclusive)
+                    .unwrap();
+            }
+        }
+    };
+    // Warm-up: the scan and reduce workspaces are allocated once and then reused.
+    for k in 0..8 {
+        round(k);
+    }
+    ctx.synchronize().unwrap();
+    let before = ctx.free_memory().unwrap() as i64;
+    for k in 0..calls {
+        round(k);
+    }
+    ctx.synchronize().unwrap();
+    let after = ctx.free_memory().unwrap() as i64;
+    before - after
+}
