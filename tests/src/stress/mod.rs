@@ -327,34 +327,86 @@ pub fn kind(rng: &mut SmallRng) -> ScanKind {
 
 /// The operators every element type has.
 pub const ORDERED_OPS: [Reduction; 3] = [Reduction::Sum, Reduction::Min, Reduction::Max];
-/// Device memory freed after `calls` library calls (reductions, scans, their uploads and
-/// results) once the context's reusable workspaces exist: the free memory after minus before,
-/// in bytes (0 when nothing leaks).
+/// Device memory not returned after `calls` library calls of every family (reductions and
+/// their `_into`/`_async` forms, argmax, scans, segmented reductions, reduce and scan by key,
+/// dot, norm, mean/variance, min/max, the compensated sum; their uploads and results) once the
+/// context's reusable workspaces exist: the free memory before minus after, in bytes (0 when
+/// nothing leaks).
 pub fn leaked_bytes(ctx: &Context, calls: usize) -> i64 {
+    use gpu_reduce::Segments;
     let data: Vec<f32> = (0..100_003).map(|i| (i % 97) as f32 - 48.0).collect();
+    let keys: Vec<u32> = (0..100_003u32).map(|i| i / 7).collect();
+    let offsets: Vec<u64> = (0..=100u64).map(|i| i * 1000).collect();
     let round = |k: usize| {
         let x = ctx.htod(&data[..data.len() - k % 7]).unwrap();
-        match k % 4 {
+        match k % 14 {
             0 => {
-                ctx.sum(&x).unwrap();
+                let _ = ctx.sum(&x).unwrap();
             }
             1 => {
-                ctx.argmax(&x).unwrap();
+                let _ = ctx.argmax(&x).unwrap();
             }
             2 => {
                 let mut out = ctx.alloc_zeros::<f32>(data.len()).unwrap();
                 ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Inclusive)
                     .unwrap();
             }
-            _ => {
+            3 => {
                 let mut y = ctx.htod(&data[..1000 + k % 5]).unwrap();
                 ctx.scan_in_place(&mut y, Reduction::Max, ScanKind::Exclusive)
                     .unwrap();
             }
+            4 => {
+                let off = ctx.htod(&offsets).unwrap();
+                let mut out = ctx.alloc_zeros::<f32>(100).unwrap();
+                ctx.segmented_reduce(&x, Segments::csr(&off), &mut out, Reduction::Sum)
+                    .unwrap();
+                ctx.dtoh(&out).unwrap();
+            }
+            5 => {
+                let kk = ctx.htod(&keys[..x.len()]).unwrap();
+                let mut uk = ctx.alloc_zeros::<u32>(x.len()).unwrap();
+                let mut agg = ctx.alloc_zeros::<f32>(x.len()).unwrap();
+                ctx.reduce_by_key(&kk, &x, &mut uk, &mut agg, Reduction::Sum)
+                    .unwrap();
+            }
+            6 => {
+                let kk = ctx.htod(&keys[..x.len()]).unwrap();
+                let mut out = ctx.alloc_zeros::<f32>(x.len()).unwrap();
+                ctx.scan_by_key(&kk, &x, &mut out, Reduction::Sum, ScanKind::Exclusive)
+                    .unwrap();
+            }
+            7 => {
+                let _ = ctx.dot(&x, &x).unwrap();
+            }
+            8 => {
+                let _ = ctx.mean_var(&x).unwrap();
+            }
+            9 => {
+                let _ = ctx.min_max(&x).unwrap();
+            }
+            10 => {
+                let _ = (ctx.norm2(&x).unwrap(), ctx.sum_of_squares(&x).unwrap());
+            }
+            11 => {
+                let _ = ctx.sum_compensated(&x).unwrap();
+            }
+            12 => {
+                let _ = ctx
+                    .reduce_async(&x, Reduction::Min)
+                    .unwrap()
+                    .wait()
+                    .unwrap();
+            }
+            _ => {
+                let mut out = ctx.alloc_zeros::<f32>(1).unwrap();
+                ctx.reduce_into(&x, &mut out, Reduction::Max).unwrap();
+                ctx.dtoh(&out).unwrap();
+            }
         }
     };
-    // Warm-up: the scan and reduce workspaces are allocated once and then reused.
-    for k in 0..8 {
+    // Warm-up: every family's workspaces are allocated once and then reused.
+    for k in 0..28 {
         round(k);
     }
     ctx.synchronize().unwrap();
