@@ -336,7 +336,7 @@ pub fn leaked_bytes(ctx: &Context, calls: usize) -> i64 {
     use gpu_reduce::Segments;
     let data: Vec<f32> = (0..100_003).map(|i| (i % 97) as f32 - 48.0).collect();
     let keys: Vec<u32> = (0..100_003u32).map(|i| i / 7).collect();
-    let offsets: Vec<u64> = (0..=100u64).map(|i| i * 1000).collect();
+    let offsets: Vec<u64> = (0..=100u64).map(|i| i * 990).collect();
     let round = |k: usize| {
         let x = ctx.htod(&data[..data.len() - k % 7]).unwrap();
         match k % 14 {
