@@ -1,6 +1,7 @@
 //! The sanitizer workload: every kernel family (production reduce for every operator and type,
-//! every scan, the scan by key, the f16/bf16 reductions and scans, seed 003's BIT and BCAO scans, the reduction ladder, the
-//! read-only streaming kernel) once or a few times on small and odd sizes, each result checked.
+//! every scan, the scan and reduce by key, segmented reductions, the transforms, the f16/bf16
+//! reductions and scans, seed 003's BIT and BCAO scans, the reduction ladder, the read-only
+//! streaming kernel) once or a few times on small and odd sizes, each result checked.
 //! The bundle's `run.sh` (step `sanitize`) runs it under `compute-sanitizer` with memcheck,
 //! racecheck, synccheck and initcheck; small sizes keep the instrumented run short.
 
@@ -26,6 +27,17 @@ fn sanitizer_workload_every_kernel() {
     integration_tests::by_key::check_reduce_by_key(&ctx, &[1, 4097, 20_000]);
     integration_tests::half_scan::check_small_every_kernel::<half::f16>(&ctx);
     integration_tests::half_scan::check_small_every_kernel::<half::bf16>(&ctx);
+    // Segmented reductions (segments at every boundary and alignment, overlapping and out of
+    // order; rows), the transforms, the 16-bit reductions (issue 35: every family).
+    integration_tests::segmented::check_boundary_lengths::<f32>(&ctx);
+    integration_tests::segmented::check_boundary_lengths::<i64>(&ctx);
+    integration_tests::segmented::check_fixed_rows::<f64>(&ctx, 5, 3001);
+    integration_tests::transform::check_squares_and_norm(&ctx, 5000);
+    integration_tests::transform::check_mean_var(&ctx, 5000);
+    integration_tests::transform::check_min_max(&ctx, 5000);
+    integration_tests::transform::check_dot(&ctx, 5000);
+    integration_tests::half::check_basic::<half::f16>(&ctx);
+    integration_tests::half::check_basic::<half::bf16>(&ctx);
     check_ladder_all_types(&ctx, &SIZES, 3);
     for n in [1usize, 4097] {
         let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
