@@ -30,8 +30,8 @@ fn replay_one_case_on_the_gpu() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1 << 26);
-    let (a, b, s) = (gpu(), gpu(), integration_tests::sim());
-    integration_tests::stress::replay(&spec, (&a, &b, Some(&s)), max);
+    let contexts = integration_tests::stress::Contexts::new(&gpu, true);
+    integration_tests::stress::replay(&spec, &contexts, max);
 }
 
 #[test]

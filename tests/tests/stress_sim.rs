@@ -5,7 +5,9 @@
 //! <seed>` (from a failure's message) replays one case.
 
 use integration_tests::sim;
-use integration_tests::stress::{check_random_cases, check_random_cases_threads, families, replay};
+use integration_tests::stress::{
+    Contexts, check_random_cases, check_random_cases_threads, families, replay,
+};
 
 #[test]
 fn random_cases_of_every_family_match_the_cpu() {
@@ -13,8 +15,7 @@ fn random_cases_of_every_family_match_the_cpu() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
-    let (a, b) = (sim(), sim());
-    let c = check_random_cases((&a, &b, None), cases, 1 << 14, 0x5eed);
+    let c = check_random_cases(&Contexts::new(&sim, false), cases, 1 << 14, 0x5eed);
     println!("simulator stress: {c:?}, 0 mismatches");
     assert_eq!(c.total(), cases);
     for f in families() {
@@ -46,8 +47,7 @@ fn replay_one_case() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1 << 14);
-    let (a, b) = (sim(), sim());
-    replay(&spec, (&a, &b, None), max);
+    replay(&spec, &Contexts::new(&sim, false), max);
 }
 
 #[test]
@@ -82,5 +82,37 @@ fn regression_sums_of_infinities() {
     assert_eq!(
         ctx.sum(&ctx.htod(&[f64::NEG_INFINITY]).unwrap()).unwrap(),
         f64::NEG_INFINITY
+    );
+}
+
+/// Found by the stress (issue 35, open): a float sum scan over several ranks must give the bits
+/// of the one-rank scan, whatever the shards. It does not yet (each shard's total seeds its
+/// shard's scan). Ignored until the sharded scan follows the one-rank scan's global tiles; run
+/// it with `--ignored` to see the defect.
+#[test]
+#[ignore = "known defect (issue 35): the sharded f32/f64 sum scan's bits depend on the shard cuts"]
+fn multi_float_sum_scan_bits_do_not_depend_on_the_shards() {
+    use gpu_reduce::multi::MultiContext;
+    use gpu_reduce::{Reduction, ScanKind};
+    let x: Vec<f64> = integration_tests::random_f32(352, 9)
+        .iter()
+        .map(|&v| v as f64 * 1e-3)
+        .collect();
+    let run = |lens: &[u64]| {
+        let m = MultiContext::new(lens.iter().map(|_| sim()).collect()).unwrap();
+        let mut b = m.htod(&x, lens).unwrap();
+        m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)
+            .unwrap();
+        m.dtoh(&b)
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<_>>()
+    };
+    let (two, one) = (run(&[34, 318]), run(&[352]));
+    let differ = two.iter().zip(&one).filter(|(a, b)| a != b).count();
+    assert_eq!(
+        differ, 0,
+        "{differ} of 352 prefixes differ between 2 shards and 1"
     );
 }

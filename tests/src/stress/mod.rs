@@ -15,6 +15,8 @@ use rand::{Rng, SeedableRng, rngs::SmallRng};
 use crate::reductions::TestElem;
 
 mod by_key;
+mod half;
+mod multi;
 mod reduce;
 mod scan;
 mod segmented;
@@ -45,6 +47,8 @@ pub struct Case<'a> {
     pub other: &'a Context,
     /// The simulator, for a sample of the small cases when `ctx` is a GPU.
     pub sim: Option<&'a Context>,
+    /// More contexts of the same backend (the multi-GPU family's ranks).
+    pub make: &'a (dyn Fn() -> Context + Sync),
     pub rng: SmallRng,
     /// Largest size drawn.
     pub max: usize,
@@ -206,16 +210,12 @@ fn case_seed(seed: u64, id: usize) -> u64 {
 }
 
 /// Run one case of `family` from `seed`; a mismatch panics with one line that replays it.
-pub fn run_one(
-    family: &Family,
-    seed: u64,
-    (ctx, other, sim): (&Context, &Context, Option<&Context>),
-    max: usize,
-) -> u64 {
+pub fn run_one(family: &Family, seed: u64, contexts: &Contexts, max: usize) -> u64 {
     let mut case = Case {
-        ctx,
-        other,
-        sim,
+        ctx: &contexts.ctx,
+        other: &contexts.other,
+        sim: contexts.sim.as_ref(),
+        make: contexts.make,
         rng: SmallRng::seed_from_u64(seed),
         max,
         what: String::new(),
@@ -239,8 +239,33 @@ pub fn run_one(
     }
 }
 
+/// The contexts of a stress run: the one under test, the second (other grid limits, its own
+/// stream), the simulator when the first is a GPU, and how to make more.
+pub struct Contexts<'a> {
+    pub ctx: Context,
+    pub other: Context,
+    pub sim: Option<Context>,
+    pub make: &'a (dyn Fn() -> Context + Sync),
+}
+
+impl<'a> Contexts<'a> {
+    /// Two contexts from `make` (the second with small grid limits: another grid, the same
+    /// bits) and, with `with_sim`, the simulator.
+    pub fn new(make: &'a (dyn Fn() -> Context + Sync), with_sim: bool) -> Self {
+        let (ctx, other) = (make(), make());
+        other.set_reduce_grid_limit(Some(3));
+        other.set_segmented_grid_limit(Some(5));
+        Contexts {
+            ctx,
+            other,
+            sim: with_sim.then(crate::sim),
+            make,
+        }
+    }
+}
+
 /// Replay `family:seed` (the `STRESS_REPRO` form).
-pub fn replay(spec: &str, contexts: (&Context, &Context, Option<&Context>), max: usize) {
+pub fn replay(spec: &str, contexts: &Contexts, max: usize) {
     let (name, seed) = spec.split_once(':').expect("STRESS_REPRO=<family>:<seed>");
     let seed = u64::from_str_radix(seed.trim_start_matches("0x"), 16).expect("a hex seed");
     let family = families()
@@ -252,16 +277,8 @@ pub fn replay(spec: &str, contexts: (&Context, &Context, Option<&Context>), max:
 
 /// `cases` random cases of at most `max` elements, from `seed`, each of a family drawn at
 /// random: on `ctx`, reproduced on `other` (and on `sim`, for a sample).
-pub fn check_random_cases(
-    contexts: (&Context, &Context, Option<&Context>),
-    cases: usize,
-    max: usize,
-    seed: u64,
-) -> StressCount {
+pub fn check_random_cases(contexts: &Contexts, cases: usize, max: usize, seed: u64) -> StressCount {
     let families = families();
-    // The second context runs with small grid limits: another grid, the same bits.
-    contexts.1.set_reduce_grid_limit(Some(3));
-    contexts.1.set_segmented_grid_limit(Some(5));
     let mut count = StressCount::default();
     let start = std::time::Instant::now();
     for id in 0..cases {
@@ -295,14 +312,8 @@ pub fn check_random_cases_threads(
             .map(|t| {
                 let make_ctx = &make_ctx;
                 s.spawn(move || {
-                    let (ctx, other) = (make_ctx(), make_ctx());
-                    let sim = with_sim.then(crate::sim);
-                    check_random_cases(
-                        (&ctx, &other, sim.as_ref()),
-                        cases_per_thread,
-                        max,
-                        seed ^ (t as u64) << 32,
-                    )
+                    let contexts = Contexts::new(make_ctx, with_sim);
+                    check_random_cases(&contexts, cases_per_thread, max, seed ^ (t as u64) << 32)
                 })
             })
             .collect();
