@@ -6,6 +6,7 @@ pub mod bad_input;
 pub mod bench;
 pub mod by_key;
 pub mod deterministic;
+pub mod faults;
 pub mod half;
 pub mod half_scan;
 pub mod interop;

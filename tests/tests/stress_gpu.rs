@@ -53,3 +53,11 @@ fn bad_input_and_out_of_memory_on_the_gpu() {
     let free = ctx.free_memory().unwrap();
     integration_tests::bad_input::check_out_of_memory(&ctx, free / 2);
 }
+
+/// 8 threads race the first call of every family (lazy module loads, workspace creation) on one
+/// context and on their own contexts: every result the same bits as a reference run.
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn first_calls_of_every_family_race() {
+    integration_tests::faults::check_first_calls_race(&gpu, 8);
+}

@@ -116,3 +116,31 @@ fn multi_float_sum_scan_bits_do_not_depend_on_the_shards() {
         "{differ} of 352 prefixes differ between 2 shards and 1"
     );
 }
+
+/// 8 threads race the first call of every family, on one context and on their own.
+#[test]
+fn first_calls_of_every_family_race() {
+    integration_tests::faults::check_first_calls_race(&sim, 8);
+}
+
+/// Found by the race test (issue 35): threads sharing one simulator context ran their kernels
+/// at once over the context's shared workspaces (mean_var came back empty or miscounted). The
+/// simulator's kernels now run one at a time per context, as on a CUDA stream.
+#[test]
+fn regression_one_simulator_context_many_threads() {
+    let ctx = sim();
+    let f: Vec<f32> = integration_tests::random_f32(100_003, 77);
+    let x = ctx.htod(&f).unwrap();
+    let want = (ctx.mean_var(&x).unwrap().unwrap(), ctx.sum(&x).unwrap());
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..4 {
+                    let got = (ctx.mean_var(&x).unwrap().unwrap(), ctx.sum(&x).unwrap());
+                    assert_eq!(got.0, want.0);
+                    assert_eq!(got.1.to_bits(), want.1.to_bits());
+                }
+            });
+        }
+    });
+}

@@ -73,6 +73,9 @@ pub struct Context {
     /// Scratch of launches captured into CUDA graphs (device addresses), freed with the
     /// context: a graph may be replayed at any time while the context lives.
     graph_scratch: Mutex<Vec<u64>>,
+    /// The simulator's stream: its kernels run one at a time, as on a CUDA stream, whichever
+    /// threads launch them (two at once would share the context's workspaces).
+    sim_stream: Mutex<()>,
 }
 
 /// Number of CUDA devices: 0 when the driver finds no GPU, and 0 too when there is no CUDA
@@ -217,6 +220,7 @@ impl Context {
             workspaces: Mutex::new(Vec::new()),
             launched: Mutex::new(Vec::new()),
             graph_scratch: Mutex::new(Vec::new()),
+            sim_stream: Mutex::new(()),
         }
     }
 

@@ -149,6 +149,7 @@ impl Context {
                     block: shape.block,
                     dynamic_shared_bytes: shape.dynamic_shared_bytes,
                 };
+                let _stream = self.sim_stream.lock().unwrap_or_else(|p| p.into_inner());
                 kernels::gpu::sim::launch(name, &lc, sim).map_err(Error::Sim)
             }
         }
