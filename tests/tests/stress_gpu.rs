@@ -61,3 +61,12 @@ fn bad_input_and_out_of_memory_on_the_gpu() {
 fn first_calls_of_every_family_race() {
     integration_tests::faults::check_first_calls_race(&gpu, 8);
 }
+
+/// The device full in the middle of every family's call: `OutOfMemory` or the right result,
+/// and the same context works once memory is freed.
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn out_of_memory_in_every_family() {
+    let oom = integration_tests::faults::check_out_of_memory_every_family(&gpu);
+    println!("full device: OutOfMemory from {oom:?}; every other family's result correct");
+}
