@@ -22,16 +22,7 @@ fn ten_thousand_random_cases_of_every_family_on_many_threads() {
 #[test]
 #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
 fn replay_one_case_on_the_gpu() {
-    let Ok(spec) = std::env::var("STRESS_REPRO") else {
-        eprintln!("note: STRESS_REPRO not set: nothing to replay (skipped)");
-        return;
-    };
-    let max = std::env::var("STRESS_MAX")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1 << 26);
-    let contexts = integration_tests::stress::Contexts::new(&gpu, true);
-    integration_tests::stress::replay(&spec, &contexts, max);
+    integration_tests::stress::replay_from_env(&gpu, true, 1 << 26);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use integration_tests::sim;
 use integration_tests::stress::{
-    Contexts, check_random_cases, check_random_cases_threads, families, replay,
+    Contexts, check_random_cases, check_random_cases_threads, families,
 };
 
 #[test]
@@ -39,15 +39,7 @@ fn threads_with_their_own_contexts() {
 /// stress_sim replay -- --nocapture`: one case again (skipped, visibly, without the variable).
 #[test]
 fn replay_one_case() {
-    let Ok(spec) = std::env::var("STRESS_REPRO") else {
-        eprintln!("note: STRESS_REPRO not set: nothing to replay (skipped)");
-        return;
-    };
-    let max = std::env::var("STRESS_MAX")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1 << 14);
-    replay(&spec, &Contexts::new(&sim, false), max);
+    integration_tests::stress::replay_from_env(&sim, false, 1 << 14);
 }
 
 #[test]

@@ -119,13 +119,8 @@ where
             );
         }
     }
-    for ctx in c.replicas(n) {
-        let (r2, k2, a2) = run(ctx);
-        assert!(
-            r2 == r && bytes(&k2) == bytes(&got_k) && bytes(&a2) == bytes(&got_a),
-            "{what}: bits differ on another context"
-        );
-    }
+    let all = |(r, k, a): (usize, Vec<K>, Vec<T>)| [bytes(&[r]), bytes(&k), bytes(&a)].concat();
+    c.check_replicas(n, &all((r, got_k, got_a)), &|ctx| all(run(ctx)));
     n as u64
 }
 
@@ -169,12 +164,7 @@ where
             assert!(same, "{what}: element {i}: {:?} vs {:?}", got[i], want[i]);
         }
     }
-    for ctx in c.replicas(n) {
-        assert!(
-            bytes(&run(ctx)) == bytes(&got),
-            "{what}: bits differ on another context"
-        );
-    }
+    c.check_replicas(n, &bytes(&got), &|ctx| bytes(&run(ctx)));
     n as u64
 }
 

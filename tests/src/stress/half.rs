@@ -39,10 +39,7 @@ fn case<T: Half + ScanElement>(c: &mut Case) -> u64 {
             ctx.scan(&input, &mut out, op, kind).unwrap();
             bytes(&ctx.dtoh(&out).unwrap())
         };
-        let want = run(c.ctx);
-        for r in c.replicas(n) {
-            assert!(run(r) == want, "{}: bits differ on another context", c.what);
-        }
+        c.replicated(n, &run);
         return n as u64;
     }
     let mut padded = vec![T::from_f32(3.0); in_off];
@@ -84,9 +81,7 @@ fn case<T: Half + ScanElement>(c: &mut Case) -> u64 {
         }
     };
     assert!(got == want, "{}: {got:?} vs {want:?} (bytes)", c.what);
-    for r in c.replicas(n) {
-        assert!(run(r) == got, "{}: bits differ on another context", c.what);
-    }
+    c.check_replicas(n, &got, &run);
     n as u64
 }
 

@@ -91,6 +91,25 @@ impl<'a> Case<'a> {
         v
     }
 
+    /// `run` (a call and its result as bytes) on the case's context, then on every replica
+    /// ([`Case::replicas`]): the same bytes everywhere. Returns the first run's bytes.
+    pub fn replicated(&mut self, n: usize, run: &dyn Fn(&Context) -> Vec<u8>) -> Vec<u8> {
+        let want = run(self.ctx);
+        self.check_replicas(n, &want, run);
+        want
+    }
+
+    /// `run` on every replica gives `want` (the bytes of the case's own run).
+    pub fn check_replicas(&mut self, n: usize, want: &[u8], run: &dyn Fn(&Context) -> Vec<u8>) {
+        for r in self.replicas(n) {
+            assert!(
+                run(r) == want,
+                "{}: bits differ on another context",
+                self.what
+            );
+        }
+    }
+
     pub fn note(&mut self, s: impl AsRef<str>) {
         self.what.push(' ');
         self.what.push_str(s.as_ref());
@@ -273,6 +292,20 @@ pub fn replay(spec: &str, contexts: &Contexts, max: usize) {
         .find(|f| f.name == name)
         .unwrap_or_else(|| panic!("no stress family {name}"));
     run_one(family, seed, contexts, max);
+}
+
+/// Replay the case named by `STRESS_REPRO=<family>:<seed>` (sizes up to `STRESS_MAX`, default
+/// `max`) on contexts from `make`; a visible note and nothing else when the variable is unset.
+pub fn replay_from_env(make: &(dyn Fn() -> Context + Sync), with_sim: bool, max: usize) {
+    let Ok(spec) = std::env::var("STRESS_REPRO") else {
+        eprintln!("note: STRESS_REPRO not set: nothing to replay (skipped)");
+        return;
+    };
+    let max = std::env::var("STRESS_MAX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(max);
+    replay(&spec, &Contexts::new(make, with_sim), max);
 }
 
 /// `cases` random cases of at most `max` elements, from `seed`, each of a family drawn at

@@ -43,13 +43,7 @@ fn case<T: TestElem + ScanElement>(c: &mut Case) -> u64 {
     };
     let got = run(c.ctx);
     check_scan_result(&got, &data, op, kind, &c.what);
-    for r in c.replicas(n) {
-        assert!(
-            bytes(&run(r)) == bytes(&got),
-            "{}: bits differ on another context",
-            c.what
-        );
-    }
+    c.check_replicas(n, &bytes(&got), &|ctx| bytes(&run(ctx)));
     n as u64
 }
 

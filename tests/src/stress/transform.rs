@@ -2,7 +2,7 @@
 //! and variance, min and max in one pass, the compensated f32 sum), each against an f64
 //! reference within its documented bound, min/max exactly.
 
-use gpu_reduce::{Context, DotElement, MinMaxElement, NormElement};
+use gpu_reduce::{DotElement, MinMaxElement, NormElement};
 use rand::Rng;
 
 use super::{Case, Dist, Family, bytes, make};
@@ -13,14 +13,6 @@ fn finite(c: &mut Case) -> Dist {
     match c.dist() {
         Dist::Specials => Dist::Random,
         d => d,
-    }
-}
-
-/// The same bits on every replica.
-fn replicated(c: &mut Case, n: usize, run: &dyn Fn(&Context) -> Vec<u8>) {
-    let want = run(c.ctx);
-    for r in c.replicas(n) {
-        assert!(run(r) == want, "{}: bits differ on another context", c.what);
     }
 }
 
@@ -46,7 +38,7 @@ fn squares<T: TestElem + NormElement>(c: &mut Case, n: usize) {
         c.what,
         want.sqrt()
     );
-    replicated(c, n, &|ctx| {
+    c.replicated(n, &|ctx| {
         let b = ctx.htod(&x).unwrap();
         [
             bytes(&[ctx.sum_of_squares(&b).unwrap()]),
@@ -79,7 +71,7 @@ fn dot<T: TestElem + DotElement>(c: &mut Case, n: usize) {
         2.0 * n as f64 * f64::EPSILON * abs
     } + 1e-300;
     assert!((got - exact).abs() <= bound, "{}: {got} vs {exact}", c.what);
-    replicated(c, n, &|ctx| {
+    c.replicated(n, &|ctx| {
         bytes(&[ctx
             .dot(&ctx.htod(&x).unwrap(), &ctx.htod(&y).unwrap())
             .unwrap()])
@@ -128,7 +120,7 @@ fn mean_var(c: &mut Case, n: usize) {
         c.what,
         m.variance
     );
-    replicated(c, n, &|ctx| {
+    c.replicated(n, &|ctx| {
         let m = ctx.mean_var(&ctx.htod(&x).unwrap()).unwrap().unwrap();
         bytes(&[m.mean, m.variance, m.sample_variance])
     });
@@ -160,7 +152,7 @@ fn min_max<T: TestElem + MinMaxElement>(c: &mut Case, n: usize) {
         "{}: {got:?} vs {want:?}",
         c.what
     );
-    replicated(c, n, &|ctx| {
+    c.replicated(n, &|ctx| {
         let r = ctx.min_max(&ctx.htod(&x).unwrap()).unwrap();
         r.map_or(vec![], |(a, b)| bytes(&[a, b]))
     });
@@ -176,7 +168,7 @@ fn compensated(c: &mut Case, n: usize) {
     // f64 accumulation, one rounding to f32.
     let bound = exact.abs() * 2f64.powi(-24) + n as f64 * 2f64.powi(-53) * abs + 1e-45;
     assert!((got - exact).abs() <= bound, "{}: {got} vs {exact}", c.what);
-    replicated(c, n, &|ctx| {
+    c.replicated(n, &|ctx| {
         bytes(&[ctx.sum_compensated(&ctx.htod(&x).unwrap()).unwrap()])
     });
 }
