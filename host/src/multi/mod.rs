@@ -20,7 +20,11 @@
 //! two, because no element of rank `r > 0` is final before the totals of ranks `< r` are
 //! known, and those need every element of those shards read. So two GPUs can at best scan
 //! 4/3 as fast as one (each moves 3/2 of half the data against 2 of all of it). Integer scans
-//! are exact; float scans give the same bits on every run for the same shard lengths.
+//! and min/max scans are exact. **Known defect (issue 35, open):** a float sum scan over
+//! several ranks does not yet give the bits of one rank: each shard's scan is seeded with the
+//! earlier shards' totals, so the rounding depends on where the shards are cut (the same bits
+//! on every run of the same cuts). The fix follows the reduction: global tiles, the straddling
+//! tile gathered whole, tile prefixes in a fixed order.
 //!
 //! **Two ways to run**, as a cluster job would: one process driving all GPUs of a host
 //! ([`MultiContext::new`], every rank local), or one process per GPU
