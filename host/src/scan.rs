@@ -289,7 +289,7 @@ impl Context {
         Self::check_scan_output(input.len(), &output)?;
         let (i, _read) = self.read(&input)?;
         let (o, _write) = self.write(&mut output)?;
-        self.launch_scan(lib, k, i, o, input.len() as u64, 0)
+        self.launch_scan(lib, k, i, o, input.len() as u64, 0, 0)
     }
 
     /// Grid of a scan over `n` elements in tiles of `tile_elems`, or an error when it exceeds
@@ -305,8 +305,11 @@ impl Context {
             })
     }
 
-    /// Launch `k` over addresses whose ordering guards the caller holds; `seed` is 0 or the
-    /// address of a value of this context combined before every element.
+    /// Launch `k` over addresses whose ordering guards the caller holds. `seed` is 0 or the
+    /// address of a value of this context: the fixed order's checkpoint before the first
+    /// element (`kernels::scan::ScanParams::seed`). `totals` is 0 or room for one value per
+    /// tile: the tiles' aggregates, and nothing written to `output` (the multi-GPU scan).
+    #[allow(clippy::too_many_arguments)] // the kernel's arguments, passed straight through
     pub(crate) fn launch_scan<T: ScanElement>(
         &self,
         lib: &'static KernelLibrary,
@@ -315,6 +318,7 @@ impl Context {
         output: u64,
         n: u64,
         seed: u64,
+        totals: u64,
     ) -> Result<()> {
         if n == 0 {
             return Ok(());
@@ -332,6 +336,7 @@ impl Context {
             aggregates: a.aggregates as *mut T,
             prefixes: a.prefixes as *mut T,
             seed: seed as *const T,
+            totals: totals as *mut T,
             epoch: a.epoch,
         };
         // SAFETY: addresses of this context's memory with the room the scan needs.
@@ -393,7 +398,7 @@ impl Context {
         let n = data.len() as u64;
         let (a, _write) = self.write(&mut data)?;
         let k = Self::scan_kernel_for::<T>(op, kind)?;
-        self.launch_scan(&crate::BUILTIN, k, a, a, n, 0)
+        self.launch_scan(&crate::BUILTIN, k, a, a, n, 0, 0)
     }
 
     /// Inclusive sum, the most common scan.

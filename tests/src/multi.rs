@@ -150,6 +150,147 @@ pub fn check_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     }
 }
 
+/// Shard layouts of `n` elements around the scan's groups of `gs` elements (1..=5 ranks): one
+/// rank, cuts at group boundaries and one off them, empty and one-element shards, shards so
+/// short that one group spans 3 or more ranks, and `random` layouts of random cuts.
+pub fn group_layouts(n: usize, gs: usize, random: usize, seed: u64) -> Vec<Vec<usize>> {
+    let rest = |v: &[usize]| {
+        let used: usize = v.iter().sum();
+        (used <= n).then(|| [v, &[n - used]].concat())
+    };
+    let mut v: Vec<Vec<usize>> = [
+        &[][..],
+        &[gs],
+        &[gs, gs],
+        &[gs - 1],
+        &[gs + 1],
+        &[0, 1],
+        &[1, 0, 0],
+        &[n / 2],
+        &[gs - 5, 2, 1, 3],
+        &[gs / 2, 0, 7, gs / 3],
+        &[3, 1, gs, 0],
+        &[gs + 11, gs / 4, gs / 4],
+    ]
+    .iter()
+    .filter_map(|p| rest(p))
+    .collect();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for _ in 0..random {
+        let ranks = rng.random_range(2..=5);
+        let mut cuts: Vec<usize> = (1..ranks).map(|_| rng.random_range(0..=n)).collect();
+        cuts.sort_unstable();
+        cuts.push(n);
+        v.push(
+            cuts.iter()
+                .scan(0, |at, &c| {
+                    let l = c - *at;
+                    *at = c;
+                    Some(l)
+                })
+                .collect(),
+        );
+    }
+    v
+}
+
+/// `op`'s scans (both kinds) of `data` over every layout of [`group_layouts`] on
+/// `make(ranks)`'s contexts: bit for bit those of one rank and of [`Context::scan`] of the
+/// whole array on one context (the 1..N GPUs promise, float sums included).
+pub fn check_scan_bits_every_layout<T>(
+    make: &dyn Fn(usize) -> Vec<Context>,
+    data: &[T],
+    ops: &[Reduction],
+    random: usize,
+    seed: u64,
+) where
+    T: ShardElement + std::fmt::Debug,
+{
+    let n = data.len();
+    let gs = gpu_reduce::multi::scan_group_elems::<T>() as usize;
+    let to_bits = |v: &[T]| v.iter().flat_map(|&x| bits(x)).collect::<Vec<u32>>();
+    let ctx = make(1).remove(0);
+    let x = ctx.htod(data).unwrap();
+    for &op in ops {
+        for kind in ScanKind::ALL {
+            let mut out = ctx.alloc_zeros::<T>(n).unwrap();
+            ctx.scan(&x, &mut out, op, kind).unwrap();
+            let want = to_bits(&ctx.dtoh(&out).unwrap());
+            for layout in group_layouts(n, gs, random, seed) {
+                let m = MultiContext::new(make(layout.len())).unwrap();
+                let mut b = m.htod(data, &u64s(&layout)).unwrap();
+                m.scan_in_place(&mut b, op, kind).unwrap();
+                let got = to_bits(&m.dtoh(&b).unwrap());
+                let words = T::WORDS;
+                let first = got.iter().zip(&want).position(|(a, b)| a != b);
+                assert!(
+                    first.is_none() && got.len() == want.len(),
+                    "{} {} {} n={n}, layout {layout:?}: element {:?} differs from one context",
+                    T::DTYPE,
+                    op.name(),
+                    kind.name(),
+                    first.map(|w| w / words),
+                );
+            }
+        }
+    }
+}
+
+/// Values over many binades (from `seed`), so that a float sum's rounding depends on its order.
+fn spread(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..n)
+        .map(|i| rng.random_range(-1.0f32..1.0) * (1 << (i % 23)) as f32)
+        .collect()
+}
+
+/// f32: [`check_scan_bits_every_layout`] for every scan operator at small sizes, and for the sum
+/// at the sizes around a group (one off it each way) and over `groups` groups and a part.
+pub fn check_f32_scan_bits_match_one_context(make: &dyn Fn(usize) -> Vec<Context>, groups: usize) {
+    let gs = gpu_reduce::multi::scan_group_elems::<f32>() as usize;
+    for n in [0, 1, 2, 1000] {
+        check_scan_bits_every_layout(make, &spread(n, 1), &Reduction::SCAN, 2, n as u64);
+    }
+    for n in [gs - 1, gs, gs + 1, groups * gs + 12_345] {
+        check_scan_bits_every_layout(make, &spread(n, 2), &[Reduction::Sum], 2, n as u64);
+    }
+}
+
+/// f64 sums as [`check_f32_scan_bits_match_one_context`]'s.
+pub fn check_f64_scan_bits_match_one_context(make: &dyn Fn(usize) -> Vec<Context>, groups: usize) {
+    let gs = gpu_reduce::multi::scan_group_elems::<f64>() as usize;
+    for n in [1, gs - 1, gs + 1, groups * gs + 777] {
+        let d: Vec<f64> = spread(n, 3)
+            .iter()
+            .map(|&x| x as f64 * 1.000_000_1)
+            .collect();
+        check_scan_bits_every_layout(make, &d, &[Reduction::Sum], 2, n as u64);
+    }
+}
+
+/// i64 scans over `groups` groups and a part: every operator one context's bits (exact), and
+/// the CPU's values.
+pub fn check_int_scan_bits_match_one_context(make: &dyn Fn(usize) -> Vec<Context>, groups: usize) {
+    let gs = gpu_reduce::multi::scan_group_elems::<i64>() as usize;
+    let n = groups * gs + 3;
+    let mut rng = SmallRng::seed_from_u64(43);
+    let i: Vec<i64> = (0..n)
+        .map(|_| rng.random_range(-1 << 40..1 << 40))
+        .collect();
+    check_scan_bits_every_layout(make, &i, &[Reduction::Sum, Reduction::Max], 1, 7);
+    let m = MultiContext::new(make(3)).unwrap();
+    let layout = [gs / 3, gs, n - gs - gs / 3];
+    let mut b = m.htod(&i, &u64s(&layout)).unwrap();
+    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Exclusive)
+        .unwrap();
+    let want = gpu_reduce_tools::cpu::cpu_scan(&i, Reduction::Sum, ScanKind::Exclusive);
+    assert_eq!(
+        m.dtoh(&b).unwrap(),
+        want,
+        "i64 exclusive sum, layout {layout:?}"
+    );
+}
+
 /// One process per rank (threads, each its own context and [`ThreadExchange`]): the same bits
 /// as one process holding every rank, and the scan's shards as the single-process scan's.
 pub fn check_process_per_rank(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {

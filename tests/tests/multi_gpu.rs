@@ -22,6 +22,16 @@ fn scans_match_the_cpu() {
     check_scans(&gpus, 3_000_017);
 }
 
+/// Float sums included: every layout gives the bits of one context's scan, over many groups
+/// of tiles (so checkpoints far into the array).
+#[test]
+#[ignore = "needs a GPU: cargo xtask test --gpu"]
+fn scans_same_bits_as_one_context() {
+    check_f32_scan_bits_match_one_context(&gpus, 40);
+    check_f64_scan_bits_match_one_context(&gpus, 40);
+    check_int_scan_bits_match_one_context(&gpus, 40);
+}
+
 #[test]
 #[ignore = "needs a GPU: cargo xtask test --gpu"]
 fn one_process_per_rank() {

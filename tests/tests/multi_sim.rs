@@ -13,6 +13,13 @@ fn scans_match_the_cpu() {
     check_scans(&sims, 9_001);
 }
 
+/// Integer scans over several groups of tiles: one context's bits in every layout (the float
+/// sums' check is stress_sim's `multi_float_sum_scan_bits_do_not_depend_on_the_shards`).
+#[test]
+fn integer_scans_same_bits_as_one_context() {
+    check_int_scan_bits_match_one_context(&sims, 2);
+}
+
 #[test]
 fn one_process_per_rank() {
     check_process_per_rank(&sims, 12_345);

@@ -79,21 +79,22 @@ fn regression_sums_of_infinities() {
     );
 }
 
-/// Found by the stress (issue 35, open): a float sum scan over several ranks must give the bits
-/// of the one-rank scan, whatever the shards. It does not yet (each shard's total seeds its
-/// shard's scan). Ignored until the sharded scan follows the one-rank scan's global tiles; run
-/// it with `--ignored` to see the defect.
+/// Found by the stress (issue 35): a float sum scan over several ranks must give the bits of
+/// the one-rank scan, whatever the shards (each shard's total used to seed its shard's scan, so
+/// the rounding followed the cuts). The first case found, then f32 and f64 sums over every
+/// layout of `multi::group_layouts` at the sizes around a group of tiles and over several
+/// groups: the bits of one rank and of `Context::scan` on one context.
 #[test]
-#[ignore = "known defect (issue 35): the sharded f32/f64 sum scan's bits depend on the shard cuts"]
 fn multi_float_sum_scan_bits_do_not_depend_on_the_shards() {
     use gpu_reduce::multi::MultiContext;
     use gpu_reduce::{Reduction, ScanKind};
+    use integration_tests::multi::*;
     let x: Vec<f64> = integration_tests::random_f32(352, 9)
         .iter()
         .map(|&v| v as f64 * 1e-3)
         .collect();
     let run = |lens: &[u64]| {
-        let m = MultiContext::new(lens.iter().map(|_| sim()).collect()).unwrap();
+        let m = MultiContext::new(sims(lens.len())).unwrap();
         let mut b = m.htod(&x, lens).unwrap();
         m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)
             .unwrap();
@@ -103,12 +104,31 @@ fn multi_float_sum_scan_bits_do_not_depend_on_the_shards() {
             .map(|v| v.to_bits())
             .collect::<Vec<_>>()
     };
+    let ctx = sim();
+    let mut out = ctx.alloc_zeros::<f64>(x.len()).unwrap();
+    ctx.scan(
+        &ctx.htod(&x).unwrap(),
+        &mut out,
+        Reduction::Sum,
+        ScanKind::Inclusive,
+    )
+    .unwrap();
+    let single: Vec<u64> = ctx
+        .dtoh(&out)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
     let (two, one) = (run(&[34, 318]), run(&[352]));
-    let differ = two.iter().zip(&one).filter(|(a, b)| a != b).count();
-    assert_eq!(
-        differ, 0,
-        "{differ} of 352 prefixes differ between 2 shards and 1"
-    );
+    for (what, got) in [("2 shards", two), ("1 shard", one)] {
+        let differ = got.iter().zip(&single).filter(|(a, b)| a != b).count();
+        assert_eq!(
+            differ, 0,
+            "{differ} of 352 prefixes differ between {what} and one context"
+        );
+    }
+    check_f32_scan_bits_match_one_context(&sims, 2);
+    check_f64_scan_bits_match_one_context(&sims, 2);
 }
 
 /// 8 threads race the first call of every family, on one context and on their own.

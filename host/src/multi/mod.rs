@@ -14,25 +14,29 @@
 //! lengths, including one rank. (It may differ in the last bits from [`Context::reduce`] on
 //! one array, whose tiles interleave over the whole array.)
 //!
-//! **Scans** leave their results in the shards: each rank reduces its shard (one read), the
-//! ranks exchange their totals, and each rank scans its shard seeded with the combination of
-//! the totals before it (one read, one write): three passes over memory where one GPU needs
-//! two, because no element of rank `r > 0` is final before the totals of ranks `< r` are
-//! known, and those need every element of those shards read. So two GPUs can at best scan
-//! 4/3 as fast as one (each moves 3/2 of half the data against 2 of all of it). Integer scans
-//! and min/max scans are exact. **Known defect (issue 35, open):** a float sum scan over
-//! several ranks does not yet give the bits of one rank: each shard's scan is seeded with the
-//! earlier shards' totals, so the rounding depends on where the shards are cut (the same bits
-//! on every run of the same cuts). The fix follows the reduction: global tiles, the straddling
-//! tile gathered whole, tile prefixes in a fixed order.
+//! **Scans** leave their results in the shards, with the bits of [`Context::scan`] of the whole
+//! array on one context, for any number of ranks and any shard lengths, float sums included.
+//! The one-context scan combines its tiles in groups of 32 in an order fixed by the tile index
+//! ([`kernels::scan::fixed_order`]), so the launches are cut at those global groups
+//! ([`scan_group_elems`]) rather than at the shards: each rank scans, in place, the groups that
+//! begin in its shard, and the group that runs from its shard's end into the next shards
+//! (gathered whole, as a straddling reduction tile is; its results sent back), each launch
+//! seeded with the one-context scan's checkpoint before its first group. A first pass (the scan
+//! kernel writing its tiles' aggregates only) gives each group's combination in the kernel's
+//! order; the ranks exchange them (one value per group) and each combines the checkpoints the
+//! kernel would. Three passes over memory where one GPU needs two, because no element of rank
+//! `r > 0` is final before the groups before it are read; the groups from the last launch's
+//! start on are read once (no launch after them needs their checkpoints; one rank: a plain
+//! scan). So two GPUs can at best scan 4/3 as fast as one (rank 0 moves 3/2 of half the data
+//! against 2 of all of it).
 //!
 //! **Two ways to run**, as a cluster job would: one process driving all GPUs of a host
 //! ([`MultiContext::new`], every rank local), or one process per GPU
 //! ([`MultiContext::rank`]: this process's rank and an [`Exchange`] that reaches the others).
-//! The exchange moves small host-side messages only (tile partials, shard totals, boundary
-//! pieces of at most one tile); [`ThreadExchange`] connects ranks that are threads of one
-//! process (the tests, and simulated devices). The ranks must make the same calls in the same
-//! order, as with any collective library.
+//! The exchange moves small host-side messages only (tile partials, group aggregates, boundary
+//! pieces of at most one reduction tile or scan group); [`ThreadExchange`] connects ranks that
+//! are threads of one process (the tests, and simulated devices). The ranks must make the same
+//! calls in the same order, as with any collective library.
 //!
 //! | call | what |
 //! | --- | --- |
@@ -41,6 +45,7 @@
 //! | [`MultiContext::reduce`]`(b, op)` | a [`Reduction`] over the whole array |
 //! | [`MultiContext::argmin`]`(b)`, [`MultiContext::argmax`]`(b)` | `Option<(global index: u64, value)>` |
 //! | [`MultiContext::scan_in_place`]`(b, op, kind)` | a scan ([`Reduction::SCAN`]) left in the shards |
+//! | [`scan_group_elems`]`::<T>()` | where the scan's launches begin (cuts there need no gathering) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -56,10 +61,12 @@ use crate::scan::ScanElement;
 mod exchange;
 mod reduce;
 mod scan;
+mod straddle;
 
 use exchange::AllLocal;
 pub use exchange::{Exchange, ThreadExchange};
 pub use reduce::{MAX_TILES, tile_elems};
+pub use scan::scan_group_elems;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 

@@ -11,7 +11,7 @@ use crate::reduce::Reduction;
 use crate::runtime::{BackendKind, Context, LaunchShape};
 
 use super::exchange::{from_words, to_words};
-use super::{MultiContext, ShardElement, ShardedBuffer};
+use super::{MultiContext, ShardElement, ShardedBuffer, straddle};
 
 pub use kernels::reduce::policy::{
     SHARDED_MAX_TILES as MAX_TILES, sharded_tile_elems as tile_elems,
@@ -69,21 +69,7 @@ impl MultiContext {
         let tiles = n.div_ceil(l);
 
         // 1. Each rank's head piece: the part of its shard in a tile begun on an earlier rank.
-        let mut heads = Vec::with_capacity(self.local.len());
-        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
-            let (s, e) = (b.offsets[*r] as u64, (b.offsets[*r] + b.lengths[*r]) as u64);
-            let head_end = e.min(s.div_ceil(l) * l);
-            heads.push(if s % l != 0 && head_end > s {
-                to_words(&ctx.dtoh(buf.view(*pad..*pad + (head_end - s) as usize)?)?)
-            } else {
-                Vec::new()
-            });
-        }
-        let heads = self.exchange.all_gather(heads)?;
-        let heads: Vec<Vec<T>> = heads
-            .iter()
-            .map(|w| from_words::<T>(w))
-            .collect::<Result<_>>()?;
+        let heads = self.gather_heads(b, l)?;
 
         // 2. Each rank's partials: the tiles that begin in its shard, in place, and the last
         //    of them gathered whole when it runs past the shard. Every rank's kernels are
@@ -107,20 +93,8 @@ impl MultiContext {
                 let t = end - 1;
                 let want = (tile_end(t) - t * l) as usize;
                 let lo = (t * l - s) as usize + pad;
-                let mut tile = ctx.dtoh(buf.view(lo..pad + (e - s) as usize)?)?;
-                for h in heads.iter().skip(r + 1) {
-                    if tile.len() >= want {
-                        break;
-                    }
-                    tile.extend_from_slice(&h[..h.len().min(want - tile.len())]);
-                }
-                if tile.len() != want {
-                    return Err(Error::Collective(format!(
-                        "rank {r} gathered {} of tile {t}'s {}",
-                        tile.len(),
-                        plural(want as u64, "element")
-                    )));
-                }
+                let tail = ctx.dtoh(buf.view(lo..pad + (e - s) as usize)?)?;
+                let tile = straddle::complete(*r, ("tile", t), tail, &heads, want)?;
                 // A fresh buffer starts 16-byte aligned, as a tile start is by the layout rule.
                 Some((t, ctx.htod(&tile)?))
             } else {

@@ -13,6 +13,11 @@
 //! most 32 back, may still be waiting), the tile rebuilds it as `C(h - 2) ⊕ G(h - 1)` from the
 //! previous group's aggregates: the same operations on the same values, so the same bits.
 //!
+//! A seed `s` is `C(-1)`, what comes before group 0: group 0's tiles then get `s ⊕ F(0, i)`
+//! (tile 0: `s`) and `C(0) = s ⊕ G(0)`. So a launch over a stretch of a longer array that
+//! starts at a group boundary, seeded with the checkpoint before it, repeats the longer scan's
+//! operations exactly (the multi-GPU scan).
+//!
 //! Error: a float sum's prefix is a chain of group sums (each a balanced tree), so its error
 //! grows with `tiles / 32 + log2(32)` roundings, against `tiles` for a chain of tile prefixes.
 //!
@@ -31,8 +36,8 @@ use crate::warp::warp_reduce_in_order;
 use super::lookback::first_wait;
 
 const POLL_DELAY: u32 = ACTIVE.poll_delay_ns;
-/// Tiles per group.
-const GROUP: u64 = 32;
+/// Tiles per group (the multi-GPU scan cuts its launches at group boundaries).
+pub const GROUP: u64 = 32;
 
 /// Bytes per tile of the slots a fixed-order scan needs (its `aggregates` area), for
 /// accumulators of `words` 32-bit words: room for a slot per tile and one per group.
@@ -87,7 +92,8 @@ impl<A: ShflValue> TileStatus<A> {
     }
 
     /// Publish `tile`'s aggregate (and, for a group's last tile, its checkpoint) and return
-    /// the tile's exclusive prefix (the identity for tile 0). Called by all 32 lanes of one
+    /// the tile's exclusive prefix (for tile 0 the seed, or the identity without one: `seed` is
+    /// `C(-1)`, see the module docs; warp-uniform). Called by all 32 lanes of one
     /// warp with the tile's `aggregate`; every lane returns the prefix. One tile per block
     /// (the grid is the number of tiles); `aggregates` holds [`fixed_order_bytes_per_tile`]
     /// bytes per tile, 16-byte aligned; `epoch` is new for the launch.
@@ -102,6 +108,7 @@ impl<A: ShflValue> TileStatus<A> {
         &self,
         tile: u64,
         aggregate: A,
+        seed: Option<A>,
         identity: A,
         op: F,
         (may_absorb, absorbs): (bool, Z),
@@ -176,46 +183,47 @@ impl<A: ShflValue> TileStatus<A> {
         let last_tree = (may_absorb && i == GROUP - 1)
             .then(|| warp_reduce_in_order(if lane == i { aggregate } else { own }, op));
         let skip_base = own_tree.is_some_and(absorbs) && last_tree.is_none_or(absorbs);
-        // C(h - 1), read or rebuilt.
-        let base = if h == 0 || skip_base {
-            identity
+        // C(h - 1), read or rebuilt (group 0: the seed, C(-1)); `None`: nothing to combine.
+        let base = if h == 0 {
+            seed
+        } else if skip_base {
+            None
         } else if gpu::shfl_sync(FULL_MASK, c1.is_some() as u32, 0, 32) != 0 {
-            gpu::shfl_sync(FULL_MASK, c1.unwrap_or(identity), 0, 32)
+            Some(gpu::shfl_sync(FULL_MASK, c1.unwrap_or(identity), 0, 32))
         } else {
             let g = warp_reduce_in_order(prev.unwrap_or(identity), op);
-            let c = if h >= 2 && !(may_absorb && absorbs(g)) {
-                op(gpu::shfl_sync(FULL_MASK, c2.unwrap_or(identity), 1, 32), g)
+            let before = if h >= 2 {
+                Some(gpu::shfl_sync(FULL_MASK, c2.unwrap_or(identity), 1, 32))
             } else {
-                g
+                seed
+            };
+            let c = match before {
+                Some(b) if !(may_absorb && absorbs(g)) => op(b, g),
+                _ => g,
             };
             if lane == 0 {
                 // Same bits as its own tile's: publishing early helps the tiles after.
                 unsafe { self.publish_fixed(checkpoint(h - 1), c) };
             }
-            c
+            Some(c)
+        };
+        // `x` after C(h - 1), unless `x` absorbs it (the same bits either way).
+        let after_base = |x: A| match base {
+            Some(b) if !(may_absorb && absorbs(x)) => op(b, x),
+            _ => x,
         };
         if i == GROUP - 1 {
             // The group's last tile: C(h) = C(h - 1) ⊕ G(h), its own aggregate in lane 31.
             let g = last_tree.unwrap_or_else(|| {
                 warp_reduce_in_order(if lane == i { aggregate } else { own }, op)
             });
-            let c = if h == 0 || (may_absorb && absorbs(g)) {
-                g
-            } else {
-                op(base, g)
-            };
             if lane == 0 {
-                unsafe { self.publish_fixed(checkpoint(h), c) };
+                unsafe { self.publish_fixed(checkpoint(h), after_base(g)) };
             }
         }
         if i == 0 {
-            return base;
+            return base.unwrap_or(identity);
         }
-        let f = own_tree.unwrap_or_else(|| warp_reduce_in_order(own, op));
-        if h == 0 || (may_absorb && absorbs(f)) {
-            f
-        } else {
-            op(base, f)
-        }
+        after_base(own_tree.unwrap_or_else(|| warp_reduce_in_order(own, op)))
     }
 }

@@ -100,12 +100,13 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
         aggregates,
         prefixes,
         seed,
+        totals,
         epoch,
     } = p;
     let warp_aggs = crate::static_shared!(SCAN_HALF_WARP_AGGS: [u128; 32]);
     // The seed is an accumulator (f32 for the sum), passed as the kernels' one pointer type.
     // SAFETY: valid when not null (the caller's contract).
-    let seed = (!seed.is_null()).then(|| unsafe { seed.cast::<O::Acc>().read() });
+    let seed = || (!seed.is_null()).then(|| unsafe { seed.cast::<O::Acc>().read() });
     let tile_prefix = crate::static_shared!(SCAN_HALF_TILE_PREFIX: [u128; 1]);
     let tile = unsafe { next_tile(counter) };
     let aligned = (input as usize | output as usize) & 7 == 0;
@@ -159,12 +160,14 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
         epoch,
     );
     unsafe {
-        scan_tile::<ROWS, Whole, _, _, _, _, _, _>(
+        scan_tile::<ROWS, Whole, _, _, _, _, _, _, _>(
             tile,
             aligned,
             io,
             status,
             seed,
+            // Accumulators too (as the seed).
+            totals.cast::<O::Acc>(),
             (O::combine, false, |_| false),
             warp_aggs.cast::<O::Acc>(),
             tile_prefix.cast::<O::Acc>(),

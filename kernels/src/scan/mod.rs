@@ -68,8 +68,14 @@ macro_rules! scan_params {
             aggregates: *mut T,
             /// One inclusive prefix per tile.
             prefixes: *mut T,
-            /// Null, or a value combined on the left of every element (the multi-GPU scan's seed).
+            /// Null, or what comes before the first element, as the fixed order's checkpoint
+            /// `C(-1)` ([`fixed_order`]): a stretch of a longer array that starts at a group
+            /// of 32 tiles, seeded with the longer scan's checkpoint before it, gets that
+            /// scan's bits (the multi-GPU scan).
             seed: *const T,
+            /// Null, or one slot per tile: each tile's aggregate, and no output written (the
+            /// multi-GPU scan's first pass: the same bits as the scan's own aggregates).
+            totals: *mut T,
             /// New for every launch (the tile statuses' epoch).
             epoch: u32,
         } }
@@ -120,8 +126,9 @@ crate::scan_by_key_params!(struct
 /// (the same address for in place) with operator `O`. One block of `ACTIVE.block` threads per
 /// tile, `grid = ceil(n / ACTIVE.tile_elems(size of T))`. `counter` is 0 at launch and 0 again after;
 /// `flags`/`aggregates`/`prefixes` hold one entry per tile, `epoch` is new for this launch.
-/// `seed` is null, or points at a value combined before every element (on the left): the
-/// scan of a shard seeded with the total of the shards before it (the multi-GPU scan).
+/// `seed` is null, or points at the checkpoint before the first element (`C(-1)` of
+/// [`fixed_order`]); `totals` is null, or room for one aggregate per tile, written instead of
+/// the output (see [`ScanParams`]).
 ///
 /// # Safety
 /// Pointers valid for the sizes above; `input` and `output` naturally aligned.
@@ -138,11 +145,12 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
         aggregates,
         prefixes,
         seed,
+        totals,
         epoch,
     } = p;
     let warp_aggs = crate::static_shared!(SCAN_WARP_AGGS: [u128; 32]);
     // SAFETY: a seed pointer, when not null, is valid (the caller's contract).
-    let seed = (!seed.is_null()).then(|| unsafe { seed.read() });
+    let seed = || (!seed.is_null()).then(|| unsafe { seed.read() });
     let tile_prefix = crate::static_shared!(SCAN_TILE_PREFIX: [u128; 1]);
     let tile = unsafe { next_tile(counter) };
     let aligned = (input as usize | output as usize) & 15 == 0;
@@ -192,12 +200,13 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
     let (warp_aggs, tile_prefix) = unsafe { (warp_aggs.cast::<T>(), tile_prefix.cast::<T>()) };
     unsafe {
         // 8-byte elements keep their row prefixes in shared memory (`scan_tile`'s `shared_rows`).
-        scan_tile::<ROWS, Whole, _, _, _, _, _, _>(
+        scan_tile::<ROWS, Whole, _, _, _, _, _, _, _>(
             tile,
             aligned,
             io,
             status,
             seed,
+            totals,
             ops,
             warp_aggs,
             tile_prefix,
@@ -394,12 +403,13 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
     macro_rules! tile {
         ($rows:expr) => {
             unsafe {
-                scan_tile::<{ $rows }, HeadBit, _, _, _, _, _, _>(
+                scan_tile::<{ $rows }, HeadBit, _, _, _, _, _, _, _>(
                     tile,
                     aligned,
                     io,
                     status,
-                    None,
+                    || None,
+                    core::ptr::null_mut(),
                     // A range holding a segment head: the segmented operator returns it
                     // unchanged, whatever came before (so the fixed order need not wait for it).
                     (segmented::<T, O>, true, |h: Headed<T>| h.head != 0),

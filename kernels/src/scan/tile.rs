@@ -117,19 +117,22 @@ fn bit(k: usize, j: usize) -> u64 {
 }
 
 /// Scan tile `tile` (the block's dynamic tile id) with `op`, fetching and publishing through
-/// `status`, `ROWS` rows per thread; `seed`, when given, is combined before every element (on
-/// the left). Called by every thread of an `ACTIVE.block`-thread block.
+/// `status`, `ROWS` rows per thread. `seed()`, when `Some`, is what comes before tile 0: the
+/// fixed order's `C(-1)` ([`fixed_order`](super::fixed_order)), the look-back's prefix of tile
+/// 0. `totals`, when not null, gets the tile's aggregate at index `tile` instead of any output
+/// (no prefix, no store). Called by every thread of an `ACTIVE.block`-thread block.
 ///
 /// # Safety
 /// The loads and stores are valid for the tile's in-range elements; `status` spans the launch.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // the tile's inputs, each used once
-pub unsafe fn scan_tile<const ROWS: usize, K, A, F, Z, L, S, P>(
+pub unsafe fn scan_tile<const ROWS: usize, K, A, F, Z, L, S, P, D>(
     tile: u64,
     aligned: bool,
     io: TileIo<A, L, S, P>,
     status: TileStatus<A>,
-    seed: Option<A>,
+    seed: D,
+    totals: *mut A,
     (op, may_absorb, absorbs): (F, bool, Z),
     warp_aggregates: SharedArray<A>,
     tile_prefix: SharedArray<A>,
@@ -142,6 +145,7 @@ pub unsafe fn scan_tile<const ROWS: usize, K, A, F, Z, L, S, P>(
     L: Fn(u64, bool) -> [A; 4],
     S: Fn(u64, bool, [A; 4], [A; 4]),
     P: Fn(u64, u64),
+    D: Fn() -> Option<A>,
 {
     let per_vec = io.per_vec as u64;
     let lane = gpu::lane_id() as u64;
@@ -225,19 +229,40 @@ pub unsafe fn scan_tile<const ROWS: usize, K, A, F, Z, L, S, P>(
         }
         aggregate = op(aggregate, a);
     }
+    // The aggregates alone (the multi-GPU scan's first pass): once per tile, out of the loops.
+    if !totals.is_null() {
+        if gpu::thread_idx_x() == 0 {
+            unsafe { totals.add(tile as usize).write(aggregate) };
+        }
+        return;
+    }
 
     // Warp 0 finds the tile's exclusive prefix: in a fixed order (the scans), or by the
     // decoupled look-back (publishing the aggregate, then the inclusive prefix).
     if warp == 0 {
+        // Read here, not at the start: no register held through the tile's loops.
+        let seed = seed();
         let prefix = if status.fixed_order {
             unsafe {
-                status.fixed_order_prefix(tile, aggregate, io.identity, op, (may_absorb, absorbs))
+                status.fixed_order_prefix(
+                    tile,
+                    aggregate,
+                    seed,
+                    io.identity,
+                    op,
+                    (may_absorb, absorbs),
+                )
             }
         } else if tile == 0 {
+            let p = seed.unwrap_or(io.identity);
             if lane == 0 {
-                unsafe { status.publish_prefix(0, aggregate) };
+                let incl = match seed {
+                    Some(s) => op(s, aggregate),
+                    None => aggregate,
+                };
+                unsafe { status.publish_prefix(0, incl) };
             }
-            io.identity
+            p
         } else {
             if lane == 0 {
                 unsafe { status.publish_aggregate(tile, aggregate) };
@@ -247,12 +272,6 @@ pub unsafe fn scan_tile<const ROWS: usize, K, A, F, Z, L, S, P>(
                 unsafe { status.publish_prefix(tile, op(p, aggregate)) };
             }
             p
-        };
-        // A seed (the scan of a shard after others: their total) comes first; the published
-        // aggregates and prefixes stay the shard's own, so the cross-tile order is unchanged.
-        let prefix = match seed {
-            Some(s) => op(s, prefix),
-            None => prefix,
         };
         if lane == 0 {
             unsafe { tile_prefix.write(0, prefix) };

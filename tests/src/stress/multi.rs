@@ -1,7 +1,8 @@
 //! Stress family "multi": one array sharded over 1..=4 ranks (contexts of the same backend; on
 //! a one-GPU machine they share it, the sharding logic runs all the same) in random shard
 //! lengths (empty shards, one element, misaligned cuts): reductions, argmin/argmax and scans
-//! must give the bits one rank gives (the 1..N GPUs promise), integers those of the CPU.
+//! must give the bits one rank gives (the 1..N GPUs promise; scans: those of one context's
+//! scan of the whole array too), integers those of the CPU.
 
 use gpu_reduce::Reduction;
 use gpu_reduce::multi::{MultiContext, ShardElement};
@@ -56,23 +57,17 @@ where
         let got = run(&many, &layout);
         check_scan_result(&got, &x, op, kind, &c.what);
         let single = run(&one, &[n as u64]);
-        // KNOWN DEFECT (found by this stress, issue 35, open): a float sum scan over several
-        // ranks combines each shard's total with the shard's scan, so its bits depend on where
-        // the shards are cut. Until the sharded scan follows the one-rank scan's global tiles,
-        // those cases are checked against the CPU bound and for repeatability only.
-        if T::IS_FLOAT && op == Reduction::Sum {
-            assert!(
-                bytes(&run(&many, &layout)) == bytes(&got),
-                "{}: two runs of one layout differ",
-                c.what
-            );
-        } else {
-            assert!(
-                bytes(&got) == bytes(&single),
-                "{}: {ranks} ranks differ from one rank",
-                c.what
-            );
-        }
+        // One context's scan of the whole array: the bits every layout must give.
+        let ctx = (c.make)();
+        let mut out = ctx.alloc_zeros::<T>(n).unwrap();
+        ctx.scan(&ctx.htod(&x).unwrap(), &mut out, op, kind)
+            .unwrap();
+        let whole = ctx.dtoh(&out).unwrap();
+        assert!(
+            bytes(&got) == bytes(&whole) && bytes(&single) == bytes(&whole),
+            "{}: {ranks} ranks or one rank differ from one context's scan",
+            c.what
+        );
         return n as u64;
     }
     let op = pick(&mut c.rng, &super::ORDERED_OPS);
