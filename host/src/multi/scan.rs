@@ -43,7 +43,8 @@ impl Cut {
     fn new<T>(b: &ShardedBuffer<T>, r: usize, gs: u64) -> Self {
         let (s, head) = straddle::head(b, r, gs);
         let e = (b.offsets[r] + b.lengths[r]) as u64;
-        // The last group begun here: `e` rounded down, unless that is the shard's end.
+        // The group holding index `e` runs past the shard when it begins inside it, not at `e`
+        // (then the next rank's), and ends after `e` (not at the array's end).
         let last = e / gs * gs;
         let group_end = (last + gs).min(b.len());
         let (mid, end) = if last >= head && last < e && group_end > e {
