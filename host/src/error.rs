@@ -46,7 +46,26 @@ pub enum Error {
         /// Bytes asked for.
         bytes: usize,
     },
-    /// A kernel failed to launch or faulted while running.
+    /// A kernel trapped or faulted on the GPU (a `panic!` or failed `assert!` in a user's
+    /// operator traps; so does an out-of-bounds access), reported by the first call that
+    /// synchronised after it. The driver makes such a fault sticky: the device's CUDA context
+    /// (shared by every [`Context`](crate::Context) of that device in the process) runs nothing
+    /// more, and every later call on that device returns this error again; other devices, and
+    /// the simulator, are unaffected. Use the device again from a new process. (On the
+    /// simulator the same fault is an [`Error::Sim`] naming the block and thread, and the
+    /// context stays usable.)
+    #[error(
+        "a kernel faulted on the GPU ({source}), reported while {during}: a trap (a panic or \
+         failed assertion in an operator) or an illegal memory access. The device's CUDA \
+         context is lost for this process: every later call on this GPU fails"
+    )]
+    KernelFault {
+        /// What the library was doing when the driver reported the fault.
+        during: String,
+        /// The driver's error.
+        source: DriverError,
+    },
+    /// A kernel failed to launch.
     #[error("kernel `{kernel}` failed: {source}")]
     Launch {
         /// The kernel.
@@ -193,10 +212,15 @@ pub enum Error {
 }
 
 impl Error {
-    /// Wrap a driver error met while doing `op`, keeping out-of-memory distinct.
+    /// Wrap a driver error met while doing `op`, keeping out-of-memory and kernel faults
+    /// distinct.
     pub(crate) fn driver(op: &'static str, bytes: usize) -> impl FnOnce(DriverError) -> Error {
         move |e| match e.0 {
             Cu::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory { bytes },
+            _ if is_kernel_fault(e.0) => Error::KernelFault {
+                during: op.to_string(),
+                source: e,
+            },
             _ => Error::Driver { op, source: e },
         }
     }
@@ -207,11 +231,37 @@ impl Error {
     }
 
     pub(crate) fn launch(kernel: &str) -> impl FnOnce(DriverError) -> Error + '_ {
-        move |source| Error::Launch {
-            kernel: kernel.to_string(),
-            source,
+        move |source| {
+            if is_kernel_fault(source.0) {
+                // An earlier kernel's fault, reported at this launch.
+                Error::KernelFault {
+                    during: format!("launching kernel `{kernel}`"),
+                    source,
+                }
+            } else {
+                Error::Launch {
+                    kernel: kernel.to_string(),
+                    source,
+                }
+            }
         }
     }
+}
+
+/// The driver's codes for a fault of a running kernel: sticky, the context is lost.
+fn is_kernel_fault(e: Cu) -> bool {
+    matches!(
+        e,
+        Cu::CUDA_ERROR_LAUNCH_FAILED
+            | Cu::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | Cu::CUDA_ERROR_ILLEGAL_ADDRESS
+            | Cu::CUDA_ERROR_MISALIGNED_ADDRESS
+            | Cu::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | Cu::CUDA_ERROR_INVALID_PC
+            | Cu::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | Cu::CUDA_ERROR_ASSERT
+            | Cu::CUDA_ERROR_LAUNCH_TIMEOUT
+    )
 }
 
 /// What is wrong with a segment's device offsets ([`Error::BadSegment`]).
@@ -283,8 +333,23 @@ mod tests {
         let other = Error::driver("copying", 8)(DriverError(Cu::CUDA_ERROR_INVALID_VALUE));
         assert!(matches!(other, Error::Driver { op: "copying", .. }));
         // (Formatting a DriverError asks the driver for its text, so only the kernel is checked.)
-        let l = Error::launch("reduce_sum_f32")(DriverError(Cu::CUDA_ERROR_LAUNCH_FAILED));
+        let l = Error::launch("reduce_sum_f32")(DriverError(Cu::CUDA_ERROR_INVALID_VALUE));
         assert!(matches!(l, Error::Launch { kernel, .. } if kernel == "reduce_sum_f32"));
+        // A trap or illegal access, wherever the driver reports it: the sticky fault.
+        for code in [
+            Cu::CUDA_ERROR_LAUNCH_FAILED,
+            Cu::CUDA_ERROR_ILLEGAL_ADDRESS,
+            Cu::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+        ] {
+            let at_copy = Error::driver("copying to the host", 8)(DriverError(code));
+            assert!(
+                matches!(&at_copy, Error::KernelFault { during, .. } if during == "copying to the host")
+            );
+            let at_launch = Error::launch("scan_sum_f32")(DriverError(code));
+            assert!(
+                matches!(&at_launch, Error::KernelFault { during, .. } if during.contains("scan_sum_f32"))
+            );
+        }
     }
 
     #[test]

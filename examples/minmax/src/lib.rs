@@ -19,7 +19,9 @@
 #![warn(missing_docs)]
 
 use gpu_reduce::{Context, DeviceView, DeviceViewMut, Error, KernelLibrary, Result, ScanKind};
-pub use minmax_kernels::{MaxAbs, MinMax, MinMaxAcc, NO_INDEX, OnlineSoftmax, SoftmaxAcc};
+pub use minmax_kernels::{
+    CheckedSum, MaxAbs, MinMax, MinMaxAcc, NO_INDEX, OnlineSoftmax, SoftmaxAcc,
+};
 
 pub mod cpu;
 
@@ -107,6 +109,15 @@ pub fn max_abs_scan<'a, 'b>(
     kind: ScanKind,
 ) -> Result<()> {
     ctx.scan_custom::<f32, MaxAbs>(&LIB, x, out, kind)
+}
+
+/// The sum of `x`, asserting on the device that no element is NaN ([`CheckedSum`]): an
+/// operator whose own check fails. A NaN makes the kernel trap: on a GPU the call returns
+/// [`Error::KernelFault`] and that device's CUDA context is lost for the rest of the process
+/// (every later call on it fails; other GPUs are unaffected); on the simulator it returns
+/// [`Error::Sim`] naming the block and thread, and the context stays usable.
+pub fn checked_sum<'a>(ctx: &Context, x: impl Into<DeviceView<'a, f32>>) -> Result<f32> {
+    ctx.reduce_custom::<f32, CheckedSum>(&LIB, x)
 }
 
 /// Deterministic pseudo-random f32 in `[lo, hi]` from a 64-bit LCG (Knuth's MMIX constants):

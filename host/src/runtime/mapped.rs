@@ -146,10 +146,9 @@ impl MappedResult {
                     };
                 }
                 e => {
-                    return Err(Error::Driver {
-                        op: "waiting for a reduction",
-                        source: cudarc::driver::DriverError(e),
-                    });
+                    return Err(Error::driver("waiting for a reduction", 0)(
+                        cudarc::driver::DriverError(e),
+                    ));
                 }
             }
             if start.elapsed() >= self.spin {

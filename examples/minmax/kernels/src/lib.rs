@@ -4,7 +4,9 @@
 //!   launch), a reduction whose accumulator ([`MinMaxAcc`]) is not the element type;
 //! - [`OnlineSoftmax`]: the online-softmax combine (running max `m`, sum of `exp(x - m)`), the
 //!   normaliser of a softmax in one pass with no overflow;
-//! - [`MaxAbs`]: the running maximum of `|x|`, as a scan.
+//! - [`MaxAbs`]: the running maximum of `|x|`, as a scan;
+//! - [`CheckedSum`]: a sum that asserts its input holds no NaN (what an operator's failing
+//!   check does: the kernel traps).
 //!
 //! Built to PTX by `ptx-builder` from the host crate's build script (each kernel is a PTX
 //! entry); on the host the same source runs on the library's CPU simulator.
@@ -265,11 +267,35 @@ impl ReduceOp<f32> for MaxAbs {
     }
 }
 
+/// The f32 sum with the user's own check: `assert!` that no element is NaN. A failed check
+/// panics in the kernel, which traps on a GPU (the call returns `Error::KernelFault`) and is a
+/// fault naming the block and thread on the simulator (`Error::Sim`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CheckedSum;
+
+impl ReduceOp<f32> for CheckedSum {
+    type Acc = f32;
+    #[inline(always)]
+    fn identity() -> f32 {
+        0.0
+    }
+    #[inline(always)]
+    fn lift(x: f32, _: u64) -> f32 {
+        assert!(!x.is_nan(), "CheckedSum: a NaN in the input");
+        x
+    }
+    #[inline(always)]
+    fn combine(a: f32, b: f32) -> f32 {
+        a + b
+    }
+}
+
 // The kernels: one PTX entry per line (and, on the host, a simulator function), registered
 // with the library's `ReduceInstance`/`ScanInstance` so that the host finds them by type.
 kernels::reduce_kernels! {
     minmax_reduce_f32: f32, MinMax;
     minmax_softmax_f32: f32, OnlineSoftmax;
+    minmax_checked_sum_f32: f32, CheckedSum;
 }
 
 kernels::scan_kernels! {

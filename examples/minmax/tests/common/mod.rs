@@ -2,6 +2,9 @@
 //! the GPU tests (`minmax_gpu.rs`, `#[ignore]`d: `cargo xtask test --gpu`). Each takes the
 //! context to run on.
 
+// Each test binary uses a part of these.
+#![allow(dead_code)]
+
 use gpu_reduce::{Context, ScanKind};
 use minmax_example::{cpu, lcg_f32, max_abs_scan, min_max, softmax_stats};
 
@@ -203,4 +206,35 @@ pub fn check_max_abs_edges(ctx: &Context) {
     let mut data = lcg_f32(n, 9, -1.0, 1.0);
     data[100_000] = nan;
     check_max_abs_of(ctx, &data, "a NaN at 100 000");
+}
+
+/// A user operator whose own check fails ([`minmax_example::checked_sum`] on input with a
+/// NaN): the call returns the backend's fault error, never hangs and never a value. Inputs
+/// without a NaN sum exactly (small integers). Returns the fault's error.
+pub fn check_failing_operator(ctx: &Context) -> gpu_reduce::Error {
+    use minmax_example::checked_sum;
+    let n = 300_000;
+    let clean: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let x = ctx.htod(&clean).unwrap();
+    let want: f32 = clean.iter().map(|&v| v as f64).sum::<f64>() as f32;
+    assert_eq!(checked_sum(ctx, &x).unwrap(), want);
+    let mut bad = clean.clone();
+    bad[123_457] = f32::NAN;
+    let y = ctx.htod(&bad).unwrap();
+    let started = std::time::Instant::now();
+    let e = checked_sum(ctx, &y).expect_err("a NaN must fail the operator's check");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the fault took {:?} to report",
+        started.elapsed()
+    );
+    e
+}
+
+/// The check's clean input again: the exact sum (a context that survived a fault).
+pub fn check_failing_operator_free(ctx: &Context) {
+    let clean: Vec<f32> = (0..300_000).map(|i| (i % 7) as f32).collect();
+    let x = ctx.htod(&clean).unwrap();
+    let want: f32 = clean.iter().map(|&v| v as f64).sum::<f64>() as f32;
+    assert_eq!(minmax_example::checked_sum(ctx, &x).unwrap(), want);
 }

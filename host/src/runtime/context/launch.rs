@@ -150,7 +150,15 @@ impl Context {
                     dynamic_shared_bytes: shape.dynamic_shared_bytes,
                 };
                 let _stream = self.sim_stream.lock().unwrap_or_else(|p| p.into_inner());
-                kernels::gpu::sim::launch(name, &lc, sim).map_err(Error::Sim)
+                kernels::gpu::sim::launch(name, &lc, sim).map_err(|e| {
+                    // A kernel stopped halfway leaves its scratch (tile counters, tickets,
+                    // statuses) mid-update: the next call starts from new scratch.
+                    self.workspaces
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clear();
+                    Error::Sim(e)
+                })
             }
         }
     }
