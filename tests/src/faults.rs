@@ -173,3 +173,115 @@ pub fn check_out_of_memory_every_family(make: &dyn Fn() -> Context) -> Vec<&'sta
     }
     out_of_memory
 }
+
+/// Captures a program gives up on: (1) every family's stream-ordered form captured into a
+/// graph that is never launched; (2) a capture invalidated halfway by a call that must block
+/// (`NotCapturable`, not a hang), then ended. After each, every family on the same context
+/// gives the bits it gave before. GPU only (the simulator has no graphs).
+pub fn check_abandoned_captures(make: &dyn Fn() -> Context) {
+    use gpu_reduce::cudarc::driver::sys;
+    let ctx = make();
+    let want = every_family_once(&ctx);
+    let (_, stream) = ctx.cuda().expect("a CUDA context");
+    let stream = stream.clone();
+    let x = Inputs::new(&ctx);
+    let mut value = ctx.alloc_zeros::<f32>(1).unwrap();
+    let mut scanned = ctx.alloc_zeros::<f32>(x.n).unwrap();
+    let mut seg = ctx.alloc_zeros::<f64>(97).unwrap();
+    let (mut uk, mut agg) = (
+        ctx.alloc_zeros::<u32>(x.n).unwrap(),
+        ctx.alloc_zeros::<f32>(x.n).unwrap(),
+    );
+    let mut runs = ctx.alloc_zeros::<u64>(1).unwrap();
+    let check = ctx.offset_check().unwrap();
+    let mut queued = |then_block: bool| -> Result<(), Error> {
+        ctx.reduce_into(&x.f, &mut value, Reduction::Sum)?;
+        ctx.scan(&x.f, &mut scanned, Reduction::Sum, ScanKind::Inclusive)?;
+        ctx.segmented_reduce(
+            &x.d,
+            Segments::csr(&x.offsets).check_later(&check),
+            &mut seg,
+            Reduction::Sum,
+        )?;
+        ctx.reduce_by_key_into(&x.keys, &x.f, &mut uk, &mut agg, &mut runs, Reduction::Sum)?;
+        if then_block {
+            // Must read back: refused under capture.
+            match ctx.sum(&x.f) {
+                Err(Error::NotCapturable { .. }) => {}
+                other => panic!("a blocking call under capture: {other:?}"),
+            }
+        }
+        Ok(())
+    };
+    for (round, then_block) in [(0, false), (1, true), (2, false)] {
+        stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .unwrap();
+        let r = queued(then_block);
+        // Never launched (or invalidated): dropped either way.
+        let _ = stream.end_capture(
+            sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+        );
+        r.unwrap_or_else(|e| panic!("capture {round}: {e}"));
+        let got = every_family_once(&ctx);
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                g == w,
+                "after abandoned capture {round}: {} differs",
+                FAMILIES[k].0
+            );
+        }
+    }
+}
+
+/// Buffers and contexts dropped while kernels still use them: the input of a pending
+/// reduction and the pending value itself dropped unwaited, a scan's input and output dropped
+/// right after the launch, a whole second context dropped with its work queued. Run `rounds`
+/// times on `n` elements; returns the device memory not given back (0 expected) once the
+/// device is idle. Under compute-sanitizer's memcheck, a use after free would show.
+pub fn dropped_in_flight_leak(make: &dyn Fn() -> Context, n: usize, rounds: usize) -> i64 {
+    let ctx = make();
+    let host: Vec<f32> = crate::random_f32(n, 5);
+    let round = |ctx: &Context| {
+        let x = ctx.htod(&host).unwrap();
+        let pending = ctx.reduce_async(&x, Reduction::Sum).unwrap();
+        drop(x);
+        drop(pending);
+        let x = ctx.htod(&host).unwrap();
+        let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
+        ctx.scan(&x, &mut out, Reduction::Sum, ScanKind::Exclusive)
+            .unwrap();
+        drop(x);
+        drop(out);
+        let other = make();
+        let y = other.htod(&host).unwrap();
+        let mut z = other.alloc_zeros::<f32>(n).unwrap();
+        other
+            .scan(&y, &mut z, Reduction::Max, ScanKind::Inclusive)
+            .unwrap();
+        let _ = other.argmax_async(&y).unwrap();
+        drop(z);
+        drop(y);
+        drop(other);
+    };
+    let idle = |ctx: &Context| {
+        if let Some((c, _)) = ctx.cuda() {
+            c.synchronize().unwrap();
+        }
+    };
+    round(&ctx);
+    idle(&ctx);
+    let before = ctx.free_memory().unwrap() as i64;
+    for _ in 0..rounds {
+        round(&ctx);
+    }
+    idle(&ctx);
+    // The context still gives every result.
+    let x = ctx.htod(&host).unwrap();
+    let want: f64 = host.iter().map(|&v| v as f64).sum();
+    let got = ctx.sum(&x).unwrap() as f64;
+    assert!((got - want).abs() <= 1e-3 * n as f64, "{got} vs {want}");
+    drop(x);
+    idle(&ctx);
+    before - ctx.free_memory().unwrap() as i64
+}

@@ -1,7 +1,8 @@
 //! The sanitizer workload: every kernel family (production reduce for every operator and type,
 //! every scan, the scan and reduce by key, segmented reductions, the transforms, the f16/bf16
 //! reductions and scans, seed 003's BIT and BCAO scans, the reduction ladder, the read-only
-//! streaming kernel) once or a few times on small and odd sizes, each result checked.
+//! streaming kernel) once or a few times on small and odd sizes, each result checked, and
+//! buffers and a context dropped with kernels in flight.
 //! The bundle's `run.sh` (step `sanitize`) runs it under `compute-sanitizer` with memcheck,
 //! racecheck, synccheck and initcheck; small sizes keep the instrumented run short.
 
@@ -38,6 +39,9 @@ fn sanitizer_workload_every_kernel() {
     integration_tests::transform::check_dot(&ctx, 5000);
     integration_tests::half::check_basic::<half::f16>(&ctx);
     integration_tests::half::check_basic::<half::bf16>(&ctx);
+    // Buffers, pending values and a second context dropped with kernels in flight (memcheck:
+    // no use after free).
+    integration_tests::faults::dropped_in_flight_leak(&gpu, 70_001, 3);
     check_ladder_all_types(&ctx, &SIZES, 3);
     for n in [1usize, 4097] {
         let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();

@@ -61,3 +61,35 @@ fn out_of_memory_in_every_family() {
     let oom = integration_tests::faults::check_out_of_memory_every_family(&gpu);
     println!("full device: OutOfMemory from {oom:?}; every other family's result correct");
 }
+
+/// Graphs captured and never launched, and a capture invalidated halfway: the context goes on
+/// giving every family's bits.
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn abandoned_captures_leave_the_context_working() {
+    integration_tests::faults::check_abandoned_captures(&gpu);
+}
+
+/// Buffers, pending values and a context dropped with their kernels in flight: no leak (the
+/// sanitizer step runs the same under memcheck: no use after free).
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn dropped_with_work_in_flight() {
+    let leaked = integration_tests::faults::dropped_in_flight_leak(&gpu, 1 << 24, 50);
+    println!("dropped in flight: 50 rounds, {leaked} bytes of device memory not returned");
+    assert_eq!(leaked, 0);
+}
+
+/// Random cases above 2^32 elements (reduce with every operator and argmin/argmax, scans,
+/// segmented sums with a segment longer than 2^32), one at a time: 17 GB per array.
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn random_cases_above_two_to_the_32() {
+    let cases = std::env::var("STRESS_HUGE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6);
+    let covered =
+        integration_tests::stress::huge::check_huge_cases(&gpu(), cases, 0x4_0000_0000, 1 << 32);
+    println!("huge stress: {cases} cases, {covered} elements, 0 mismatches");
+}

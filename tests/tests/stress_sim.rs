@@ -48,6 +48,9 @@ fn replay_one_case() {
 fn every_family_is_registered() {
     let names: Vec<_> = families().iter().map(|f| f.name).collect();
     for want in [
+        "graph",
+        "half",
+        "multi",
         "reduce",
         "reduce_by_key",
         "scan",
@@ -157,4 +160,18 @@ fn regression_one_simulator_context_many_threads() {
             });
         }
     });
+}
+
+/// Buffers, pending values and a second context dropped right after their calls: the context
+/// goes on giving right results (the GPU test also counts device memory).
+#[test]
+fn dropped_right_after_the_calls() {
+    integration_tests::faults::dropped_in_flight_leak(&sim, 5001, 2);
+}
+
+/// The GPU's cases above 2^32 elements, their checks exercised on small sizes.
+#[test]
+fn huge_case_checks_on_small_sizes() {
+    let covered = integration_tests::stress::huge::check_huge_cases(&sim(), 6, 0x4_0000_0000, 1000);
+    assert!(covered >= 6000);
 }

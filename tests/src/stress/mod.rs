@@ -15,7 +15,9 @@ use rand::{Rng, SeedableRng, rngs::SmallRng};
 use crate::reductions::TestElem;
 
 mod by_key;
+mod graph;
 mod half;
+pub mod huge;
 mod multi;
 mod reduce;
 mod scan;
