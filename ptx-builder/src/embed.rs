@@ -14,8 +14,10 @@ use crate::{Error, PTX_DIR_ENV, PtxArtifact};
 /// What is embedded is small: each module is compressed (raw deflate, inflated by the host on
 /// first load), and entries whose module is the same text up to the entry's name (an `i32` and
 /// a `u32` sum) share one module, loaded under its `function` name. The compressed files sit in
-/// a directory beside `out` (`<out without extension>/`) and are rewritten only when their
-/// module changed; `out` is rewritten only when its content changes.
+/// a directory beside `out` (`<out without extension>/`), named by their content's hash, so an
+/// unchanged module is not compressed again and a changed one (or another architecture's,
+/// built into the same directory) never reuses a stale file; `out` is rewritten only when its
+/// content changes.
 ///
 /// A crate embeds its kernels through `gpu_reduce::include_kernels!`, which passes this
 /// expression to `KernelLibrary::new`.
@@ -60,12 +62,9 @@ pub fn write_embed_index(artifact: &PtxArtifact, out: &Path) -> Result<(), Error
         let _ = writeln!(s, "        ({entry:?}, {index}),");
     }
     s.push_str("    ],\n    &[\n");
+    let mut used = std::collections::HashSet::new();
     for (function, text, m) in &modules {
-        let ptx = deflated(
-            &m.path,
-            text.as_bytes(),
-            &blobs.join(format!("{function}.ptx.deflate")),
-        )?;
+        let ptx = deflated(text.as_bytes(), &blobs, function, "ptx", &mut used)?;
         let _ = write!(
             s,
             "        ({function:?}, {}, include_bytes!({}), &[",
@@ -78,9 +77,11 @@ pub fn write_embed_index(artifact: &PtxArtifact, out: &Path) -> Result<(), Error
                 source,
             })?;
             let z = deflated(
-                cubin,
                 &bytes,
-                &blobs.join(format!("{function}.{arch}.cubin.deflate")),
+                &blobs,
+                &format!("{function}.{arch}"),
+                "cubin",
+                &mut used,
             )?;
             let sep = if i == 0 { "" } else { ", " };
             let _ = write!(s, "{sep}({arch:?}, include_bytes!({}))", literal(&z)?);
@@ -88,21 +89,11 @@ pub fn write_embed_index(artifact: &PtxArtifact, out: &Path) -> Result<(), Error
         s.push_str("]),\n");
     }
     s.push_str("    ],\n)\n");
-    // Blobs of modules that are gone or now shared.
-    let keep: std::collections::HashSet<String> = modules
-        .iter()
-        .flat_map(|(f, _, m)| {
-            std::iter::once(format!("{f}.ptx.deflate")).chain(
-                m.cubins
-                    .iter()
-                    .map(move |(a, _)| format!("{f}.{a}.cubin.deflate")),
-            )
-        })
-        .collect();
+    // Blobs of modules that are gone, changed or now shared.
     if let Ok(dir) = std::fs::read_dir(&blobs) {
         for e in dir.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".deflate") && !keep.contains(&name) {
+            if name.ends_with(".deflate") && !used.contains(&name) {
                 let _ = std::fs::remove_file(e.path());
             }
         }
@@ -117,21 +108,34 @@ fn read_text(path: &Path) -> Result<String, Error> {
     })
 }
 
-/// `bytes` (the content of `source`) deflated into `dest`, unless `dest` is already newer than
-/// `source` (modules are rewritten only when they change, so an unchanged kernel is not
-/// compressed again).
-fn deflated(source: &Path, bytes: &[u8], dest: &Path) -> Result<std::path::PathBuf, Error> {
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let fresh = matches!((modified(source), modified(dest)), (Some(s), Some(d)) if d >= s);
-    if !fresh {
-        // A plain write: its new time marks it fresh even when the bytes did not change.
+/// `bytes` deflated into `<dir>/<stem>.<content hash>.<kind>.deflate`, unless that file is
+/// already there (the hash names the content: an unchanged module is not compressed again).
+/// Adds the file's name to `used`.
+fn deflated(
+    bytes: &[u8],
+    dir: &Path,
+    stem: &str,
+    kind: &str,
+    used: &mut std::collections::HashSet<String>,
+) -> Result<std::path::PathBuf, Error> {
+    let mut h = crate::Fnv::new();
+    h.feed(bytes);
+    let name = format!("{stem}.{:016x}.{kind}.deflate", h.finish());
+    let dest = dir.join(&name);
+    used.insert(name);
+    if !dest.exists() {
         let z = miniz_oxide::deflate::compress_to_vec(bytes, DEFLATE_LEVEL);
-        std::fs::write(dest, z).map_err(|source| Error::Io {
-            path: dest.to_path_buf(),
-            source,
-        })?;
+        // Written whole under another name first: a build stopped halfway leaves no partial
+        // file under the final name.
+        let tmp = dir.join(format!(".{stem}.{kind}.tmp"));
+        std::fs::write(&tmp, z)
+            .and_then(|()| std::fs::rename(&tmp, &dest))
+            .map_err(|source| Error::Io {
+                path: dest.clone(),
+                source,
+            })?;
     }
-    Ok(dest.to_path_buf())
+    Ok(dest)
 }
 
 /// miniz's best ratio short of its slow "uber" level.
@@ -302,14 +306,27 @@ mod tests {
         let entries = "    &[\n        (\"sum_i32\", 0),\n        (\"sum_u32\", 0),\n        (\"zeta\", 1),\n    ],\n";
         assert!(index.contains(entries), "{index}");
         let blobs = dir.join("kernels_index");
-        let mut names: Vec<_> = std::fs::read_dir(&blobs)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        assert_eq!(names, ["sum_i32.ptx.deflate", "zeta.ptx.deflate"]);
-        for (function, text) in [("sum_i32", &texts[2].1), ("zeta", &texts[0].1)] {
-            let path = blobs.join(format!("{function}.ptx.deflate"));
+        let names = || {
+            let mut n: Vec<_> = std::fs::read_dir(&blobs)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            n.sort();
+            n
+        };
+        let hash = |t: &str| {
+            let mut h = crate::Fnv::new();
+            h.feed(t.as_bytes());
+            h.finish()
+        };
+        let blob = |function: &str, t: &str| format!("{function}.{:016x}.ptx.deflate", hash(t));
+        assert_eq!(
+            names(),
+            [blob("sum_i32", &texts[2].1), blob("zeta", &texts[0].1)]
+        );
+        let check = |function: &str, text: &str| {
+            let index = std::fs::read_to_string(&out).unwrap();
+            let path = blobs.join(blob(function, text));
             let line = format!(
                 "        ({function:?}, {}, include_bytes!({:?}), &[]),\n",
                 text.len(),
@@ -319,7 +336,36 @@ mod tests {
             let z = std::fs::read(&path).unwrap();
             let back = miniz_oxide::inflate::decompress_to_vec(&z).unwrap();
             assert_eq!(back, text.as_bytes());
-        }
+        };
+        check("sum_i32", &texts[2].1);
+        check("zeta", &texts[0].1);
+        // Another build into the same directory (another architecture's PTX, or an edit)
+        // whose module files are OLDER than the blobs: the index must embed the new text
+        // (a blob reused by its time once embedded another architecture's module, which then
+        // did not inflate to its length).
+        let zeta2 = body("zeta", "mul.lo.s32 %r1, %r1, 7;");
+        let old = std::fs::File::open(&art.modules[0].path)
+            .unwrap()
+            .metadata()
+            .unwrap()
+            .modified()
+            .unwrap();
+        std::fs::write(&art.modules[0].path, &zeta2).unwrap();
+        let f = std::fs::File::options()
+            .write(true)
+            .open(&art.modules[0].path)
+            .unwrap();
+        f.set_modified(old - std::time::Duration::from_secs(3600))
+            .unwrap();
+        drop(f);
+        write_embed_index(&art, &out).unwrap();
+        check("zeta", &zeta2);
+        check("sum_i32", &texts[2].1);
+        // The old module's blob is gone.
+        assert_eq!(
+            names(),
+            [blob("sum_i32", &texts[2].1), blob("zeta", &zeta2)]
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -210,6 +210,26 @@ pub fn check_arch(arch: &str) -> Result<(), Error> {
     }
 }
 
+/// FNV-1a, 64 bits: stable by definition (std's hashers may change between releases), enough to
+/// tell an edited kernel source or module from another.
+pub(crate) struct Fnv(u64);
+
+impl Fnv {
+    pub(crate) fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    pub(crate) fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,22 +45,19 @@ pub fn source_digest(crate_dir: &Path) -> Result<String, Error> {
     let mut files = Vec::new();
     walk(&crate_dir.join("src"), "", &mut files)?;
     files.sort();
-    // FNV-1a: stable by definition (std's hashers may change between releases); 64 bits tell an
-    // edited kernel source from the packaged one.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |bytes: &[u8]| {
-        for &b in bytes {
-            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut h = crate::Fnv::new();
     for (rel, path) in &files {
         let bytes = std::fs::read(path).map_err(io(path))?;
-        feed(rel.as_bytes());
-        feed(&[0]);
-        feed(&(bytes.len() as u64).to_le_bytes());
-        feed(&bytes);
+        h.feed(rel.as_bytes());
+        h.feed(&[0]);
+        h.feed(&(bytes.len() as u64).to_le_bytes());
+        h.feed(&bytes);
     }
-    Ok(format!("fnv1a64:{h:016x} ({} files)", files.len()))
+    Ok(format!(
+        "fnv1a64:{:016x} ({} files)",
+        h.finish(),
+        files.len()
+    ))
 }
 
 fn stamp_text(crate_name: &str, arch: &str, digest: &str) -> String {
