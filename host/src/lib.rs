@@ -126,6 +126,24 @@ mod tests {
         assert!(embedded < ptx / 4, "{embedded} of {ptx}: not compressed?");
     }
 
+    /// Every embedded module inflates to its recorded length and holds its kernel's entry (a
+    /// stale compressed module once embedded another architecture's text, which the driver
+    /// then refused at the first call).
+    #[test]
+    fn every_embedded_module_inflates_to_its_kernel() {
+        let lib = &super::BUILTIN;
+        for entry in lib.entries() {
+            let ptx = lib
+                .ptx(entry)
+                .unwrap_or_else(|| panic!("{entry}: the module does not inflate"));
+            let function = lib.function(entry).unwrap();
+            assert!(
+                ptx.contains(&format!(".entry {function}(")),
+                "{entry}: its module has no entry {function}"
+            );
+        }
+    }
+
     /// Every kernel the host can ask for is in the embedded index, and the index holds nothing
     /// else: each family names its own kernels from the kernels' built-in table (names come
     /// from the macro invocations, so a kernel compiled out of the PTX fails here, not at run
