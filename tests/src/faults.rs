@@ -285,3 +285,45 @@ pub fn dropped_in_flight_leak(make: &dyn Fn() -> Context, n: usize, rounds: usiz
     idle(&ctx);
     before - ctx.free_memory().unwrap() as i64
 }
+
+/// One thread captures a graph while others open new contexts of the same device and run
+/// calls on them: both sides work (opening a context once synchronised the whole device,
+/// which broke the capture and failed the open). GPU only.
+pub fn check_capture_while_contexts_open(make: &(dyn Fn() -> Context + Sync)) {
+    use gpu_reduce::cudarc::driver::sys;
+    let ctx = make();
+    let host: Vec<f32> = (0..1_000_003).map(|i| (i % 11) as f32).collect();
+    let x = ctx.htod(&host).unwrap();
+    let mut out = ctx.alloc_zeros::<f32>(1).unwrap();
+    ctx.reduce_into(&x, &mut out, Reduction::Sum).unwrap();
+    let want = ctx.dtoh(&out).unwrap()[0];
+    let (_, stream) = ctx.cuda().expect("a CUDA context");
+    let (capturing, opened) = (std::sync::Barrier::new(5), std::sync::Barrier::new(5));
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                capturing.wait();
+                let other = make();
+                let y = other.htod(&host).unwrap();
+                assert_eq!(other.sum(&y).unwrap(), want);
+                opened.wait();
+            });
+        }
+        stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .unwrap();
+        let r = ctx.reduce_into(&x, &mut out, Reduction::Sum);
+        capturing.wait();
+        opened.wait();
+        let graph = stream
+            .end_capture(
+                sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+            )
+            .expect("the capture survives other threads opening contexts")
+            .expect("a graph");
+        r.unwrap();
+        ctx.htod_into(&[0.0f32], &mut out).unwrap();
+        graph.launch().unwrap();
+        assert_eq!(ctx.dtoh(&out).unwrap()[0], want);
+    });
+}

@@ -93,3 +93,11 @@ fn random_cases_above_two_to_the_32() {
         integration_tests::stress::huge::check_huge_cases(&gpu(), cases, 0x4_0000_0000, 1 << 32);
     println!("huge stress: {cases} cases, {covered} elements, 0 mismatches");
 }
+
+/// A capture on one thread while other threads open contexts of the same device (found by the
+/// stress's graph family: opening a context synchronised the device and broke the capture).
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn capture_while_other_threads_open_contexts() {
+    integration_tests::faults::check_capture_while_contexts_open(&gpu);
+}

@@ -98,6 +98,26 @@ pub fn device_count() -> Result<usize> {
 
 /// Whether the CUDA driver library (libcuda) loads. Checked before any driver call: cudarc
 /// panics on a missing libcuda at its first call.
+/// The process's one cudarc handle of device `ordinal`'s primary context, shared by every
+/// [`Context::new`]. cudarc synchronises a handle's whole context when it makes the handle's
+/// first stream (and again after its streams are all gone), which fails, and breaks the
+/// capture, while another thread captures a CUDA graph on that device; one handle with a
+/// stream kept for the process makes that happen once, when the device is first opened.
+fn device_context(ordinal: usize) -> Result<Arc<CudaContext>> {
+    type Handle = (usize, Arc<CudaContext>, Arc<CudaStream>);
+    static HANDLES: Mutex<Vec<Handle>> = Mutex::new(Vec::new());
+    let mut h = HANDLES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, c, _)) = h.iter().find(|(o, _, _)| *o == ordinal) {
+        return Ok(c.clone());
+    }
+    let c = CudaContext::new(ordinal).map_err(Error::driver("creating a context", 0))?;
+    let keep = c
+        .new_stream()
+        .map_err(Error::driver("creating a stream", 0))?;
+    h.push((ordinal, c.clone(), keep));
+    Ok(c)
+}
+
 fn driver_present() -> bool {
     // SAFETY: only tries to load the library.
     unsafe { sys::is_culib_present() }
@@ -128,7 +148,7 @@ impl Context {
         if ordinal >= count {
             return Err(Error::BadOrdinal { ordinal, count });
         }
-        let ctx = CudaContext::new(ordinal).map_err(Error::driver("creating a context", 0))?;
+        let ctx = device_context(ordinal)?;
         // A stream of its own (not the legacy default stream, which would serialize every
         // context of the process): contexts on several host threads run concurrently.
         let stream = ctx
