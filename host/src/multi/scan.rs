@@ -103,6 +103,9 @@ impl MultiContext {
         if n == 0 {
             return Ok(());
         }
+        if exact::<T>(op) {
+            return self.scan_by_shard_totals(b, op, kernel, identity);
+        }
         let tile = <T as ScanElement>::SCAN_TILE_ELEMS;
         let gs = scan_group_elems::<T>();
         let cuts: Vec<Cut> = (0..self.world).map(|r| Cut::new(b, r, gs)).collect();
@@ -275,5 +278,95 @@ impl MultiContext {
         }
         drop((seeds, staged));
         Ok(())
+    }
+}
+
+/// Whether `op`'s combination of `T` is exact (integers, and min/max of floats): then any
+/// association gives the one-context scan's values, and the cheaper passes serve.
+fn exact<T: ShardElement>(op: Reduction) -> bool {
+    let float = T::DTYPE.starts_with('f');
+    !(float && matches!(op, Reduction::Sum | Reduction::Product))
+}
+
+impl MultiContext {
+    /// The scan of an exact operator: each rank's shard total by the one-launch reduction
+    /// (the fast read-only pass; not the last rank's), exchanged, then each shard scanned in
+    /// place seeded with the totals before it. No gathering: the values do not depend on where
+    /// the launches are cut.
+    fn scan_by_shard_totals<T: ShardElement>(
+        &self,
+        b: &mut ShardedBuffer<T>,
+        op: Reduction,
+        kernel: crate::scan::ScanKernel<T>,
+        identity: T,
+    ) -> Result<()> {
+        let unsupported = || crate::scan::unsupported_scan(op, T::DTYPE, "scan");
+        let mut pending = Vec::with_capacity(self.local.len());
+        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&b.shards) {
+            let v = buf.view(*pad..*pad + b.lengths[*r])?;
+            pending.push(if *r + 1 < self.world {
+                Some(ctx.reduce_async(v, op)?)
+            } else {
+                None
+            });
+        }
+        let mut totals = Vec::with_capacity(pending.len());
+        for p in pending {
+            totals.push(to_words(&[match p {
+                Some(p) => p.wait()?,
+                None => identity,
+            }]));
+        }
+        let all = self.exchange.all_gather(totals)?;
+        let totals: Vec<T> = all
+            .iter()
+            .map(|w| {
+                from_words::<T>(w)?
+                    .first()
+                    .copied()
+                    .ok_or_else(|| Error::Collective("a rank sent no shard total".into()))
+            })
+            .collect::<Result<_>>()?;
+        let mut seeds = Vec::with_capacity(self.local.len());
+        for ((r, ctx), (buf, pad)) in self.local.iter().zip(&mut b.shards) {
+            let len = b.lengths[*r] as u64;
+            if len == 0 {
+                continue;
+            }
+            let seed_buf = if *r == 0 {
+                None
+            } else {
+                let seed = totals[1..*r]
+                    .iter()
+                    .try_fold(totals[0], |acc, &t| op.combine(acc, t))
+                    .ok_or_else(unsupported)?;
+                Some(ctx.htod(&[seed])?)
+            };
+            let seed = match &seed_buf {
+                Some(s) => ctx.device_addr(s)?,
+                None => 0,
+            };
+            let mut v = buf.view_mut(*pad..*pad + len as usize)?;
+            let (a, _write) = ctx.write(&mut v)?;
+            ctx.launch_scan(&crate::BUILTIN, kernel, a, a, len, seed, 0)?;
+            seeds.push(seed_buf);
+        }
+        // The seeds' buffers live until the scans have read them.
+        for (_, ctx) in &self.local {
+            ctx.synchronize()?;
+        }
+        drop(seeds);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn exact_operators() {
+        use super::exact;
+        use crate::reduce::Reduction::*;
+        assert!(exact::<i32>(Sum) && exact::<u64>(Product) && exact::<f32>(Max));
+        assert!(exact::<f64>(Min) && !exact::<f32>(Sum) && !exact::<f64>(Product));
     }
 }
