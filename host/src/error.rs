@@ -249,7 +249,7 @@ impl Error {
 }
 
 /// The driver's codes for a fault of a running kernel: sticky, the context is lost.
-fn is_kernel_fault(e: Cu) -> bool {
+pub(crate) fn is_kernel_fault(e: Cu) -> bool {
     matches!(
         e,
         Cu::CUDA_ERROR_LAUNCH_FAILED

@@ -93,7 +93,8 @@ pub fn write_embed_index(artifact: &PtxArtifact, out: &Path) -> Result<(), Error
     if let Ok(dir) = std::fs::read_dir(&blobs) {
         for e in dir.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".deflate") && !used.contains(&name) {
+            let stale = name.ends_with(".deflate") && !used.contains(&name);
+            if stale || name.ends_with(".tmp") {
                 let _ = std::fs::remove_file(e.path());
             }
         }
@@ -122,12 +123,12 @@ fn deflated(
     h.feed(bytes);
     let name = format!("{stem}.{:016x}.{kind}.deflate", h.finish());
     let dest = dir.join(&name);
-    used.insert(name);
+    used.insert(name.clone());
     if !dest.exists() {
         let z = miniz_oxide::deflate::compress_to_vec(bytes, DEFLATE_LEVEL);
         // Written whole under another name first: a build stopped halfway leaves no partial
         // file under the final name.
-        let tmp = dir.join(format!(".{stem}.{kind}.tmp"));
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         std::fs::write(&tmp, z)
             .and_then(|()| std::fs::rename(&tmp, &dest))
             .map_err(|source| Error::Io {

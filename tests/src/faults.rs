@@ -300,28 +300,41 @@ pub fn check_capture_while_contexts_open(make: &(dyn Fn() -> Context + Sync)) {
     let (_, stream) = ctx.cuda().expect("a CUDA context");
     let (capturing, opened) = (std::sync::Barrier::new(5), std::sync::Barrier::new(5));
     std::thread::scope(|s| {
-        for _ in 0..4 {
-            s.spawn(|| {
-                capturing.wait();
-                let other = make();
-                let y = other.htod(&host).unwrap();
-                assert_eq!(other.sum(&y).unwrap(), want);
-                opened.wait();
-            });
-        }
-        stream
-            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            .unwrap();
-        let r = ctx.reduce_into(&x, &mut out, Reduction::Sum);
+        // Each side reaches both barriers whatever fails, so a failure is reported, not a hang.
+        let openers: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    capturing.wait();
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let other = make();
+                        let y = other.htod(&host).unwrap();
+                        assert_eq!(other.sum(&y).unwrap(), want);
+                    }));
+                    opened.wait();
+                    r
+                })
+            })
+            .collect();
+        let began =
+            stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+        let r = began
+            .is_ok()
+            .then(|| ctx.reduce_into(&x, &mut out, Reduction::Sum));
         capturing.wait();
         opened.wait();
+        began.unwrap();
         let graph = stream
             .end_capture(
                 sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
             )
             .expect("the capture survives other threads opening contexts")
             .expect("a graph");
-        r.unwrap();
+        r.expect("captured").unwrap();
+        for t in openers {
+            if let Err(e) = t.join().unwrap() {
+                std::panic::resume_unwind(e);
+            }
+        }
         ctx.htod_into(&[0.0f32], &mut out).unwrap();
         graph.launch().unwrap();
         assert_eq!(ctx.dtoh(&out).unwrap()[0], want);

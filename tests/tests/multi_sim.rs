@@ -39,3 +39,37 @@ fn nccl_errors() {
 fn fill_and_get() {
     check_fill_and_get(&sims);
 }
+
+/// A float max scan over NaNs of different payloads keeps the one-context scan's NaN bits on
+/// two ranks (float min/max go the group-cut way: a shard total's reduction may meet NaNs in
+/// another order than the scan).
+#[test]
+fn float_max_scan_nan_payloads_same_bits_as_one_context() {
+    use gpu_reduce::multi::MultiContext;
+    use gpu_reduce::{Context, Reduction, ScanKind};
+    let n = 20_000;
+    let mut x: Vec<f32> = (0..n).map(|i| (i % 97) as f32).collect();
+    // NaNs in a reduction tile's first and later rows, in both shards.
+    let at = [1024usize, 4, 2048 + 1536, 2048 + 8, 3000, 7, 9000, 15000];
+    for (k, &i) in at.iter().enumerate() {
+        let k = k as u32 + 1;
+        x[i] = f32::from_bits(0x7fc0_0000 | k);
+    }
+    let one = Context::sim().unwrap();
+    let d = one.htod(&x).unwrap();
+    let mut want = one.alloc_zeros::<f32>(n).unwrap();
+    one.scan(&d, &mut want, Reduction::Max, ScanKind::Inclusive)
+        .unwrap();
+    let want: Vec<u32> = one
+        .dtoh(&want)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let m = MultiContext::new(vec![Context::sim().unwrap(), Context::sim().unwrap()]).unwrap();
+    let mut b = m.htod(&x, &[12_000, 8_000]).unwrap();
+    m.scan_in_place(&mut b, Reduction::Max, ScanKind::Inclusive)
+        .unwrap();
+    let got: Vec<u32> = m.dtoh(&b).unwrap().iter().map(|v| v.to_bits()).collect();
+    assert!(got == want, "NaN payloads differ from one context's scan");
+}

@@ -28,8 +28,8 @@
 //! `r > 0` is final before the groups before it are read; the groups from the last launch's
 //! start on are read once (no launch after them needs their checkpoints; one rank: a plain
 //! scan). So two GPUs can at best scan 4/3 as fast as one (rank 0 moves 3/2 of half the data
-//! against 2 of all of it). An exact operator (integers; min/max of floats) gives the same
-//! values however the launches are cut, so its scan takes the cheaper passes: each shard's
+//! against 2 of all of it). An integer scan (exact: wrapping) gives the same values however
+//! the launches are cut, so its scan takes the cheaper passes: each shard's
 //! total by the one-launch reduction (the read-only rate), exchanged, then each shard scanned
 //! in place seeded with the totals before it (no gathering).
 //!

@@ -96,8 +96,6 @@ pub fn device_count() -> Result<usize> {
     }
 }
 
-/// Whether the CUDA driver library (libcuda) loads. Checked before any driver call: cudarc
-/// panics on a missing libcuda at its first call.
 /// The process's one cudarc handle of device `ordinal`'s primary context, shared by every
 /// [`Context::new`]. cudarc synchronises a handle's whole context when it makes the handle's
 /// first stream (and again after its streams are all gone), which fails, and breaks the
@@ -118,6 +116,8 @@ fn device_context(ordinal: usize) -> Result<Arc<CudaContext>> {
     Ok(c)
 }
 
+/// Whether the CUDA driver library (libcuda) loads. Checked before any driver call: cudarc
+/// panics on a missing libcuda at its first call.
 fn driver_present() -> bool {
     // SAFETY: only tries to load the library.
     unsafe { sys::is_culib_present() }

@@ -219,9 +219,19 @@ pub(crate) fn load(
     if let Some(&k) = kernels.get(&key) {
         return Ok(k);
     }
-    let ptx_load = |source| Error::PtxLoad {
-        kernel: entry.to_string(),
-        source,
+    let ptx_load = |source: cudarc::driver::DriverError| {
+        if crate::error::is_kernel_fault(source.0) {
+            // An earlier kernel's fault, reported at this load.
+            Error::KernelFault {
+                during: format!("loading kernel `{entry}`"),
+                source,
+            }
+        } else {
+            Error::PtxLoad {
+                kernel: entry.to_string(),
+                source,
+            }
+        }
     };
     let not_found = |what: &str| Error::PtxLoad {
         kernel: format!("{entry} ({what} in kernel library `{}`)", lib.name),

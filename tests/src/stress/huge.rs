@@ -21,16 +21,24 @@ fn par_chunks<R: Send>(len: usize, f: impl Fn(std::ops::Range<usize>) -> R + Syn
     })
 }
 
-/// Random `i32` (full range), generated in parallel from `seed`.
+/// Random `i32` (full range) from `seed`, in chunks of 2^24 each seeded by its index (the
+/// same data on every machine), generated on every core.
 fn random_i32(n: usize, seed: u64) -> Vec<i32> {
+    const CHUNK: usize = 1 << 24;
     let mut v = vec![0i32; n];
     let threads = std::thread::available_parallelism().map_or(8, |t| t.get());
-    let chunk = n.div_ceil(threads).max(1);
+    let mut work: Vec<Vec<(usize, &mut [i32])>> = (0..threads).map(|_| Vec::new()).collect();
+    for (k, part) in v.chunks_mut(CHUNK).enumerate() {
+        work[k % threads].push((k, part));
+    }
     std::thread::scope(|s| {
-        for (k, part) in v.chunks_mut(chunk).enumerate() {
+        for parts in work {
             s.spawn(move || {
-                let mut r = SmallRng::seed_from_u64(seed ^ (k as u64).wrapping_mul(0x9e37_79b9));
-                part.iter_mut().for_each(|x| *x = r.random());
+                for (k, part) in parts {
+                    let mut r =
+                        SmallRng::seed_from_u64(seed ^ (k as u64).wrapping_mul(0x9e37_79b9));
+                    part.iter_mut().for_each(|x| *x = r.random());
+                }
             });
         }
     });
@@ -128,7 +136,12 @@ pub fn check_huge_cases(ctx: &Context, cases: usize, seed: u64, base: usize) -> 
             }
             _ => {
                 // 1..=6 segments, one of them longer than 2^32 (cuts near the ends).
-                let near = (n as u64 / 4).min(1 << 15) + 1;
+                // Cuts within `near` of either end leave a middle segment of at least
+                // n - 2 near elements: above 2^32 on a GPU.
+                let near = match (n as u64).checked_sub(1 << 32) {
+                    Some(spare) if spare >= 2 => spare / 2,
+                    _ => (n as u64 / 4).min(1 << 15) + 1,
+                };
                 let mut cuts: Vec<u64> = (0..rng.random_range(0..=5))
                     .map(|_| {
                         if rng.random_bool(0.5) {
