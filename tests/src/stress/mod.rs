@@ -361,6 +361,22 @@ pub fn check_random_cases_threads(
     total
 }
 
+/// `$case::<T>($c)` for a random `T` of the six element types every family takes (i32, u32,
+/// i64, u64, f32, f64): the families' one type draw.
+macro_rules! any_element_type {
+    ($c:expr, $case:ident) => {
+        match $c.rng.random_range(0..6) {
+            0 => $case::<i32>($c),
+            1 => $case::<u32>($c),
+            2 => $case::<i64>($c),
+            3 => $case::<u64>($c),
+            4 => $case::<f32>($c),
+            _ => $case::<f64>($c),
+        }
+    };
+}
+pub(crate) use any_element_type;
+
 /// A random operator among `ops`.
 pub fn pick<T: Copy>(rng: &mut SmallRng, xs: &[T]) -> T {
     xs[rng.random_range(0..xs.len())]

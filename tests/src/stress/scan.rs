@@ -48,14 +48,7 @@ fn case<T: TestElem + ScanElement>(c: &mut Case) -> u64 {
 }
 
 fn run(c: &mut Case) -> u64 {
-    match c.rng.random_range(0..6) {
-        0 => case::<i32>(c),
-        1 => case::<u32>(c),
-        2 => case::<i64>(c),
-        3 => case::<u64>(c),
-        4 => case::<f32>(c),
-        _ => case::<f64>(c),
-    }
+    super::any_element_type!(c, case)
 }
 
 inventory::submit! { Family { name: "scan", run } }
