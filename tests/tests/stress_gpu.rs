@@ -8,13 +8,17 @@ use integration_tests::stress::{check_random_cases_threads, leaked_bytes};
 fn ten_thousand_random_cases_of_every_family_on_many_threads() {
     // 16 host threads (the CPU references are the slow part), each with two contexts (two
     // streams, the second with other grid limits) and the simulator for a sample; 625 cases
-    // each of every family, sizes up to 2^26 (STRESS_CASES: cases per thread).
-    let per_thread = std::env::var("STRESS_CASES")
-        .ok()
+    // each of every family, sizes up to 2^27. STRESS_CASES: cases per thread; STRESS_SEED: the
+    // run's seed (another seed gives other cases: a run split over two calls).
+    let env = |k: &str| std::env::var(k).ok();
+    let per_thread = env("STRESS_CASES")
         .and_then(|v| v.parse().ok())
         .unwrap_or(625);
-    let c = check_random_cases_threads(gpu, true, 16, per_thread, 1 << 26, 0x0ddba11);
-    println!("GPU stress: {c:?}, 0 mismatches");
+    let seed = env("STRESS_SEED")
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0x0ddba11);
+    let c = check_random_cases_threads(gpu, true, 16, per_thread, 1 << 27, seed);
+    println!("GPU stress (seed {seed:#x}): {c:?}, 0 mismatches");
     assert_eq!(c.total(), 16 * per_thread);
 }
 
@@ -22,7 +26,7 @@ fn ten_thousand_random_cases_of_every_family_on_many_threads() {
 #[test]
 #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
 fn replay_one_case_on_the_gpu() {
-    integration_tests::stress::replay_from_env(&gpu, true, 1 << 26);
+    integration_tests::stress::replay_from_env(&gpu, true, 1 << 27);
 }
 
 #[test]
