@@ -58,6 +58,7 @@ pub mod reduce;
 pub mod runtime;
 pub mod scan;
 pub mod segmented;
+pub mod select;
 pub mod transform;
 
 pub use by_key::ReduceByKeyElement;
@@ -69,6 +70,7 @@ pub use runtime::{
 };
 pub use scan::{ScanByKeyElement, ScanElement, ScanKind};
 pub use segmented::{OffsetCheck, SegmentedElement, Segments};
+pub use select::{Predicate, SelectElement};
 pub use transform::{
     DotElement, MinMaxElement, MinMaxPair, Moments, MomentsAcc, NormElement, ScaledSumSquares,
 };
@@ -156,6 +158,7 @@ mod tests {
             crate::transform::kernel_names(),
             crate::segmented::kernel_names(),
             crate::by_key::kernel_names(),
+            crate::select::kernel_names(),
             crate::multi::kernel_names(),
         ]
         .concat();

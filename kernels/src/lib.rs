@@ -34,6 +34,7 @@ pub mod load;
 pub mod ops;
 pub mod reduce;
 pub mod scan;
+pub mod select;
 pub mod table;
 pub mod warp;
 

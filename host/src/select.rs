@@ -1,0 +1,677 @@
+//! Stream compaction (CUB's `DeviceSelect`, `DevicePartition`): keep the elements a predicate,
+//! a byte mask or "first of its run" picks, in input order, in ONE pass over the data (the
+//! counts through the scan's decoupled look-back: `kernels::select`). Results are the same on
+//! every run by construction: the order is the input's, nothing is combined.
+//!
+//! | call | keeps | outputs |
+//! | --- | --- | --- |
+//! | [`Context::select`]`(x, out, pred)` | `pred(x[i])` | the values |
+//! | [`Context::select_indices`]`(x, indices, pred)` | `pred(x[i])` | their indices (`u64`) |
+//! | [`Context::nonzero`]`(x, indices)` | `x[i] != 0` (a NaN counts) | their indices |
+//! | [`Context::select_flagged`]`(x, flags, out)` | `flags[i] != 0` (`masked_select`) | the values |
+//! | [`Context::partition`]`(x, selected, rest, pred)` | `pred(x[i])` | the kept values, the others (both in order) |
+//! | [`Context::unique`]`(x, out)` | the first of each run of equal elements | the values |
+//! | [`Context::select_custom`]`::<T, P>(lib, x, out)` | a user predicate `P` | the values |
+//!
+//! Each returns the number kept (blocking); its `_into` form leaves it in a device `u64`
+//! (never blocks; capturable in a CUDA graph). An output too small is an
+//! [`Error::OutputTooSmall`] naming how many were needed, after what fits was written; nothing
+//! is written past an output's end. Element types: i32, u32, i64, u64, f32, f64 (and f16, bf16
+//! with the `f16` feature); indices and counts are `u64`.
+
+use kernels::Kernel;
+use kernels::gpu::ShflValue;
+use kernels::select::predicate::{HI_EXCL, HI_INCL, LO_EXCL, LO_INCL, LO_NONE, NEGATE};
+use kernels::select::{
+    BLOCK, Bounds, DELAY_NS, Flagged, SelectInstance, SelectParams, SimSelectFn, TILE_ELEMS, Unique,
+};
+
+use crate::error::{Error, Result, plural};
+use crate::reduce::DeviceElement;
+use crate::runtime::{
+    Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
+};
+use crate::scan::ScanWorkspace;
+
+/// A select kernel as the host calls it.
+pub type SelectKernel<T> = Kernel<SimSelectFn<T>>;
+
+/// Element types of the built-in compaction: every type of the kernels' built-in table.
+#[diagnostic::on_unimplemented(
+    message = "no built-in compaction of `{Self}`",
+    note = "compaction takes i32, u32, i64, u64, f32, f64 (and half::f16, half::bf16 with the `f16` feature)"
+)]
+pub trait SelectElement: DeviceElement + ShflValue {
+    /// A float type (NaN and infinities exist).
+    const FLOAT: bool;
+    #[doc(hidden)]
+    fn select_kernels() -> [SelectKernel<Self>; 3];
+}
+
+macro_rules! select_element {
+    ($float:literal $t:ident $ops:tt) => {
+        impl SelectElement for kernels::builtin_elem!($t) {
+            const FLOAT: bool = $float;
+            fn select_kernels() -> [SelectKernel<Self>; 3] {
+                type T = kernels::builtin_elem!($t);
+                [
+                    <Bounds as SelectInstance<T>>::KERNEL,
+                    <Flagged as SelectInstance<T>>::KERNEL,
+                    <Unique as SelectInstance<T>>::KERNEL,
+                ]
+            }
+        }
+    };
+}
+kernels::builtin_table!(types select_element! { false } int);
+kernels::builtin_table!(types select_element! { true } float);
+#[cfg(feature = "f16")]
+kernels::builtin_table!(types select_element! { true } half);
+
+/// What [`Context::select`] keeps: `x` compared with constants (IEEE: a NaN compares false,
+/// so it is kept only by [`Predicate::Ne`] and [`Predicate::NonZero`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Predicate<T> {
+    /// `x < c`
+    Lt(T),
+    /// `x <= c`
+    Le(T),
+    /// `x > c`
+    Gt(T),
+    /// `x >= c`
+    Ge(T),
+    /// `x == c` (IEEE: `-0.0 == 0.0`)
+    Eq(T),
+    /// `x != c`
+    Ne(T),
+    /// `lo <= x < hi`
+    InRange(T, T),
+    /// `x != 0` (PyTorch's `nonzero`: a NaN is nonzero, `-0.0` is not)
+    NonZero,
+    /// Not NaN and not infinite (every integer)
+    Finite,
+    /// Not NaN (every integer)
+    NotNan,
+}
+
+impl<T: SelectElement> Predicate<T> {
+    /// The kernel's constants: `lo`, `hi` (their bits) and the mode bits.
+    fn bound(self) -> (u64, u64, u32) {
+        let b = |x: T| {
+            let w = x.to_words();
+            w[0] as u64 | (w[1] as u64) << 32
+        };
+        let z = T::ZERO;
+        // Num's identities: MAX_ID is -inf for floats, MIN_ID +inf.
+        let (ninf, pinf) = (T::MAX_ID, T::MIN_ID);
+        let (lo, hi, mode) = match self {
+            Self::Lt(c) => (z, c, HI_EXCL),
+            Self::Le(c) => (z, c, HI_INCL),
+            Self::Gt(c) => (c, z, LO_EXCL),
+            Self::Ge(c) => (c, z, LO_INCL),
+            Self::Eq(c) => (c, c, LO_INCL | HI_INCL),
+            Self::Ne(c) => (c, c, LO_INCL | HI_INCL | NEGATE),
+            Self::InRange(lo, hi) => (lo, hi, LO_INCL | HI_EXCL),
+            Self::NonZero => (z, z, LO_INCL | HI_INCL | NEGATE),
+            Self::Finite if T::FLOAT => (ninf, pinf, LO_EXCL | HI_EXCL),
+            Self::NotNan if T::FLOAT => (ninf, pinf, LO_INCL | HI_INCL),
+            Self::Finite | Self::NotNan => (z, z, LO_NONE),
+        };
+        (b(lo), b(hi), mode)
+    }
+}
+
+/// Where the kept count goes: the context's word (read back) or the caller's.
+enum Count<'c> {
+    Host,
+    Device(DeviceViewMut<'c, u64>),
+}
+
+/// The outputs of one launch.
+struct Outputs<'v, 'i, 'r, T> {
+    values: Option<DeviceViewMut<'v, T>>,
+    indices: Option<DeviceViewMut<'i, u64>>,
+    rest: Option<DeviceViewMut<'r, T>>,
+}
+
+/// The device word the blocking calls read the count from (one per context).
+#[derive(Default)]
+struct SelectWorkspace {
+    count: Option<DeviceBuffer<u64>>,
+}
+
+impl Context {
+    /// The elements of `x` that `pred` keeps, in order, to `out`; returns how many. `out` needs
+    /// room for all of them (`x.len()` always suffices), else the call fails naming both
+    /// numbers, after writing what fits. One pass over `x`; blocks until the count is known
+    /// ([`Context::select_into`] leaves it on the device).
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Predicate};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[3.0f32, -1.0, f32::NAN, 7.5, 0.0])?;
+    /// let mut out = ctx.alloc_zeros::<f32>(5)?;
+    /// let k = ctx.select(&x, &mut out, Predicate::Gt(0.0))?;
+    /// assert_eq!(ctx.dtoh(&out)?[..k as usize], [3.0, 7.5]);
+    /// # Ok(()) }
+    /// ```
+    pub fn select<'a, 'b, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+        pred: Predicate<T>,
+    ) -> Result<u64> {
+        let outs = Outputs {
+            values: Some(out.into()),
+            indices: None,
+            rest: None,
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[0],
+            "select",
+            x.into(),
+            None,
+            outs,
+            pred.bound(),
+            Count::Host,
+        )
+    }
+
+    /// [`Context::select`] in stream order: the count goes to `num_selected[0]` on the device.
+    /// Elements past `out`'s room are counted, not written.
+    pub fn select_into<'a, 'b, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+        num_selected: impl Into<DeviceViewMut<'c, u64>>,
+        pred: Predicate<T>,
+    ) -> Result<()> {
+        let outs = Outputs {
+            values: Some(out.into()),
+            indices: None,
+            rest: None,
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[0],
+            "select_into",
+            x.into(),
+            None,
+            outs,
+            pred.bound(),
+            Count::Device(num_selected.into()),
+        )
+        .map(drop)
+    }
+
+    /// The indices of the elements of `x` that `pred` keeps, in order; returns how many.
+    /// As [`Context::select`] otherwise.
+    pub fn select_indices<'a, 'b, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        indices: impl Into<DeviceViewMut<'b, u64>>,
+        pred: Predicate<T>,
+    ) -> Result<u64> {
+        let outs = Outputs {
+            values: None,
+            indices: Some(indices.into()),
+            rest: None,
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[0],
+            "select_indices",
+            x.into(),
+            None,
+            outs,
+            pred.bound(),
+            Count::Host,
+        )
+    }
+
+    /// [`Context::select_indices`] in stream order (the count to `num_selected[0]`).
+    pub fn select_indices_into<'a, 'b, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        indices: impl Into<DeviceViewMut<'b, u64>>,
+        num_selected: impl Into<DeviceViewMut<'c, u64>>,
+        pred: Predicate<T>,
+    ) -> Result<()> {
+        let outs = Outputs {
+            values: None,
+            indices: Some(indices.into()),
+            rest: None,
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[0],
+            "select_indices_into",
+            x.into(),
+            None,
+            outs,
+            pred.bound(),
+            Count::Device(num_selected.into()),
+        )
+        .map(drop)
+    }
+
+    /// The indices of the nonzero elements of `x` (PyTorch's `nonzero` of a 1-D tensor: a NaN
+    /// is nonzero, `-0.0` is not), in order; returns how many.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let x = ctx.htod(&[0i32, 5, 0, -2])?;
+    /// let mut ix = ctx.alloc_zeros::<u64>(4)?;
+    /// let k = ctx.nonzero(&x, &mut ix)?;
+    /// assert_eq!(ctx.dtoh(&ix)?[..k as usize], [1, 3]);
+    /// # Ok(()) }
+    /// ```
+    pub fn nonzero<'a, 'b, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        indices: impl Into<DeviceViewMut<'b, u64>>,
+    ) -> Result<u64> {
+        self.select_indices(x, indices, Predicate::NonZero)
+    }
+
+    /// The elements of `x` whose byte in `flags` is not 0 (PyTorch's `masked_select` with a
+    /// `bool` mask), in order; returns how many. `flags` has one byte per element.
+    pub fn select_flagged<'a, 'f, 'b, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        flags: impl Into<DeviceView<'f, u8>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+    ) -> Result<u64> {
+        let outs = Outputs {
+            values: Some(out.into()),
+            indices: None,
+            rest: None,
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[1],
+            "select_flagged",
+            x.into(),
+            Some(flags.into()),
+            outs,
+            (0, 0, 0),
+            Count::Host,
+        )
+    }
+
+    /// [`Context::select_flagged`] in stream order (the count to `num_selected[0]`).
+    pub fn select_flagged_into<'a, 'f, 'b, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        flags: impl Into<DeviceView<'f, u8>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+        num_selected: impl Into<DeviceViewMut<'c, u64>>,
+    ) -> Result<()> {
+        let outs = Outputs {
+            values: Some(out.into()),
+            indices: None,
+            rest: None,
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[1],
+            "select_flagged_into",
+            x.into(),
+            Some(flags.into()),
+            outs,
+            (0, 0, 0),
+            Count::Device(num_selected.into()),
+        )
+        .map(drop)
+    }
+
+    /// A stable partition: the elements `pred` keeps to `selected` and the others to `rest`,
+    /// each in input order; returns how many were kept. Each output needs room for its part
+    /// (`x.len()` always suffices). One pass over `x`.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Predicate};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[5u32, 1, 8, 2, 9])?;
+    /// let (mut yes, mut no) = (ctx.alloc_zeros::<u32>(5)?, ctx.alloc_zeros::<u32>(5)?);
+    /// let k = ctx.partition(&x, &mut yes, &mut no, Predicate::Ge(5))? as usize;
+    /// assert_eq!((&ctx.dtoh(&yes)?[..k], &ctx.dtoh(&no)?[..5 - k]), (&[5, 8, 9][..], &[1, 2][..]));
+    /// # Ok(()) }
+    /// ```
+    pub fn partition<'a, 'b, 'r, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        selected: impl Into<DeviceViewMut<'b, T>>,
+        rest: impl Into<DeviceViewMut<'r, T>>,
+        pred: Predicate<T>,
+    ) -> Result<u64> {
+        let outs = Outputs {
+            values: Some(selected.into()),
+            indices: None,
+            rest: Some(rest.into()),
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[0],
+            "partition",
+            x.into(),
+            None,
+            outs,
+            pred.bound(),
+            Count::Host,
+        )
+    }
+
+    /// [`Context::partition`] in stream order (the count kept to `num_selected[0]`).
+    pub fn partition_into<'a, 'b, 'r, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        selected: impl Into<DeviceViewMut<'b, T>>,
+        rest: impl Into<DeviceViewMut<'r, T>>,
+        num_selected: impl Into<DeviceViewMut<'c, u64>>,
+        pred: Predicate<T>,
+    ) -> Result<()> {
+        let outs = Outputs {
+            values: Some(selected.into()),
+            indices: None,
+            rest: Some(rest.into()),
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[0],
+            "partition_into",
+            x.into(),
+            None,
+            outs,
+            pred.bound(),
+            Count::Device(num_selected.into()),
+        )
+        .map(drop)
+    }
+
+    /// The first element of every run of equal consecutive elements of `x` (PyTorch's
+    /// `unique_consecutive`; IEEE `==`, so each NaN is its own run), in order; returns how
+    /// many.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let x = ctx.htod(&[1i64, 1, 2, 2, 2, 1])?;
+    /// let mut out = ctx.alloc_zeros::<i64>(6)?;
+    /// let k = ctx.unique(&x, &mut out)?;
+    /// assert_eq!(ctx.dtoh(&out)?[..k as usize], [1, 2, 1]);
+    /// # Ok(()) }
+    /// ```
+    pub fn unique<'a, 'b, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+    ) -> Result<u64> {
+        let outs = Outputs {
+            values: Some(out.into()),
+            indices: None,
+            rest: None,
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[2],
+            "unique",
+            x.into(),
+            None,
+            outs,
+            (0, 0, 0),
+            Count::Host,
+        )
+    }
+
+    /// [`Context::unique`] in stream order (the count to `num_selected[0]`).
+    pub fn unique_into<'a, 'b, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+        num_selected: impl Into<DeviceViewMut<'c, u64>>,
+    ) -> Result<()> {
+        let outs = Outputs {
+            values: Some(out.into()),
+            indices: None,
+            rest: None,
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[2],
+            "unique_into",
+            x.into(),
+            None,
+            outs,
+            (0, 0, 0),
+            Count::Device(num_selected.into()),
+        )
+        .map(drop)
+    }
+
+    /// A user predicate's selection: `P`'s kernel over `T`, exported by
+    /// `kernels::select_kernels!` in a kernel crate whose PTX `lib` embeds. As
+    /// [`Context::select`] otherwise.
+    pub fn select_custom<'a, 'b, T, P>(
+        &self,
+        lib: &'static KernelLibrary,
+        x: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+    ) -> Result<u64>
+    where
+        T: DeviceElement,
+        P: SelectInstance<T>,
+    {
+        let outs = Outputs {
+            values: Some(out.into()),
+            indices: None,
+            rest: None,
+        };
+        self.select_run(
+            lib,
+            P::KERNEL,
+            "select_custom",
+            x.into(),
+            None,
+            outs,
+            (0, 0, 0),
+            Count::Host,
+        )
+    }
+
+    /// One compaction launch after the checks; the count back to the host (checked against
+    /// the outputs' room) or left where `count` says (then 0 is returned).
+    #[allow(clippy::too_many_arguments)] // the kernel, the input, its mask, the outputs, the count
+    fn select_run<T: DeviceElement>(
+        &self,
+        lib: &'static KernelLibrary,
+        k: SelectKernel<T>,
+        call: &'static str,
+        x: DeviceView<'_, T>,
+        flags: Option<DeviceView<'_, u8>>,
+        mut outs: Outputs<'_, '_, '_, T>,
+        bound: (u64, u64, u32),
+        count: Count<'_>,
+    ) -> Result<u64> {
+        let n = x.len() as u64;
+        if let Some(f) = &flags
+            && f.len() != x.len()
+        {
+            return Err(Error::LengthMismatch {
+                what: format!("{call}: the flags (one byte per element)"),
+                expected: n,
+                got: f.len() as u64,
+            });
+        }
+        let capacity = outs
+            .values
+            .as_ref()
+            .map(|v| v.len())
+            .into_iter()
+            .chain(outs.indices.as_ref().map(|v| v.len()))
+            .min()
+            .unwrap_or(0) as u64;
+        let rest_capacity = outs.rest.as_ref().map_or(0, |v| v.len() as u64);
+        let mut device_count = match count {
+            Count::Device(v) => {
+                if v.is_empty() {
+                    return Err(Error::OutputTooSmall {
+                        what: format!("{call}: the count output (one u64)"),
+                        needed: 1,
+                        got: 0,
+                    });
+                }
+                Some(v)
+            }
+            Count::Host => None,
+        };
+        if n == 0 {
+            return match device_count {
+                Some(c) => self.memset_zeros(c.slice(0..1)?).map(|_| 0),
+                None => Ok(0),
+            };
+        }
+        let on_device = device_count.is_some();
+        let lens = [
+            outs.values.as_ref().map(|v| v.len() as u64),
+            outs.indices.as_ref().map(|v| v.len() as u64),
+            outs.rest.as_ref().map(|v| v.len() as u64),
+        ];
+        if device_count.is_none() && self.capturing()? {
+            return Err(Error::NotCapturable {
+                call,
+                hint: "it returns the count to the host; use its _into form",
+            });
+        }
+        let ws = self.workspace::<SelectWorkspace>();
+        // Held through the launch and the read-back: one count word per context.
+        let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+        {
+            let (count_addr, _count_write) = match &mut device_count {
+                Some(c) => {
+                    let (a, w) = self.write(c)?;
+                    (a, Some(w))
+                }
+                None => {
+                    if ws.count.is_none() {
+                        ws.count = Some(self.alloc_zeros::<u64>(1)?);
+                    }
+                    let Some(buf) = &ws.count else {
+                        unreachable!("allocated just above")
+                    };
+                    (self.scratch_addr(buf), None)
+                }
+            };
+            let (xp, _x_read) = self.read(&x)?;
+            let (fp, _f_read) = match &flags {
+                Some(f) => {
+                    let (a, r) = self.read(f)?;
+                    (a, Some(r))
+                }
+                None => (0, None),
+            };
+            let (vp, _v_write) = match &mut outs.values {
+                Some(v) => {
+                    let (a, w) = self.write(v)?;
+                    (a, Some(w))
+                }
+                None => (0, None),
+            };
+            let (ip, _i_write) = match &mut outs.indices {
+                Some(v) => {
+                    let (a, w) = self.write(v)?;
+                    (a, Some(w))
+                }
+                None => (0, None),
+            };
+            let (rp, _r_write) = match &mut outs.rest {
+                Some(v) => {
+                    let (a, w) = self.write(v)?;
+                    (a, Some(w))
+                }
+                None => (0, None),
+            };
+            let grid = Self::scan_grid(n, TILE_ELEMS)?;
+            {
+                let sws = self.workspace::<ScanWorkspace>();
+                let mut sws = sws.lock().unwrap_or_else(|p| p.into_inner());
+                let a = self.scan_workspace(&mut sws, grid as u64)?;
+                let params = SelectParams {
+                    input: xp as *const T,
+                    flags: fp as *const u8,
+                    out: vp as *mut T,
+                    indices: ip as *mut u64,
+                    rest: rp as *mut T,
+                    capacity,
+                    rest_capacity,
+                    num_selected: count_addr as *mut u64,
+                    n,
+                    lo: bound.0,
+                    hi: bound.1,
+                    mode: bound.2,
+                    counter: a.counter as *mut u32,
+                    status: a.flags as *mut u32,
+                    epoch: a.epoch,
+                    delay_ns: DELAY_NS,
+                };
+                // SAFETY: addresses of this context's memory: the input (and mask) hold `n`
+                // elements, the outputs `capacity` and `rest_capacity`.
+                unsafe {
+                    self.launch_kernel(lib, &k, LaunchShape::linear(grid, BLOCK, 0), params)?
+                };
+            }
+        }
+        if on_device {
+            return Ok(0);
+        }
+        let Some(buf) = &ws.count else {
+            unreachable!("set above")
+        };
+        let kept = self.dtoh(buf)?[0];
+        let check = |needed: u64, got: u64, what: &str| -> Result<()> {
+            if needed > got {
+                return Err(Error::OutputTooSmall {
+                    what: format!(
+                        "{call}: {what} (what fits was written, the first {})",
+                        plural(got, "element")
+                    ),
+                    needed,
+                    got,
+                });
+            }
+            Ok(())
+        };
+        if let Some(len) = lens[0] {
+            check(kept, len, "the output")?;
+        }
+        if let Some(len) = lens[1] {
+            check(kept, len, "the indices")?;
+        }
+        if let Some(len) = lens[2] {
+            check(n - kept, len, "the rest")?;
+        }
+        Ok(kept)
+    }
+}
+
+/// Every built-in select kernel's name (the embedded-index test).
+#[cfg(test)]
+pub(crate) fn kernel_names() -> Vec<&'static str> {
+    fn of<T: SelectElement>(names: &mut Vec<&'static str>) {
+        names.extend(T::select_kernels().map(|k| k.name));
+    }
+    let mut names = Vec::new();
+    macro_rules! each {
+        ($t:ident $ops:tt) => {
+            of::<kernels::builtin_elem!($t)>(&mut names)
+        };
+    }
+    kernels::builtin_table!(types each! {} int float);
+    #[cfg(feature = "f16")]
+    kernels::builtin_table!(types each! {} half);
+    names
+}

@@ -1,0 +1,436 @@
+//! Stream compaction in ONE pass (CUB's `DeviceSelect` / `DevicePartition`): the elements a
+//! flag keeps are written in input order, with their indices if asked, and (a partition) the
+//! others in input order to a second output; the count of kept elements goes to the device.
+//!
+//! The flag of element `i` is, by the launch's mode: the predicate `P(x[i])` (select, `nonzero`,
+//! partition), `flags[i] != 0` (a byte mask: `masked_select`), or `i == 0 || x[i] != x[i-1]`
+//! (unique consecutive; IEEE `!=`, so every NaN is kept, as CUB and PyTorch do).
+//!
+//! A tile is `BLOCK` threads × [`ITEMS`] elements. Each warp reads its stretch as rows of
+//! coalesced 16-byte vectors (lane `l` of row `v` holds elements `(32 v + l) * PER_VEC ..`),
+//! so no L2 sector is fetched twice. The kept elements' positions come from ballots (per row
+//! and vector slot: the lanes before this one), the warps' counts through shared memory, and
+//! the count before the tile from the scan's decoupled look-back ([`crate::scan::lookback`]):
+//! integer sums are exact in any association, so the output is the same on every run. Kept
+//! elements are staged in shared memory at their tile positions (the others from the far
+//! end, reversed) and written out by consecutive threads: coalesced stores whatever the
+//! selectivity, in input order.
+
+pub mod predicate;
+
+use crate::gpu::{self, FULL_MASK};
+use crate::ops::Element;
+use crate::scan::lookback::TileStatus;
+use crate::scan::next_tile;
+use crate::scan::policy::ACTIVE;
+pub use predicate::{
+    Bound, Bounds, Flagged, MODE_FLAGGED, MODE_IF, MODE_UNIQUE, Ordered, Predicate, Unique,
+};
+
+/// Threads per block (one tile per block).
+pub const BLOCK: u32 = ACTIVE.block;
+const WARPS: usize = BLOCK as usize / 32;
+/// Elements per thread: 16 (one to eight 16-byte vectors by element size).
+pub const ITEMS: usize = 16;
+/// Elements per tile.
+pub const TILE_ELEMS: u64 = BLOCK as u64 * ITEMS as u64;
+/// Shared staging: one tile of 8-byte elements (values, then indices).
+const STAGE_WORDS: usize = TILE_ELEMS as usize * 8 / 16;
+/// The look-back's first wait (ns) before a tile reads its predecessors.
+pub const DELAY_NS: u32 = ACTIVE.reduce_by_key_delay_ns;
+
+/// The parameters of [`SelectParams`]'s kernels, written once: the struct and every kernel
+/// entry's parameter list ([`kernel_params!`](crate::kernel_params)).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! select_params {
+    ($($mode:tt)*) => {
+        $crate::kernel_params! { $($mode)* SelectParams<T> {
+            /// The input, `n` elements.
+            input: *const T,
+            /// One byte per element (the flagged mode), else null.
+            flags: *const u8,
+            /// The kept elements (the first `capacity`), or null.
+            out: *mut T,
+            /// The kept elements' indices (the first `capacity`), or null.
+            indices: *mut u64,
+            /// The other elements (the first `rest_capacity`), or null.
+            rest: *mut T,
+            /// Room in `out` and `indices`.
+            capacity: u64,
+            /// Room in `rest`.
+            rest_capacity: u64,
+            /// Where the number of kept elements goes.
+            num_selected: *mut u64,
+            /// Elements.
+            n: u64,
+            /// The built-in predicate's lower bound, its bits (`ShflValue` words, low first).
+            lo: u64,
+            /// The upper bound's bits.
+            hi: u64,
+            /// How the bounds apply ([`Bound::mode`](crate::select::Bound)).
+            mode: u32,
+            /// The tile counter: 0 at launch, 0 again after.
+            counter: *mut u32,
+            /// 16 bytes a tile: the counts' look-back.
+            status: *mut u32,
+            /// New for every launch.
+            epoch: u32,
+            /// The look-back's first wait in nanoseconds.
+            delay_ns: u32,
+        } }
+    };
+}
+
+crate::select_params!(struct
+    /// The launch parameters of [`select_device`] (the kernel's one parameter, by value).
+);
+
+/// Compaction of the `n` elements of `input` by `P` (its [`Predicate::MODE`]: the predicate,
+/// [`Flagged`], [`Unique`]): kept element number `k` (in input order) goes to
+/// `out[k]` and its index to `indices[k]` for `k < capacity` (each output when not null), the
+/// `m`-th other element to `rest[m]` for `m < rest_capacity` (when not null), and the number
+/// kept to `num_selected[0]`. Launch `BLOCK` threads a block, `ceil(n / TILE_ELEMS)` blocks
+/// (`n > 0`), counter 0, a fresh epoch, 16 status bytes a tile.
+///
+/// # Safety
+/// Pointers valid for the sizes above; the outputs do not overlap the input.
+#[inline(always)]
+// Loops over constant ranges with constant-indexed arrays: fully unrolled, registers.
+#[allow(clippy::needless_range_loop)]
+pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
+    let SelectParams {
+        input,
+        flags,
+        out,
+        indices,
+        rest,
+        capacity,
+        rest_capacity,
+        num_selected,
+        n,
+        lo,
+        hi,
+        mode,
+        counter,
+        status,
+        epoch,
+        delay_ns,
+    } = p;
+    let bits = |w: u64| T::from_words([w as u32, (w >> 32) as u32, 0, 0]);
+    let bound = Bound {
+        lo: bits(lo),
+        hi: bits(hi),
+        mode,
+    };
+    let stage = crate::static_shared!(SEL_STAGE: [u128; STAGE_WORDS]);
+    let warp_counts = crate::static_shared!(SEL_WARP_COUNTS: [u32; WARPS]);
+    let tile_base = crate::static_shared!(SEL_TILE_BASE: [u64; 1]);
+    let tile = unsafe { next_tile(counter) };
+    let lane = gpu::lane_id();
+    let warp = gpu::warp_id() as usize;
+    let tid = gpu::thread_idx_x() as usize;
+    let per_vec = T::PER_VEC;
+    let vecs = ITEMS / per_vec;
+    // The warp's stretch; this thread's element `v * per_vec + j` is at `elem(v, j)`.
+    let stretch = tile * TILE_ELEMS + (warp * 32 * ITEMS) as u64;
+    let elem = |v: usize, j: usize| stretch + ((v * 32 + lane as usize) * per_vec + j) as u64;
+    let full = (tile + 1) * TILE_ELEMS <= n;
+
+    // 1. The elements: 16-byte vectors in a full tile of an aligned input, else one by one.
+    let fill = unsafe { input.read() };
+    let mut x = [fill; ITEMS];
+    if full && input as usize & 15 == 0 {
+        for v in 0..ITEMS {
+            if v < vecs {
+                let w =
+                    unsafe { gpu::load_nc_v4_b32(input.add(elem(v, 0) as usize) as *const u32) };
+                if per_vec == 8 {
+                    let e = T::unpack8(w);
+                    for j in 0..8 {
+                        x[v * 8 + j] = e[j];
+                    }
+                } else {
+                    let e = T::unpack(w);
+                    for j in 0..4 {
+                        if j < per_vec {
+                            x[v * per_vec + j] = e[j];
+                        }
+                    }
+                }
+            }
+        }
+    } else {
+        for v in 0..ITEMS {
+            for j in 0..8 {
+                if v < vecs && j < per_vec {
+                    let i = elem(v, j);
+                    if i < n {
+                        x[v * per_vec + j] = unsafe { input.add(i as usize).read() };
+                    }
+                }
+            }
+        }
+    }
+
+    // 2. The flags, one bit per element (bit `v * per_vec + j`); none past `n`.
+    let mut keep = 0u32;
+    if P::MODE == MODE_UNIQUE {
+        // The element before each: the previous slot, the previous lane's last of the row, or
+        // (lane 0) the last lane's of the row before; before the warp's first, from memory.
+        let before_stretch = if lane == 0 && stretch > 0 && stretch <= n {
+            unsafe { input.add(stretch as usize - 1).read() }
+        } else {
+            fill
+        };
+        let mut prev_row_last = before_stretch;
+        for v in 0..ITEMS {
+            if v < vecs {
+                let last = x[v * per_vec + per_vec - 1];
+                let from_left = gpu::shfl_up_sync(FULL_MASK, last, 1, 32);
+                let from_row = gpu::shfl_sync(FULL_MASK, prev_row_last, 31, 32);
+                let first_prev = if lane > 0 {
+                    from_left
+                } else if v > 0 {
+                    from_row
+                } else {
+                    before_stretch
+                };
+                for j in 0..8 {
+                    if j < per_vec {
+                        let i = elem(v, j);
+                        let prev = if j == 0 {
+                            first_prev
+                        } else {
+                            x[v * per_vec + j - 1]
+                        };
+                        #[allow(clippy::nonminimal_bool)] // IEEE: a NaN differs from itself
+                        let head = i == 0 || !(x[v * per_vec + j] == prev);
+                        keep |= ((head && i < n) as u32) << (v * per_vec + j);
+                    }
+                }
+                prev_row_last = last;
+            }
+        }
+    } else {
+        for v in 0..ITEMS {
+            for j in 0..8 {
+                if v < vecs && j < per_vec {
+                    let i = elem(v, j);
+                    let f = if P::MODE == MODE_FLAGGED {
+                        i < n && unsafe { flags.add(i as usize).read() } != 0
+                    } else {
+                        i < n && P::select(x[v * per_vec + j], &bound)
+                    };
+                    keep |= (f as u32) << (v * per_vec + j);
+                }
+            }
+        }
+    }
+
+    // 3. Positions in the warp's stretch: rows first, then lanes, then slots.
+    let lanes_before = (1u32 << lane) - 1;
+    let mut pos = [0u32; ITEMS];
+    let mut warp_count = 0u32;
+    for v in 0..ITEMS {
+        if v < vecs {
+            let mut before = 0u32;
+            let mut row = 0u32;
+            for j in 0..8 {
+                if j < per_vec {
+                    let b = gpu::ballot_sync(FULL_MASK, keep >> (v * per_vec + j) & 1 != 0);
+                    before += (b & lanes_before).count_ones();
+                    row += b.count_ones();
+                }
+            }
+            let mut at = warp_count + before;
+            for j in 0..8 {
+                if j < per_vec {
+                    pos[v * per_vec + j] = at;
+                    at += keep >> (v * per_vec + j) & 1;
+                }
+            }
+            warp_count += row;
+        }
+    }
+    if lane == 0 {
+        unsafe { warp_counts.write(warp, warp_count) };
+    }
+    gpu::sync_threads();
+    let mut warp_base = 0u32;
+    let mut tile_count = 0u32;
+    for w in 0..WARPS {
+        let c = unsafe { warp_counts.read(w) };
+        if w < warp {
+            warp_base += c;
+        }
+        tile_count += c;
+    }
+
+    // 4. Stage the values at their tile positions: kept from the front, the others (a
+    //    partition) from the back, reversed.
+    let vals = unsafe { stage.cast::<T>() };
+    let tile_len = n.saturating_sub(tile * TILE_ELEMS).min(TILE_ELEMS) as u32;
+    let warp_first = (warp * 32 * ITEMS) as u32;
+    let stage_values = |keep_others: bool| {
+        for v in 0..ITEMS {
+            for j in 0..8 {
+                if v < vecs && j < per_vec {
+                    let e = v * per_vec + j;
+                    let at = warp_base + pos[e];
+                    if keep >> e & 1 != 0 {
+                        unsafe { vals.write(at as usize, x[e]) };
+                    } else if keep_others {
+                        let local = warp_first + ((v * 32 + lane as usize) * per_vec + j) as u32;
+                        if local < tile_len {
+                            let other = local - at;
+                            let slot = TILE_ELEMS as usize - 1 - other as usize;
+                            unsafe { vals.write(slot, x[e]) };
+                        }
+                    }
+                }
+            }
+        }
+    };
+    if !out.is_null() || !rest.is_null() {
+        stage_values(!rest.is_null());
+    }
+
+    // 5. The count before the tile (warp 0): look-back over the tiles' counts.
+    if warp == 0 {
+        let counts = TileStatus::<u64> {
+            flags: status,
+            aggregates: core::ptr::null_mut(),
+            prefixes: core::ptr::null_mut(),
+            epoch,
+            first_delay_ns: delay_ns,
+            two_word_slots: true,
+            fixed_order: false,
+        };
+        let mine = tile_count as u64;
+        let base = if tile > 0 {
+            if lane == 0 {
+                unsafe { counts.publish_aggregate(tile, mine) };
+            }
+            let p = unsafe { counts.exclusive_prefix(tile, 0, u64::wrapping_add) };
+            if lane == 0 {
+                unsafe { counts.publish_prefix(tile, p + mine) };
+            }
+            p
+        } else {
+            if lane == 0 {
+                unsafe { counts.publish_prefix(0, mine) };
+            }
+            0
+        };
+        if lane == 0 {
+            unsafe { tile_base.write(0, base) };
+            if tile as u32 == gpu::grid_dim_x() - 1 {
+                unsafe { num_selected.write(base + mine) };
+            }
+        }
+    }
+    gpu::sync_threads();
+    let base = unsafe { tile_base.read(0) };
+
+    // 6. Write out by consecutive threads.
+    let kept = tile_count as usize;
+    if !out.is_null() {
+        let room = capacity.saturating_sub(base).min(kept as u64) as usize;
+        for m in 0..ITEMS {
+            let k = m * BLOCK as usize + tid;
+            if k < room {
+                unsafe { out.add(base as usize + k).write(vals.read(k)) };
+            }
+        }
+    }
+    if !rest.is_null() {
+        let others = tile_len as usize - kept;
+        let rest_base = tile * TILE_ELEMS - base;
+        let room = rest_capacity.saturating_sub(rest_base).min(others as u64) as usize;
+        for m in 0..ITEMS {
+            let k = m * BLOCK as usize + tid;
+            if k < room {
+                let v = unsafe { vals.read(TILE_ELEMS as usize - 1 - k) };
+                unsafe { rest.add(rest_base as usize + k).write(v) };
+            }
+        }
+    }
+    if !indices.is_null() {
+        let idx = unsafe { stage.cast::<u64>() };
+        if !out.is_null() || !rest.is_null() {
+            gpu::sync_threads();
+        }
+        for v in 0..ITEMS {
+            for j in 0..8 {
+                if v < vecs && j < per_vec {
+                    let e = v * per_vec + j;
+                    if keep >> e & 1 != 0 {
+                        unsafe { idx.write((warp_base + pos[e]) as usize, elem(v, j)) };
+                    }
+                }
+            }
+        }
+        gpu::sync_threads();
+        let room = capacity.saturating_sub(base).min(kept as u64) as usize;
+        for m in 0..ITEMS {
+            let k = m * BLOCK as usize + tid;
+            if k < room {
+                unsafe { indices.add(base as usize + k).write(idx.read(k)) };
+            }
+        }
+    }
+}
+
+/// The simulator's entry point of a select kernel.
+#[cfg(not(target_arch = "nvptx64"))]
+pub type SimSelectFn<T> = unsafe fn(SelectParams<T>);
+
+/// A predicate (or [`Flagged`], [`Unique`]) whose select kernel over `T` exists
+/// ([`select_kernels!`](crate::select_kernels) implements it).
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait SelectInstance<T: Element>: Predicate<T> {
+    /// The kernel: `select_device::<T, Self>` under its exported name.
+    const KERNEL: crate::Kernel<SimSelectFn<T>>;
+}
+
+/// Export `select_device::<T, P>` as a kernel and register it with [`SelectInstance`]; a
+/// user's predicate (any [`Predicate<T>`]) the same way: `select_kernels! { my_select: f32,
+/// MyPredicate; }`.
+#[macro_export]
+macro_rules! select_kernels {
+    ($($name:ident : $t:ty, $p:ty;)*) => {$(
+        $crate::select_kernels!(@emit stringify!($name), $t, $p);
+    )*};
+    (@emit $name:expr, $t:ty, $p:ty) => {
+        const _: () = {
+            use $crate::select::SelectParams;
+            type T = $t;
+            // Compaction; see `select_device`.
+            $crate::select_params!(entry #[export_name = $name] kernel =>
+                ($crate::select::select_device::<$t, $p>));
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::select::SelectInstance<$t> for $p {
+                const KERNEL: $crate::Kernel<$crate::select::SimSelectFn<$t>> =
+                    $crate::Kernel { name: $name, sim: kernel };
+            }
+        };
+        $crate::launch_bounds!(@named $name, $crate::select::BLOCK, 1);
+    };
+}
+
+/// The built-in select kernels of every element type: `select_if_{t}` (the [`Bounds`]
+/// predicate), `select_flagged_{t}`, `select_unique_{t}`.
+macro_rules! builtin_select {
+    ($t:ident { $($ops:tt)* }) => {
+        $crate::select_kernels!(@emit concat!("select_if_", stringify!($t)),
+            $crate::builtin_elem!($t), Bounds);
+        $crate::select_kernels!(@emit concat!("select_flagged_", stringify!($t)),
+            $crate::builtin_elem!($t), Flagged);
+        $crate::select_kernels!(@emit concat!("select_unique_", stringify!($t)),
+            $crate::builtin_elem!($t), Unique);
+    };
+}
+
+#[cfg(feature = "builtin")]
+crate::builtin_table!(types builtin_select! {} int float half);
