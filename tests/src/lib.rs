@@ -15,6 +15,7 @@ pub mod multi;
 pub mod reductions;
 pub mod scans;
 pub mod segmented;
+pub mod select;
 pub mod stress;
 pub mod transform;
 

@@ -1,0 +1,286 @@
+//! Compaction (`select`, `select_indices`, `nonzero`, `select_flagged`, `partition`, `unique`)
+//! against a CPU reference, bit for bit (nothing is combined: the kept elements in order).
+
+use gpu_reduce::{Context, Error, Predicate, SelectElement};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::reductions::TestElem;
+
+/// The CPU's answer to `pred(x)` (IEEE comparisons).
+pub fn keeps<T: TestElem + PartialOrd>(pred: Predicate<T>, x: T) -> bool {
+    match pred {
+        Predicate::Lt(c) => x < c,
+        Predicate::Le(c) => x <= c,
+        Predicate::Gt(c) => x > c,
+        Predicate::Ge(c) => x >= c,
+        Predicate::Eq(c) => x == c,
+        Predicate::Ne(c) => x != c,
+        Predicate::InRange(lo, hi) => lo <= x && x < hi,
+        Predicate::NonZero => x != T::ZERO,
+        Predicate::Finite => x.to_f64().is_finite(),
+        #[allow(clippy::eq_op)] // IEEE: false for a NaN
+        Predicate::NotNan => x == x,
+    }
+}
+
+/// The first of each run of equal consecutive elements (IEEE `==`).
+pub fn unique_ref<T: TestElem>(x: &[T]) -> Vec<T> {
+    x.iter()
+        .enumerate()
+        .filter(|&(i, v)| i == 0 || x[i - 1] != *v)
+        .map(|(_, &v)| v)
+        .collect()
+}
+
+fn bits<T: TestElem>(x: &[T]) -> Vec<u64> {
+    x.iter().map(|v| v.bits()).collect()
+}
+
+/// Data with runs and repeated values (so `unique` and `Eq` have work), NaN and infinities
+/// among floats.
+pub fn data<T: TestElem>(n: usize, seed: u64) -> Vec<T> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let pool: Vec<T> = (0..7).map(|_| T::random(&mut rng)).collect();
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        let x = match rng.random_range(0..10) {
+            0 => T::nan().unwrap_or(pool[0]),
+            1 => T::from_f64(f64::INFINITY).unwrap_or(pool[1]),
+            2 => T::ZERO,
+            3..=5 => pool[rng.random_range(0..pool.len())],
+            _ => T::random(&mut rng),
+        };
+        let run = if rng.random_bool(0.3) {
+            rng.random_range(1..40)
+        } else {
+            1
+        };
+        v.extend(std::iter::repeat_n(x, run.min(n - v.len())));
+    }
+    v
+}
+
+/// The predicates tried on `x` (constants from the data, so they split it).
+fn predicates<T: TestElem + PartialOrd>(x: &[T]) -> Vec<Predicate<T>> {
+    let c = x.get(x.len() / 3).copied().unwrap_or(T::ZERO);
+    let d = x.get(2 * x.len() / 3).copied().unwrap_or(T::ONE);
+    let (lo, hi) = if d < c { (d, c) } else { (c, d) };
+    vec![
+        Predicate::Lt(c),
+        Predicate::Le(c),
+        Predicate::Gt(c),
+        Predicate::Ge(c),
+        Predicate::Eq(c),
+        Predicate::Ne(c),
+        Predicate::InRange(lo, hi),
+        Predicate::NonZero,
+        Predicate::Finite,
+        Predicate::NotNan,
+    ]
+}
+
+/// Every call on `x` (at element `offset` of its buffer: misaligned vectors) against the CPU.
+fn check_one<T: TestElem + SelectElement + PartialOrd>(
+    ctx: &Context,
+    x: &[T],
+    offset: usize,
+    seed: u64,
+) {
+    let n = x.len();
+    let what = |call: &str| format!("{call} of {n} {} at offset {offset}", T::DTYPE);
+    let mut host = vec![T::ZERO; offset];
+    host.extend_from_slice(x);
+    let buf = ctx.htod(&host).unwrap();
+    let dx = buf.view(offset..).unwrap();
+    let mut out = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
+    let mut rest = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
+    let mut ix = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
+    for pred in predicates(x) {
+        let want: Vec<T> = x.iter().copied().filter(|&v| keeps(pred, v)).collect();
+        let others: Vec<T> = x.iter().copied().filter(|&v| !keeps(pred, v)).collect();
+        let want_ix: Vec<u64> = (0..n as u64)
+            .filter(|&i| keeps(pred, x[i as usize]))
+            .collect();
+        let k = ctx.select(dx, &mut out, pred).unwrap() as usize;
+        assert_eq!(k, want.len(), "{} {pred:?}: count", what("select"));
+        assert_eq!(
+            bits(&ctx.dtoh(&out).unwrap()[..k]),
+            bits(&want),
+            "{} {pred:?}",
+            what("select")
+        );
+        let k = ctx.select_indices(dx, &mut ix, pred).unwrap() as usize;
+        assert_eq!(
+            ctx.dtoh(&ix).unwrap()[..k],
+            want_ix,
+            "{} {pred:?}",
+            what("select_indices")
+        );
+        let k = ctx.partition(dx, &mut out, &mut rest, pred).unwrap() as usize;
+        assert_eq!(k, want.len(), "{} {pred:?}: count", what("partition"));
+        assert_eq!(
+            bits(&ctx.dtoh(&out).unwrap()[..k]),
+            bits(&want),
+            "{} {pred:?}",
+            what("partition")
+        );
+        assert_eq!(
+            bits(&ctx.dtoh(&rest).unwrap()[..n - k]),
+            bits(&others),
+            "{} {pred:?}: the rest",
+            what("partition")
+        );
+    }
+    let nz: Vec<u64> = (0..n as u64)
+        .filter(|&i| x[i as usize] != T::ZERO)
+        .collect();
+    let k = ctx.nonzero(dx, &mut ix).unwrap() as usize;
+    assert_eq!(ctx.dtoh(&ix).unwrap()[..k], nz, "{}", what("nonzero"));
+
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let p = rng.random_range(0.0..1.0);
+    let mask: Vec<u8> = (0..n)
+        .map(|_| {
+            if rng.random_bool(p) {
+                rng.random_range(1..=255)
+            } else {
+                0
+            }
+        })
+        .collect();
+    let dm = ctx.htod(&mask).unwrap();
+    let want: Vec<T> = x
+        .iter()
+        .zip(&mask)
+        .filter(|&(_, &m)| m != 0)
+        .map(|(&v, _)| v)
+        .collect();
+    let k = ctx.select_flagged(dx, &dm, &mut out).unwrap() as usize;
+    assert_eq!(
+        bits(&ctx.dtoh(&out).unwrap()[..k]),
+        bits(&want),
+        "{}",
+        what("select_flagged")
+    );
+
+    let want = unique_ref(x);
+    let k = ctx.unique(dx, &mut out).unwrap() as usize;
+    assert_eq!(
+        bits(&ctx.dtoh(&out).unwrap()[..k]),
+        bits(&want),
+        "{}",
+        what("unique")
+    );
+}
+
+/// Every call, type and the built-in predicates at `sizes`, offsets 0 and 1-3.
+pub fn check_select(ctx: &Context, sizes: &[usize]) {
+    fn each<T: TestElem + SelectElement + PartialOrd>(ctx: &Context, sizes: &[usize]) {
+        for (k, &n) in sizes.iter().enumerate() {
+            let x = data::<T>(n, 0x5e1ec7 + k as u64);
+            check_one(ctx, &x, 0, k as u64);
+            check_one(ctx, &x, 1 + k % 3, k as u64 + 99);
+        }
+    }
+    each::<i32>(ctx, sizes);
+    each::<u32>(ctx, sizes);
+    each::<i64>(ctx, sizes);
+    each::<u64>(ctx, sizes);
+    each::<f32>(ctx, sizes);
+    each::<f64>(ctx, sizes);
+}
+
+/// Outputs too small (the error names how many were needed; nothing written past the end),
+/// the `_into` forms, empty input, all kept, none kept, a mask of the wrong length.
+pub fn check_select_edges(ctx: &Context) {
+    let n = 10_000usize;
+    let x: Vec<u32> = (0..n as u32).collect();
+    let dx = ctx.htod(&x).unwrap();
+    // Room for 100 of the 5,000 kept, in a buffer whose tail must stay untouched.
+    let mut big = ctx.htod(&vec![u32::MAX; 200]).unwrap();
+    let e = ctx
+        .select(&dx, big.view_mut(0..100).unwrap(), Predicate::Lt(5000))
+        .unwrap_err();
+    match e {
+        Error::OutputTooSmall { needed, got, .. } => assert_eq!((needed, got), (5000, 100), "{e}"),
+        other => panic!("select into a short output: {other}"),
+    }
+    let got = ctx.dtoh(&big).unwrap();
+    assert_eq!(got[..100], x[..100], "what fits is written");
+    assert!(
+        got[100..].iter().all(|&v| v == u32::MAX),
+        "nothing past the output's end"
+    );
+    // The rest of a partition too short.
+    let mut sel = ctx.alloc_zeros::<u32>(n).unwrap();
+    let mut rest = ctx.htod(&vec![u32::MAX; 50]).unwrap();
+    let e = ctx
+        .partition(
+            &dx,
+            &mut sel,
+            rest.view_mut(0..10).unwrap(),
+            Predicate::Lt(5000),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OutputTooSmall {
+                needed: 5000,
+                got: 10,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        ctx.dtoh(&rest).unwrap()[10..]
+            .iter()
+            .all(|&v| v == u32::MAX)
+    );
+    // Stream-ordered: the count on the device, the rest counted, not written.
+    let mut count = ctx.alloc_zeros::<u64>(1).unwrap();
+    let mut short = ctx.htod(&vec![u32::MAX; 20]).unwrap();
+    ctx.select_into(
+        &dx,
+        short.view_mut(0..7).unwrap(),
+        &mut count,
+        Predicate::Ge(9990),
+    )
+    .unwrap();
+    assert_eq!(ctx.dtoh(&count).unwrap(), [10]);
+    let s = ctx.dtoh(&short).unwrap();
+    assert_eq!(s[..7], x[9990..9997]);
+    assert!(s[7..].iter().all(|&v| v == u32::MAX));
+    let mut none = ctx.alloc_zeros::<u64>(0).unwrap();
+    assert!(matches!(
+        ctx.unique_into(&dx, &mut sel, &mut none),
+        Err(Error::OutputTooSmall { needed: 1, .. })
+    ));
+    // All kept, none kept, empty.
+    assert_eq!(
+        ctx.select(&dx, &mut sel, Predicate::NotNan).unwrap(),
+        n as u64
+    );
+    assert_eq!(ctx.dtoh(&sel).unwrap(), x);
+    assert_eq!(
+        ctx.select(&dx, &mut sel, Predicate::Gt(u32::MAX)).unwrap(),
+        0
+    );
+    assert_eq!(ctx.unique(&dx, &mut sel).unwrap(), n as u64);
+    let empty = ctx.alloc_zeros::<u32>(0).unwrap();
+    assert_eq!(ctx.select(&empty, &mut sel, Predicate::NonZero).unwrap(), 0);
+    ctx.partition_into(&empty, &mut sel, &mut rest, &mut count, Predicate::NonZero)
+        .unwrap();
+    assert_eq!(ctx.dtoh(&count).unwrap(), [0]);
+    // One element.
+    let one = ctx.htod(&[7u32]).unwrap();
+    assert_eq!(ctx.unique(&one, &mut sel).unwrap(), 1);
+    // A mask of the wrong length.
+    let mask = ctx.htod(&vec![1u8; n - 1]).unwrap();
+    assert!(matches!(
+        ctx.select_flagged(&dx, &mask, &mut sel),
+        Err(Error::LengthMismatch { .. })
+    ));
+}

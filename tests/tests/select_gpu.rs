@@ -1,0 +1,20 @@
+//! Compaction on the GPU (`cargo xtask test --gpu`).
+
+use integration_tests::gpu;
+use integration_tests::select::*;
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn select_partition_unique_every_type_and_predicate() {
+    let t = kernels::select::TILE_ELEMS as usize;
+    check_select(
+        &gpu(),
+        &[0, 1, 2, 33, 100, t - 1, t, t + 1, 3 * t + 5, 1_000_003],
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn select_small_outputs_into_forms_and_bad_input() {
+    check_select_edges(&gpu());
+}

@@ -1,0 +1,16 @@
+//! Compaction on the CPU simulator.
+
+use integration_tests::select::*;
+use integration_tests::sim;
+
+#[test]
+fn select_partition_unique_every_type_and_predicate() {
+    // Tile boundaries +- 1 and several tiles.
+    let t = kernels::select::TILE_ELEMS as usize;
+    check_select(&sim(), &[0, 1, 2, 33, 100, t - 1, t, t + 1, 3 * t + 5]);
+}
+
+#[test]
+fn select_small_outputs_into_forms_and_bad_input() {
+    check_select_edges(&sim());
+}
