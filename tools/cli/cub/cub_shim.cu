@@ -9,8 +9,9 @@
 //   int cub_NAME(void* temp, size_t temp_bytes, const T* in, T* out,
 //                unsigned long long n, void* stream);
 // (`in` and `out` of different types for the sum_*_to_f32 ops: const __half* / const
-// __nv_bfloat16* in, float* out.) The segmented sums and the reduce and scan by key, further
-// down, take more arguments; each says its two signatures above it.
+// __nv_bfloat16* in, float* out.) The segmented sums, the reduce and scan by key and the
+// compactions (select, partition, unique), further down, take more arguments; each says its two
+// signatures above it.
 // All return the cudaError_t as int (0 = success). `stream` is a cudaStream_t; a driver-API
 // CUstream is the same object. The call runs in the CUDA context current on the calling
 // thread (the runtime API adopts a context made current through the driver API).
@@ -422,6 +423,164 @@ extern "C" int cub_scan_by_key_sum_u32_f32(
   return shim_dispatch(n, [&](auto nn) {
     return cub::DeviceScan::InclusiveSumByKey(
       temp, tb, keys_in, values_in, values_out, nn, ::cuda::std::equal_to<>{}, s);
+  });
+}
+
+// Compaction of u32 elements, DeviceSelect::If / DevicePartition::If with the predicate
+// x < threshold, and DeviceSelect::Unique. CUB writes the count through NumSelectedIteratorT,
+// deduced from the pointer passed: here unsigned long long* (CUB assigns its offset type to
+// *num_selected, as for the reduce by key above). `out` needs room for n elements. select_if
+// keeps the selected elements in order; partition_if writes them in order at the front of
+// `out` and the rejected ones after them in reverse order (one output of n elements);
+// select_unique keeps the first element of each run of equal consecutive elements. The
+// queries need no threshold (the temp size does not depend on it).
+//   int cub_temp_bytes_select_if_lt_u32(unsigned long long n, size_t* bytes);
+//   int cub_select_if_lt_u32(void* temp, size_t temp_bytes, const unsigned int* in,
+//                            unsigned int* out, unsigned long long* num_selected,
+//                            unsigned long long n, unsigned int threshold, void* stream);
+//   int cub_temp_bytes_partition_if_lt_u32(unsigned long long n, size_t* bytes);
+//   int cub_partition_if_lt_u32(void* temp, size_t temp_bytes, const unsigned int* in,
+//                               unsigned int* out, unsigned long long* num_selected,
+//                               unsigned long long n, unsigned int threshold, void* stream);
+//   int cub_temp_bytes_select_unique_u32(unsigned long long n, size_t* bytes);
+//   int cub_select_unique_u32(void* temp, size_t temp_bytes, const unsigned int* in,
+//                             unsigned int* out, unsigned long long* num_selected,
+//                             unsigned long long n, void* stream);
+namespace
+{
+// x < threshold, the predicate of select_if_lt_u32 and partition_if_lt_u32.
+struct shim_less_than_u32
+{
+  unsigned int threshold;
+  __host__ __device__ bool operator()(const unsigned int& x) const
+  {
+    return x < threshold;
+  }
+};
+} // namespace
+
+extern "C" int cub_temp_bytes_select_if_lt_u32(unsigned long long n, size_t* bytes)
+{
+  if (bytes == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  void* temp                       = nullptr;
+  size_t tb                        = 0;
+  const unsigned int* in           = nullptr;
+  unsigned int* out                = nullptr;
+  unsigned long long* num_selected = nullptr;
+  int rc = shim_dispatch(n, [&](auto nn) {
+    return cub::DeviceSelect::If(temp, tb, in, out, num_selected, nn, shim_less_than_u32{0u}, cudaStream_t{});
+  });
+  if (rc == 0)
+  {
+    *bytes = tb;
+  }
+  return rc;
+}
+
+extern "C" int cub_select_if_lt_u32(
+  void* temp,
+  size_t temp_bytes,
+  const unsigned int* in,
+  unsigned int* out,
+  unsigned long long* num_selected,
+  unsigned long long n,
+  unsigned int threshold,
+  void* stream)
+{
+  if (temp == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  size_t tb      = temp_bytes;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  return shim_dispatch(n, [&](auto nn) {
+    return cub::DeviceSelect::If(temp, tb, in, out, num_selected, nn, shim_less_than_u32{threshold}, s);
+  });
+}
+
+extern "C" int cub_temp_bytes_partition_if_lt_u32(unsigned long long n, size_t* bytes)
+{
+  if (bytes == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  void* temp                       = nullptr;
+  size_t tb                        = 0;
+  const unsigned int* in           = nullptr;
+  unsigned int* out                = nullptr;
+  unsigned long long* num_selected = nullptr;
+  int rc = shim_dispatch(n, [&](auto nn) {
+    return cub::DevicePartition::If(temp, tb, in, out, num_selected, nn, shim_less_than_u32{0u}, cudaStream_t{});
+  });
+  if (rc == 0)
+  {
+    *bytes = tb;
+  }
+  return rc;
+}
+
+extern "C" int cub_partition_if_lt_u32(
+  void* temp,
+  size_t temp_bytes,
+  const unsigned int* in,
+  unsigned int* out,
+  unsigned long long* num_selected,
+  unsigned long long n,
+  unsigned int threshold,
+  void* stream)
+{
+  if (temp == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  size_t tb      = temp_bytes;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  return shim_dispatch(n, [&](auto nn) {
+    return cub::DevicePartition::If(temp, tb, in, out, num_selected, nn, shim_less_than_u32{threshold}, s);
+  });
+}
+
+extern "C" int cub_temp_bytes_select_unique_u32(unsigned long long n, size_t* bytes)
+{
+  if (bytes == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  void* temp                       = nullptr;
+  size_t tb                        = 0;
+  const unsigned int* in           = nullptr;
+  unsigned int* out                = nullptr;
+  unsigned long long* num_selected = nullptr;
+  int rc = shim_dispatch(n, [&](auto nn) {
+    return cub::DeviceSelect::Unique(temp, tb, in, out, num_selected, nn, cudaStream_t{});
+  });
+  if (rc == 0)
+  {
+    *bytes = tb;
+  }
+  return rc;
+}
+
+extern "C" int cub_select_unique_u32(
+  void* temp,
+  size_t temp_bytes,
+  const unsigned int* in,
+  unsigned int* out,
+  unsigned long long* num_selected,
+  unsigned long long n,
+  void* stream)
+{
+  if (temp == nullptr)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  size_t tb      = temp_bytes;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  return shim_dispatch(n, [&](auto nn) {
+    return cub::DeviceSelect::Unique(temp, tb, in, out, num_selected, nn, s);
   });
 }
 

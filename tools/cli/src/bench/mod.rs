@@ -17,6 +17,7 @@ mod measure;
 pub mod plot;
 pub mod report;
 pub mod segmented;
+pub mod select;
 mod sweep;
 
 pub use cub_run::cub_works;
@@ -51,6 +52,10 @@ pub enum Op {
     /// Inclusive sum scan by key, u32 keys and f32 values (issue 16's by-key ratio, independent
     /// of `--sizes`), against CUB's DeviceScan::InclusiveSumByKey and the memory limit.
     ScanByKey,
+    /// Compaction of u32 (one size, independent of `--sizes`): select-if keeping 1%, 50% and
+    /// 99%, a 50% partition and the unique of runs of 8, against CUB's DeviceSelect::If,
+    /// DevicePartition::If and DeviceSelect::Unique and the device copy.
+    Select,
     /// The sharded f32 sum over every GPU present (two simulated devices on the simulator)
     /// against one GPU holding the same total, at each of `--sizes` (`gpu_reduce::multi`).
     MultiReduce,

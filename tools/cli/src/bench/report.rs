@@ -48,8 +48,8 @@ pub fn limit_for<'a>(sweep: &'a Sweep, m: &Measurement) -> Option<&'a Measuremen
 }
 
 /// The CUB row of `m`'s op, type and size whose method begins with `label` (`CUB` or
-/// `CUB(cccl)`, then a space); for a segmented, reduce-by-key or scan-by-key row, of the same
-/// case too.
+/// `CUB(cccl)`, then a space); for a segmented, reduce-by-key, scan-by-key or select row, of
+/// the same case too.
 fn cub_peer<'a>(sweep: &'a Sweep, m: &Measurement, label: &str) -> Option<&'a Measurement> {
     use super::segmented::case_of;
     sweep.measurements.iter().find(|o| {
@@ -60,7 +60,7 @@ fn cub_peer<'a>(sweep: &'a Sweep, m: &Measurement, label: &str) -> Option<&'a Me
             && o.method
                 .strip_prefix(label)
                 .is_some_and(|r| r.starts_with(' '))
-            && (!["segmented", "reduce_by_key", "scan_by_key"].contains(&m.op.as_str())
+            && (!["segmented", "reduce_by_key", "scan_by_key", "select"].contains(&m.op.as_str())
                 || case_of(&o.method) == case_of(&m.method))
     })
 }
@@ -165,8 +165,12 @@ pub fn markdown(sweep: &Sweep) -> String {
         };
         let vs_cub_col = match ratio(cub) {
             Some(x) => x,
-            // No shim (no nvcc where it ran, or the simulator): say so rather than leave a gap.
-            None if !is_cub && r.op != "memory" && m.cub_version.is_none() => {
+            // No shim (no nvcc where it ran, or the simulator), or a shim built before the
+            // select op's calls: say so rather than leave a gap.
+            None if !is_cub
+                && r.op != "memory"
+                && (m.cub_version.is_none() || r.op == "select") =>
+            {
                 "not available".into()
             }
             None => String::new(),
@@ -305,6 +309,33 @@ mod tests {
             skipped: vec![],
             scan_accuracy: vec![],
         }
+    }
+
+    #[test]
+    fn select_rows_compare_by_case_and_say_when_the_shim_lacks_the_call() {
+        let s = sweep(
+            Some(300001),
+            None,
+            vec![
+                row("select", "select-if 1% kept", Family::Ours, 1.0),
+                row("select", "select-if 50% kept", Family::Ours, 1.0),
+                row(
+                    "select",
+                    "CUB DeviceSelect::If: select-if 50% kept",
+                    Family::Cub,
+                    2.0,
+                ),
+            ],
+        );
+        let md = markdown(&s);
+        assert!(
+            md.contains("| select-if 1% kept | 1.0000 |  | n/a | not available |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| select-if 50% kept | 1.0000 |  | n/a | 2.000x |"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@ use gpu_reduce::{BackendKind, Context, Error, Result};
 
 use super::measure::case_measurement;
 use super::{Cubs, Dtype, Family, Machine, Measurement, Op, Sweep, SweepConfig};
-use super::{basic, by_key, halves, segmented};
+use super::{basic, by_key, halves, segmented, select};
 use crate::cub::Cub;
 
 /// Run the sweep; `progress` is told what is being measured (one call per measurement).
@@ -104,6 +104,17 @@ pub fn run_sweep_cubs(
     multi_rows(ctx, config, &mut sweep.measurements)?;
     if config.ops.contains(&Op::ScanByKey) {
         let rows = by_key::scan_by_key_cases(
+            ctx,
+            cubs,
+            config.iters,
+            config.warmup,
+            config.seed,
+            &mut progress,
+        )?;
+        sweep.measurements.extend(rows);
+    }
+    if config.ops.contains(&Op::Select) {
+        let rows = select::select_cases(
             ctx,
             cubs,
             config.iters,

@@ -69,6 +69,33 @@ pub(super) type ScanByKeyFn = unsafe extern "C" fn(
     *mut c_void,
 ) -> c_int;
 
+/// `int cub_select_if_lt_u32(void* temp, size_t temp_bytes, const unsigned int* in, unsigned
+/// int* out, unsigned long long* num_selected, unsigned long long n, unsigned int threshold,
+/// void* stream)`, and `cub_partition_if_lt_u32` with the same arguments (their queries are
+/// [`TempFn`]s)
+pub(super) type SelectIfFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const c_void,
+    *mut c_void,
+    *mut c_void,
+    u64,
+    u32,
+    *mut c_void,
+) -> c_int;
+/// `int cub_select_unique_u32(void* temp, size_t temp_bytes, const unsigned int* in, unsigned
+/// int* out, unsigned long long* num_selected, unsigned long long n, void* stream)` (its query
+/// is a [`TempFn`])
+pub(super) type SelectUniqueFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const c_void,
+    *mut c_void,
+    *mut c_void,
+    u64,
+    *mut c_void,
+) -> c_int;
+
 struct Op {
     run_name: &'static [u8],
     run: RunFn,
@@ -86,6 +113,10 @@ pub(super) struct OtherOps {
     pub(super) reduce_by_key_temp: TempFn,
     /// `None` in a shim built before it.
     pub(super) scan_by_key: Option<(ScanByKeyFn, TempFn)>,
+    /// The compactions, each `None` in a shim built before them.
+    pub(super) select_if: Option<(SelectIfFn, TempFn)>,
+    pub(super) partition_if: Option<(SelectIfFn, TempFn)>,
+    pub(super) select_unique: Option<(SelectUniqueFn, TempFn)>,
 }
 
 /// The loaded shim. Function pointers are resolved once, at load, and stay valid as long as
@@ -179,6 +210,15 @@ impl Cub {
                 scan_by_key: resolve::<ScanByKeyFn>(&lib, SCAN_BY_KEY_SYMBOL)
                     .ok()
                     .zip(resolve::<TempFn>(&lib, SCAN_BY_KEY_TEMP_SYMBOL).ok()),
+                select_if: resolve::<SelectIfFn>(&lib, SELECT_IF_SYMBOL)
+                    .ok()
+                    .zip(resolve::<TempFn>(&lib, SELECT_IF_TEMP_SYMBOL).ok()),
+                partition_if: resolve::<SelectIfFn>(&lib, PARTITION_IF_SYMBOL)
+                    .ok()
+                    .zip(resolve::<TempFn>(&lib, PARTITION_IF_TEMP_SYMBOL).ok()),
+                select_unique: resolve::<SelectUniqueFn>(&lib, SELECT_UNIQUE_SYMBOL)
+                    .ok()
+                    .zip(resolve::<TempFn>(&lib, SELECT_UNIQUE_TEMP_SYMBOL).ok()),
             };
             Ok(Cub {
                 ops,
@@ -411,7 +451,26 @@ mod tests {
             }
             other => panic!("expected MissingSymbol, got {other:?}"),
         }
+        assert!(
+            !cub.has_select_if_lt_u32()
+                && !cub.has_partition_if_lt_u32()
+                && !cub.has_select_unique_u32()
+        );
+        match cub.temp_bytes_select_unique_u32(12) {
+            Err(CubError::MissingSymbol { name, .. }) => {
+                assert_eq!(name, "cub_select_unique_u32")
+            }
+            other => panic!("expected MissingSymbol, got {other:?}"),
+        }
         let cub = Cub::load(&new).unwrap();
+        assert!(
+            cub.has_select_if_lt_u32()
+                && cub.has_partition_if_lt_u32()
+                && cub.has_select_unique_u32()
+        );
+        assert_eq!(cub.temp_bytes_select_if_lt_u32(12).unwrap(), 12);
+        assert_eq!(cub.temp_bytes_partition_if_lt_u32(13).unwrap(), 13);
+        assert_eq!(cub.temp_bytes_select_unique_u32(14).unwrap(), 14);
         assert!(cub.has_inclusive_sum::<f64>());
         assert_eq!(cub.temp_bytes_inclusive_sum::<f64>(12).unwrap(), 12);
         assert!(cub.has_scan_by_key_sum_u32_f32());

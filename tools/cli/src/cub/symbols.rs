@@ -146,6 +146,22 @@ pub const SCAN_BY_KEY_SYMBOL: &[u8] = b"cub_scan_by_key_sum_u32_f32\0";
 /// `int cub_temp_bytes_scan_by_key_sum_u32_f32(unsigned long long n, size_t* bytes)`
 pub const SCAN_BY_KEY_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_scan_by_key_sum_u32_f32\0";
 
+/// `int cub_select_if_lt_u32(void* temp, size_t temp_bytes, const unsigned int* in, unsigned
+/// int* out, unsigned long long* num_selected, unsigned long long n, unsigned int threshold,
+/// void* stream)`
+pub const SELECT_IF_SYMBOL: &[u8] = b"cub_select_if_lt_u32\0";
+/// `int cub_temp_bytes_select_if_lt_u32(unsigned long long n, size_t* bytes)`
+pub const SELECT_IF_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_select_if_lt_u32\0";
+/// `int cub_partition_if_lt_u32(...)`, [`SELECT_IF_SYMBOL`]'s arguments
+pub const PARTITION_IF_SYMBOL: &[u8] = b"cub_partition_if_lt_u32\0";
+/// `int cub_temp_bytes_partition_if_lt_u32(unsigned long long n, size_t* bytes)`
+pub const PARTITION_IF_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_partition_if_lt_u32\0";
+/// `int cub_select_unique_u32(void* temp, size_t temp_bytes, const unsigned int* in, unsigned
+/// int* out, unsigned long long* num_selected, unsigned long long n, void* stream)`
+pub const SELECT_UNIQUE_SYMBOL: &[u8] = b"cub_select_unique_u32\0";
+/// `int cub_temp_bytes_select_unique_u32(unsigned long long n, size_t* bytes)`
+pub const SELECT_UNIQUE_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_select_unique_u32\0";
+
 /// The shim's ops with arguments of their own (not [`OPS`]' shape), as (run symbol, temp-size
 /// symbol); all are resolved by [`Cub::load`] too.
 pub const OTHER_OPS: &[(&[u8], &[u8])] = &[
@@ -156,8 +172,14 @@ pub const OTHER_OPS: &[(&[u8], &[u8])] = &[
 
 /// Ops of [`OTHER_OPS`]' kind (arguments of their own) that shims built before them lack:
 /// [`Cub::load`] resolves each that is there, as for [`OPTIONAL_OPS`]
-/// ([`Cub::has_scan_by_key_sum_u32_f32`] says whether it was).
-pub const OPTIONAL_OTHER_OPS: &[(&[u8], &[u8])] = &[(SCAN_BY_KEY_SYMBOL, SCAN_BY_KEY_TEMP_SYMBOL)];
+/// ([`Cub::has_scan_by_key_sum_u32_f32`], [`Cub::has_select_if_lt_u32`],
+/// [`Cub::has_partition_if_lt_u32`] and [`Cub::has_select_unique_u32`] say whether it was).
+pub const OPTIONAL_OTHER_OPS: &[(&[u8], &[u8])] = &[
+    (SCAN_BY_KEY_SYMBOL, SCAN_BY_KEY_TEMP_SYMBOL),
+    (SELECT_IF_SYMBOL, SELECT_IF_TEMP_SYMBOL),
+    (PARTITION_IF_SYMBOL, PARTITION_IF_TEMP_SYMBOL),
+    (SELECT_UNIQUE_SYMBOL, SELECT_UNIQUE_TEMP_SYMBOL),
+];
 
 /// `int cub_version(void)`
 pub const VERSION_SYMBOL: &[u8] = b"cub_version\0";
@@ -191,7 +213,7 @@ mod tests {
     #[test]
     fn symbol_names_are_nul_terminated_and_distinct() {
         let syms = all_symbols();
-        assert_eq!(syms.len(), 2 * (14 + 1 + 3 + 1) + 4);
+        assert_eq!(syms.len(), 2 * (14 + 1 + 3 + 4) + 4);
         for s in &syms {
             assert_eq!(s.last(), Some(&0u8), "{s:?} lacks its NUL");
             assert_eq!(
