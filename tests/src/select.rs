@@ -198,7 +198,7 @@ pub fn check_select_edges(ctx: &Context) {
     let x: Vec<u32> = (0..n as u32).collect();
     let dx = ctx.htod(&x).unwrap();
     // Room for 100 of the 5,000 kept, in a buffer whose tail must stay untouched.
-    let mut big = ctx.htod(&vec![u32::MAX; 200]).unwrap();
+    let mut big = ctx.htod(&[u32::MAX; 200]).unwrap();
     let e = ctx
         .select(&dx, big.view_mut(0..100).unwrap(), Predicate::Lt(5000))
         .unwrap_err();
@@ -214,7 +214,7 @@ pub fn check_select_edges(ctx: &Context) {
     );
     // The rest of a partition too short.
     let mut sel = ctx.alloc_zeros::<u32>(n).unwrap();
-    let mut rest = ctx.htod(&vec![u32::MAX; 50]).unwrap();
+    let mut rest = ctx.htod(&[u32::MAX; 50]).unwrap();
     let e = ctx
         .partition(
             &dx,
@@ -241,7 +241,7 @@ pub fn check_select_edges(ctx: &Context) {
     );
     // Stream-ordered: the count on the device, the rest counted, not written.
     let mut count = ctx.alloc_zeros::<u64>(1).unwrap();
-    let mut short = ctx.htod(&vec![u32::MAX; 20]).unwrap();
+    let mut short = ctx.htod(&[u32::MAX; 20]).unwrap();
     ctx.select_into(
         &dx,
         short.view_mut(0..7).unwrap(),
