@@ -138,9 +138,18 @@ struct Outputs<'v, 'i, 'r, T> {
 #[derive(Default)]
 struct SelectWorkspace {
     count: Option<DeviceBuffer<u64>>,
+    /// Tuning override of the look-back's first wait (None: the policy's).
+    delay_ns: Option<u32>,
 }
 
 impl Context {
+    /// Override the compaction's first look-back wait in nanoseconds (`None`: the policy's
+    /// `kernels::select::DELAY_NS`). For tuning runs; results do not depend on it.
+    pub fn set_select_delay(&self, ns: Option<u32>) {
+        let ws = self.workspace::<SelectWorkspace>();
+        ws.lock().unwrap_or_else(|p| p.into_inner()).delay_ns = ns;
+    }
+
     /// The elements of `x` that `pred` keeps, in order, to `out`; returns how many. `out` needs
     /// room for all of them (`x.len()` always suffices), else the call fails naming both
     /// numbers, after writing what fits. One pass over `x`; blocks until the count is known
@@ -616,7 +625,7 @@ impl Context {
                     counter: a.counter as *mut u32,
                     status: a.flags as *mut u32,
                     epoch: a.epoch,
-                    delay_ns: DELAY_NS,
+                    delay_ns: ws.delay_ns.unwrap_or(DELAY_NS),
                 };
                 // SAFETY: addresses of this context's memory: the input (and mask) hold `n`
                 // elements, the outputs `capacity` and `rest_capacity`.

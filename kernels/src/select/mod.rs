@@ -36,6 +36,11 @@ pub const ITEMS: usize = 16;
 pub const TILE_ELEMS: u64 = BLOCK as u64 * ITEMS as u64;
 /// Shared staging: one tile of 8-byte elements (values, then indices).
 const STAGE_WORDS: usize = TILE_ELEMS as usize * 8 / 16;
+/// Blocks per SM the registers of a kernel over `bytes`-byte elements are capped for
+/// (`launch_bounds!`): 8-byte elements need more registers to hold a thread's 16.
+pub const fn min_blocks(bytes: usize) -> u32 {
+    if bytes >= 8 { 2 } else { 3 }
+}
 /// The look-back's first wait (ns) before a tile reads its predecessors.
 pub const DELAY_NS: u32 = ACTIVE.reduce_by_key_delay_ns;
 
@@ -138,7 +143,8 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     let full = (tile + 1) * TILE_ELEMS <= n;
 
     // 1. The elements: 16-byte vectors in a full tile of an aligned input, else one by one.
-    let fill = unsafe { input.read() };
+    // Slots past `n` hold zero bits (never kept: their flags are 0).
+    let fill = T::from_words([0; 4]);
     let mut x = [fill; ITEMS];
     if full && input as usize & 15 == 0 {
         for v in 0..ITEMS {
@@ -228,9 +234,10 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         }
     }
 
-    // 3. Positions in the warp's stretch: rows first, then lanes, then slots.
+    // 3. Positions in the warp's stretch: rows first, then lanes, then slots. Per row the
+    //    position of this lane's first slot; a slot adds the kept slots before it in the row.
     let lanes_before = (1u32 << lane) - 1;
-    let mut pos = [0u32; ITEMS];
+    let mut row_at = [0u32; ITEMS];
     let mut warp_count = 0u32;
     for v in 0..ITEMS {
         if v < vecs {
@@ -243,16 +250,12 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
                     row += b.count_ones();
                 }
             }
-            let mut at = warp_count + before;
-            for j in 0..8 {
-                if j < per_vec {
-                    pos[v * per_vec + j] = at;
-                    at += keep >> (v * per_vec + j) & 1;
-                }
-            }
+            row_at[v] = warp_count + before;
             warp_count += row;
         }
     }
+    let pos =
+        |v: usize, j: usize| row_at[v] + (keep >> (v * per_vec) & ((1u32 << j) - 1)).count_ones();
     if lane == 0 {
         unsafe { warp_counts.write(warp, warp_count) };
     }
@@ -277,7 +280,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             for j in 0..8 {
                 if v < vecs && j < per_vec {
                     let e = v * per_vec + j;
-                    let at = warp_base + pos[e];
+                    let at = warp_base + pos(v, j);
                     if keep >> e & 1 != 0 {
                         unsafe { vals.write(at as usize, x[e]) };
                     } else if keep_others {
@@ -366,7 +369,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
                 if v < vecs && j < per_vec {
                     let e = v * per_vec + j;
                     if keep >> e & 1 != 0 {
-                        unsafe { idx.write((warp_base + pos[e]) as usize, elem(v, j)) };
+                        unsafe { idx.write((warp_base + pos(v, j)) as usize, elem(v, j)) };
                     }
                 }
             }
@@ -415,7 +418,8 @@ macro_rules! select_kernels {
                     $crate::Kernel { name: $name, sim: kernel };
             }
         };
-        $crate::launch_bounds!(@named $name, $crate::select::BLOCK, 1);
+        $crate::launch_bounds!(@named $name, $crate::select::BLOCK,
+            $crate::select::min_blocks(::core::mem::size_of::<$t>()));
     };
 }
 

@@ -190,6 +190,33 @@ pub fn select_cases(
             ok,
             sim,
         ));
+        // Tuning sweep, rows named with the setting: GPU_REDUCE_SELECT_DELAYS=0,500,... times
+        // ours with other first look-back waits.
+        let delays = std::env::var("GPU_REDUCE_SELECT_DELAYS").unwrap_or_default();
+        for d in delays
+            .split(',')
+            .filter_map(|d| d.trim().parse::<u32>().ok())
+        {
+            ctx.set_select_delay(Some(d));
+            let t = ctx.time_ms(warmup, iters, || match kind {
+                Kind::SelectIf { .. } => ctx.select_into(&x, &mut out, &mut count, pred),
+                Kind::Partition => ctx.partition_into(&x, &mut out, &mut other, &mut count, pred),
+                Kind::Unique => ctx.unique_into(&x, &mut out, &mut count),
+            })?;
+            ctx.set_select_delay(None);
+            let method = format!("{name}, first wait {d} ns");
+            rows.push(case_measurement(
+                OP,
+                DTYPE,
+                &method,
+                Family::Ours,
+                nn,
+                bytes,
+                &t,
+                ok,
+                sim,
+            ));
+        }
         drop((out, other));
         // A shim built before the call has no row (the column says "not available").
         for (label, cub) in cubs.iter().filter(|(_, c)| kind.in_shim(c)) {
