@@ -29,8 +29,15 @@ use kernels::select::{
 use crate::error::{Error, Result, plural};
 use crate::reduce::DeviceElement;
 use crate::runtime::{
-    Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
+    Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
 };
+
+/// The default prefetch distance: a quarter of the blocks the device holds at once (as the
+/// reduce by key's, `kernels::scan::policy`).
+#[allow(non_snake_case)]
+fn PREFETCH_OF_RESIDENT(resident_blocks: u32) -> u32 {
+    kernels::scan::policy::ACTIVE.reduce_by_key_prefetch_tiles(resident_blocks)
+}
 use crate::scan::ScanWorkspace;
 
 /// A select kernel as the host calls it.
@@ -140,6 +147,8 @@ struct SelectWorkspace {
     count: Option<DeviceBuffer<u64>>,
     /// Tuning override of the look-back's first wait (None: the policy's).
     delay_ns: Option<u32>,
+    /// Tuning override of the L2 prefetch distance in tiles (None: the default).
+    prefetch: Option<u32>,
 }
 
 impl Context {
@@ -148,6 +157,13 @@ impl Context {
     pub fn set_select_delay(&self, ns: Option<u32>) {
         let ws = self.workspace::<SelectWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).delay_ns = ns;
+    }
+
+    /// Override how many tiles ahead each compaction block asks L2 for (`None`: the default;
+    /// 0: none). For tuning runs; results do not depend on it.
+    pub fn set_select_prefetch(&self, tiles: Option<u32>) {
+        let ws = self.workspace::<SelectWorkspace>();
+        ws.lock().unwrap_or_else(|p| p.into_inner()).prefetch = tiles;
     }
 
     /// The elements of `x` that `pred` keeps, in order, to `out`; returns how many. `out` needs
@@ -605,6 +621,14 @@ impl Context {
                 None => (0, None),
             };
             let grid = Self::scan_grid(n, TILE_ELEMS)?;
+            let prefetch = match (ws.prefetch, &self.backend) {
+                (Some(p), _) => p,
+                (None, Backend::Cuda(_)) => {
+                    let blocks = self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?;
+                    PREFETCH_OF_RESIDENT(self.info().multiprocessors * blocks)
+                }
+                (None, _) => 0,
+            };
             {
                 let sws = self.workspace::<ScanWorkspace>();
                 let mut sws = sws.lock().unwrap_or_else(|p| p.into_inner());
@@ -626,6 +650,7 @@ impl Context {
                     status: a.flags as *mut u32,
                     epoch: a.epoch,
                     delay_ns: ws.delay_ns.unwrap_or(DELAY_NS),
+                    prefetch,
                 };
                 // SAFETY: addresses of this context's memory: the input (and mask) hold `n`
                 // elements, the outputs `capacity` and `rest_capacity`.

@@ -23,6 +23,7 @@ use crate::ops::Element;
 use crate::scan::lookback::TileStatus;
 use crate::scan::next_tile;
 use crate::scan::policy::ACTIVE;
+use crate::scan::tile::prefetch_stretch;
 pub use predicate::{
     Bound, Bounds, Flagged, MODE_FLAGGED, MODE_IF, MODE_UNIQUE, Ordered, Predicate, Unique,
 };
@@ -42,7 +43,7 @@ pub const fn min_blocks(bytes: usize) -> u32 {
     if bytes >= 8 { 2 } else { 3 }
 }
 /// The look-back's first wait (ns) before a tile reads its predecessors.
-pub const DELAY_NS: u32 = ACTIVE.reduce_by_key_delay_ns;
+pub const DELAY_NS: u32 = 1000;
 
 /// The parameters of [`SelectParams`]'s kernels, written once: the struct and every kernel
 /// entry's parameter list ([`kernel_params!`](crate::kernel_params)).
@@ -83,6 +84,8 @@ macro_rules! select_params {
             epoch: u32,
             /// The look-back's first wait in nanoseconds.
             delay_ns: u32,
+            /// Tiles ahead to prefetch into L2 (0: none).
+            prefetch: u32,
         } }
     };
 }
@@ -96,7 +99,8 @@ crate::select_params!(struct
 /// `out[k]` and its index to `indices[k]` for `k < capacity` (each output when not null), the
 /// `m`-th other element to `rest[m]` for `m < rest_capacity` (when not null), and the number
 /// kept to `num_selected[0]`. Launch `BLOCK` threads a block, `ceil(n / TILE_ELEMS)` blocks
-/// (`n > 0`), counter 0, a fresh epoch, 16 status bytes a tile.
+/// (`n > 0`), counter 0, a fresh epoch, 16 status bytes a tile. `prefetch`: how many tiles
+/// ahead each block asks L2 for a later block's data (0: none).
 ///
 /// # Safety
 /// Pointers valid for the sizes above; the outputs do not overlap the input.
@@ -121,6 +125,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         status,
         epoch,
         delay_ns,
+        prefetch,
     } = p;
     let bits = |w: u64| T::from_words([w as u32, (w >> 32) as u32, 0, 0]);
     let bound = Bound {
@@ -176,6 +181,17 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
                     }
                 }
             }
+        }
+    }
+
+    // While the loads are in flight, ask L2 for this warp's stretch of tile `tile +
+    // prefetch`, which a block starting a fraction of a block lifetime from now will claim:
+    // DRAM stays busy through this block's look-back and writes, when it loads nothing.
+    if prefetch > 0 && (tile + prefetch as u64 + 1) * TILE_ELEMS <= n {
+        let pf = stretch + prefetch as u64 * TILE_ELEMS;
+        prefetch_stretch(input, pf, (32 * ITEMS) as u64);
+        if P::MODE == MODE_FLAGGED {
+            prefetch_stretch(flags, pf, (32 * ITEMS) as u64);
         }
     }
 

@@ -22,6 +22,7 @@ mod multi;
 mod reduce;
 mod scan;
 mod segmented;
+mod select;
 mod transform;
 
 /// One family of the stress: `run` draws and checks one case and returns the elements it

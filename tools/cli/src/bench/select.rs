@@ -190,32 +190,50 @@ pub fn select_cases(
             ok,
             sim,
         ));
-        // Tuning sweep, rows named with the setting: GPU_REDUCE_SELECT_DELAYS=0,500,... times
-        // ours with other first look-back waits.
-        let delays = std::env::var("GPU_REDUCE_SELECT_DELAYS").unwrap_or_default();
-        for d in delays
-            .split(',')
-            .filter_map(|d| d.trim().parse::<u32>().ok())
-        {
-            ctx.set_select_delay(Some(d));
-            let t = ctx.time_ms(warmup, iters, || match kind {
-                Kind::SelectIf { .. } => ctx.select_into(&x, &mut out, &mut count, pred),
-                Kind::Partition => ctx.partition_into(&x, &mut out, &mut other, &mut count, pred),
-                Kind::Unique => ctx.unique_into(&x, &mut out, &mut count),
-            })?;
-            ctx.set_select_delay(None);
-            let method = format!("{name}, first wait {d} ns");
-            rows.push(case_measurement(
-                OP,
-                DTYPE,
-                &method,
-                Family::Ours,
-                nn,
-                bytes,
-                &t,
-                ok,
-                sim,
-            ));
+        // Tuning sweeps, rows named with the setting: GPU_REDUCE_SELECT_DELAYS=0,500,... times
+        // ours with other first look-back waits, GPU_REDUCE_SELECT_PREFETCH=0,64,... with other
+        // L2 prefetch distances.
+        type Setter = fn(&Context, Option<u32>);
+        let sweeps: [(&str, Setter, &str); 2] = [
+            (
+                "GPU_REDUCE_SELECT_DELAYS",
+                Context::set_select_delay,
+                "first wait {} ns",
+            ),
+            (
+                "GPU_REDUCE_SELECT_PREFETCH",
+                Context::set_select_prefetch,
+                "prefetch {} tiles",
+            ),
+        ];
+        for (var, set, label) in sweeps {
+            let values = std::env::var(var).unwrap_or_default();
+            for d in values
+                .split(',')
+                .filter_map(|d| d.trim().parse::<u32>().ok())
+            {
+                set(ctx, Some(d));
+                let t = ctx.time_ms(warmup, iters, || match kind {
+                    Kind::SelectIf { .. } => ctx.select_into(&x, &mut out, &mut count, pred),
+                    Kind::Partition => {
+                        ctx.partition_into(&x, &mut out, &mut other, &mut count, pred)
+                    }
+                    Kind::Unique => ctx.unique_into(&x, &mut out, &mut count),
+                })?;
+                set(ctx, None);
+                let method = format!("{name}, {}", label.replace("{}", &d.to_string()));
+                rows.push(case_measurement(
+                    OP,
+                    DTYPE,
+                    &method,
+                    Family::Ours,
+                    nn,
+                    bytes,
+                    &t,
+                    ok,
+                    sim,
+                ));
+            }
         }
         drop((out, other));
         // A shim built before the call has no row (the column says "not available").

@@ -1,0 +1,115 @@
+//! Stress family "select": compaction by a built-in predicate (values, indices, a partition),
+//! by a byte mask, and unique consecutive, every element type, against the CPU bit for bit.
+
+use gpu_reduce::{Context, Predicate, SelectElement};
+use rand::Rng;
+
+use super::{Case, Family, bytes, make};
+use crate::reductions::TestElem;
+use crate::select::{keeps, unique_ref};
+
+fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
+    let t = kernels::select::TILE_ELEMS as usize;
+    let n = c.size(&[1, 2, 31, 33, t - 1, t, t + 1, 2 * t + 1, 7 * t]);
+    let (offset, dist) = (c.offset(), c.dist());
+    let data = make::<T>(&mut c.rng, n, dist);
+    let mut padded = make::<T>(&mut c.rng, offset, dist);
+    padded.extend_from_slice(&data);
+    let pick = |c: &mut Case| {
+        if n == 0 {
+            T::ZERO
+        } else {
+            data[c.rng.random_range(0..n)]
+        }
+    };
+    let (a, b) = (pick(c), pick(c));
+    let preds = [
+        Predicate::Lt(a),
+        Predicate::Le(a),
+        Predicate::Gt(a),
+        Predicate::Ge(a),
+        Predicate::Eq(a),
+        Predicate::Ne(a),
+        Predicate::InRange(a, b),
+        Predicate::NonZero,
+        Predicate::Finite,
+        Predicate::NotNan,
+    ];
+    let pred = preds[c.rng.random_range(0..preds.len())];
+    let call = c.rng.random_range(0..5u32);
+    let keep_p = c.rng.random_range(0.0..1.0);
+    let mask: Vec<u8> = (0..n)
+        .map(|_| c.rng.random_bool(keep_p) as u8 * c.rng.random_range(1..=255u8))
+        .collect();
+    c.note(format!(
+        "{} n={n} offset={offset} {dist:?} call={call} {pred:?}",
+        T::DTYPE
+    ));
+    // Values (and the rest, for a partition) as the CPU has them.
+    let (want, rest): (Vec<T>, Vec<T>) = match call {
+        3 => (
+            data.iter()
+                .zip(&mask)
+                .filter(|p| *p.1 != 0)
+                .map(|p| *p.0)
+                .collect(),
+            vec![],
+        ),
+        4 => (unique_ref(&data), vec![]),
+        _ => data.iter().partition(|&&v| keeps(pred, v)),
+    };
+    let want_ix: Vec<u64> = (0..n as u64)
+        .filter(|&i| keeps(pred, data[i as usize]))
+        .collect();
+    let run = |ctx: &Context| -> Vec<u8> {
+        let x = ctx.htod(&padded).unwrap();
+        let dx = x.view(offset..).unwrap();
+        let mut out = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
+        match call {
+            0 => {
+                let k = ctx.select(dx, &mut out, pred).unwrap() as usize;
+                bytes(&ctx.dtoh(&out).unwrap()[..k])
+            }
+            1 => {
+                let mut ix = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
+                let k = ctx.select_indices(dx, &mut ix, pred).unwrap() as usize;
+                bytes(&ctx.dtoh(&ix).unwrap()[..k])
+            }
+            2 => {
+                let mut r = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
+                let k = ctx.partition(dx, &mut out, &mut r, pred).unwrap() as usize;
+                let mut v = bytes(&ctx.dtoh(&out).unwrap()[..k]);
+                v.extend(bytes(&ctx.dtoh(&r).unwrap()[..n - k]));
+                v
+            }
+            3 => {
+                let m = ctx.htod(&mask).unwrap();
+                let k = ctx.select_flagged(dx, &m, &mut out).unwrap() as usize;
+                bytes(&ctx.dtoh(&out).unwrap()[..k])
+            }
+            _ => {
+                let k = ctx.unique(dx, &mut out).unwrap() as usize;
+                bytes(&ctx.dtoh(&out).unwrap()[..k])
+            }
+        }
+    };
+    let got = run(c.ctx);
+    let expected = match call {
+        1 => bytes(&want_ix),
+        2 => {
+            let mut v = bytes(&want);
+            v.extend(bytes(&rest));
+            v
+        }
+        _ => bytes(&want),
+    };
+    assert!(got == expected, "{}: differs from the CPU", c.what);
+    c.check_replicas(n, &got, &|ctx| run(ctx));
+    n as u64
+}
+
+fn run(c: &mut Case) -> u64 {
+    super::any_element_type!(c, case)
+}
+
+inventory::submit! { Family { name: "select", run } }
