@@ -14,7 +14,7 @@
 //! | [`Context::select_custom`]`::<T, P>(lib, x, out)` | a user predicate `P` | the values |
 //!
 //! Each returns the number kept (blocking); its `_into` form leaves it in a device `u64`
-//! (never blocks; capturable in a CUDA graph). An output too small is an
+//! (never blocks; capturable in a CUDA graph), its `_async` form returns a [`Pending`]. An output too small is an
 //! [`Error::OutputTooSmall`] naming how many were needed, after what fits was written; nothing
 //! is written past an output's end. Element types: i32, u32, i64, u64, f32, f64 (and f16, bf16
 //! with the `f16` feature); indices and counts are `u64`.
@@ -27,7 +27,7 @@ use kernels::select::{
 };
 
 use crate::error::{Error, Result, plural};
-use crate::reduce::DeviceElement;
+use crate::reduce::{ACC_WORDS, DeviceElement, Pending};
 use crate::runtime::{
     Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
 };
@@ -128,10 +128,40 @@ impl<T: SelectElement> Predicate<T> {
     }
 }
 
-/// Where the kept count goes: the context's word (read back) or the caller's.
+/// Where the kept count goes: the context's word (read back), the caller's, or a scratch
+/// word of a pending value.
 enum Count<'c> {
     Host,
     Device(DeviceViewMut<'c, u64>),
+    Scratch(u64),
+}
+
+/// `kept` if the outputs (`lens`: values, indices, rest; `None` when not asked for) had room,
+/// else the error naming how many were needed.
+fn check_counts(call: &str, n: u64, kept: u64, lens: [Option<u64>; 3]) -> Result<u64> {
+    let check = |needed: u64, got: u64, what: &str| -> Result<()> {
+        if needed > got {
+            return Err(Error::OutputTooSmall {
+                what: format!(
+                    "{call}: {what} (what fits was written, the first {})",
+                    plural(got, "element")
+                ),
+                needed,
+                got,
+            });
+        }
+        Ok(())
+    };
+    if let Some(len) = lens[0] {
+        check(kept, len, "the output")?;
+    }
+    if let Some(len) = lens[1] {
+        check(kept, len, "the indices")?;
+    }
+    if let Some(len) = lens[2] {
+        check(n - kept, len, "the rest")?;
+    }
+    Ok(kept)
 }
 
 /// The outputs of one launch.
@@ -508,6 +538,144 @@ impl Context {
         )
     }
 
+    /// [`Context::select`] without blocking: the kernel is queued and the handle's
+    /// [`Pending::wait`] returns the count (or the error of an output too small, after what
+    /// fits was written). The output must not be read before the wait.
+    pub fn select_async<'a, 'b, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+        pred: Predicate<T>,
+    ) -> Result<Pending<'_, u64>> {
+        let outs = Outputs {
+            values: Some(out.into()),
+            indices: None,
+            rest: None,
+        };
+        let k = T::select_kernels()[0];
+        self.select_pending(k, "select_async", x.into(), None, outs, pred.bound())
+    }
+
+    /// [`Context::select_indices`] without blocking (see [`Context::select_async`]).
+    pub fn select_indices_async<'a, 'b, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        indices: impl Into<DeviceViewMut<'b, u64>>,
+        pred: Predicate<T>,
+    ) -> Result<Pending<'_, u64>> {
+        let outs = Outputs {
+            values: None,
+            indices: Some(indices.into()),
+            rest: None,
+        };
+        let k = T::select_kernels()[0];
+        self.select_pending(
+            k,
+            "select_indices_async",
+            x.into(),
+            None,
+            outs,
+            pred.bound(),
+        )
+    }
+
+    /// [`Context::select_flagged`] without blocking (see [`Context::select_async`]).
+    pub fn select_flagged_async<'a, 'f, 'b, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        flags: impl Into<DeviceView<'f, u8>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+    ) -> Result<Pending<'_, u64>> {
+        let outs = Outputs {
+            values: Some(out.into()),
+            indices: None,
+            rest: None,
+        };
+        let k = T::select_kernels()[1];
+        self.select_pending(
+            k,
+            "select_flagged_async",
+            x.into(),
+            Some(flags.into()),
+            outs,
+            (0, 0, 0),
+        )
+    }
+
+    /// [`Context::partition`] without blocking (see [`Context::select_async`]).
+    pub fn partition_async<'a, 'b, 'r, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        selected: impl Into<DeviceViewMut<'b, T>>,
+        rest: impl Into<DeviceViewMut<'r, T>>,
+        pred: Predicate<T>,
+    ) -> Result<Pending<'_, u64>> {
+        let outs = Outputs {
+            values: Some(selected.into()),
+            indices: None,
+            rest: Some(rest.into()),
+        };
+        let k = T::select_kernels()[0];
+        self.select_pending(k, "partition_async", x.into(), None, outs, pred.bound())
+    }
+
+    /// [`Context::unique`] without blocking (see [`Context::select_async`]).
+    pub fn unique_async<'a, 'b, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+    ) -> Result<Pending<'_, u64>> {
+        let outs = Outputs {
+            values: Some(out.into()),
+            indices: None,
+            rest: None,
+        };
+        let k = T::select_kernels()[2];
+        self.select_pending(k, "unique_async", x.into(), None, outs, (0, 0, 0))
+    }
+
+    /// One launch whose count comes back through a [`Pending`].
+    fn select_pending<T: DeviceElement>(
+        &self,
+        k: SelectKernel<T>,
+        call: &'static str,
+        x: DeviceView<'_, T>,
+        flags: Option<DeviceView<'_, u8>>,
+        outs: Outputs<'_, '_, '_, T>,
+        bound: (u64, u64, u32),
+    ) -> Result<Pending<'_, u64>> {
+        let n = x.len() as u64;
+        let lens = [
+            outs.values.as_ref().map(|v| v.len() as u64),
+            outs.indices.as_ref().map(|v| v.len() as u64),
+            outs.rest.as_ref().map(|v| v.len() as u64),
+        ];
+        if n == 0 {
+            return Ok(self.pending_ready(k.name, Ok(0)));
+        }
+        if self.capturing()? {
+            return Err(Error::NotCapturable {
+                call,
+                hint: "it returns the count to the host; use its _into form",
+            });
+        }
+        let count = self.alloc_zeros::<u64>(ACC_WORDS)?;
+        let addr = self.scratch_addr(&count);
+        self.select_run(
+            &crate::BUILTIN,
+            k,
+            call,
+            x,
+            flags,
+            outs,
+            bound,
+            Count::Scratch(addr),
+        )?;
+        self.pending_on_device(count, k.name, move |w: [u64; ACC_WORDS]| {
+            check_counts(call, n, w[0], lens)
+        })
+    }
+
     /// One compaction launch after the checks; the count back to the host (checked against
     /// the outputs' room) or left where `count` says (then 0 is returned).
     #[allow(clippy::too_many_arguments)] // the kernel, the input, its mask, the outputs, the count
@@ -541,6 +709,10 @@ impl Context {
             .min()
             .unwrap_or(0) as u64;
         let rest_capacity = outs.rest.as_ref().map_or(0, |v| v.len() as u64);
+        let scratch = match count {
+            Count::Scratch(a) => Some(a),
+            _ => None,
+        };
         let mut device_count = match count {
             Count::Device(v) => {
                 if v.is_empty() {
@@ -552,21 +724,22 @@ impl Context {
                 }
                 Some(v)
             }
-            Count::Host => None,
+            Count::Host | Count::Scratch(_) => None,
         };
+
         if n == 0 {
             return match device_count {
                 Some(c) => self.memset_zeros(c.slice(0..1)?).map(|_| 0),
                 None => Ok(0),
             };
         }
-        let on_device = device_count.is_some();
+        let on_device = device_count.is_some() || scratch.is_some();
         let lens = [
             outs.values.as_ref().map(|v| v.len() as u64),
             outs.indices.as_ref().map(|v| v.len() as u64),
             outs.rest.as_ref().map(|v| v.len() as u64),
         ];
-        if device_count.is_none() && self.capturing()? {
+        if device_count.is_none() && scratch.is_none() && self.capturing()? {
             return Err(Error::NotCapturable {
                 call,
                 hint: "it returns the count to the host; use its _into form",
@@ -581,6 +754,7 @@ impl Context {
                     let (a, w) = self.write(c)?;
                     (a, Some(w))
                 }
+                None if scratch.is_some() => (scratch.unwrap_or(0), None),
                 None => {
                     if ws.count.is_none() {
                         ws.count = Some(self.alloc_zeros::<u64>(1)?);
@@ -666,29 +840,7 @@ impl Context {
             unreachable!("set above")
         };
         let kept = self.dtoh(buf)?[0];
-        let check = |needed: u64, got: u64, what: &str| -> Result<()> {
-            if needed > got {
-                return Err(Error::OutputTooSmall {
-                    what: format!(
-                        "{call}: {what} (what fits was written, the first {})",
-                        plural(got, "element")
-                    ),
-                    needed,
-                    got,
-                });
-            }
-            Ok(())
-        };
-        if let Some(len) = lens[0] {
-            check(kept, len, "the output")?;
-        }
-        if let Some(len) = lens[1] {
-            check(kept, len, "the indices")?;
-        }
-        if let Some(len) = lens[2] {
-            check(n - kept, len, "the rest")?;
-        }
-        Ok(kept)
+        check_counts(call, n, kept, lens)
     }
 }
 

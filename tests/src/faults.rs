@@ -2,7 +2,7 @@
 //! call of every family (lazy module loading and workspace creation) on one context and across
 //! contexts; the device's memory running out in the middle of a call.
 
-use gpu_reduce::{Context, DeviceBuffer, Error, Reduction, ScanKind, Segments};
+use gpu_reduce::{Context, DeviceBuffer, Error, Predicate, Reduction, ScanKind, Segments};
 
 use crate::stress::bytes;
 
@@ -88,6 +88,13 @@ pub const FAMILIES: &[(&str, fn(&Context, &Inputs) -> R)] = &[
     }),
     ("norm2", |c, x| Ok(bytes(&[c.norm2(&x.d)?]))),
     ("sum f16", |c, x| Ok(bytes(&[c.sum(&x.h)?]))),
+    ("partition i32", |c, x| {
+        let (mut yes, mut no) = (c.alloc_zeros::<i32>(x.n)?, c.alloc_zeros::<i32>(x.n)?);
+        let k = c.partition(&x.i, &mut yes, &mut no, Predicate::Gt(0))? as usize;
+        let mut v = bytes(&c.dtoh(&yes)?[..k]);
+        v.extend(bytes(&c.dtoh(&no)?[..x.n - k]));
+        Ok(v)
+    }),
 ];
 
 /// Every family once on `ctx`, the results as bytes (the same input every time).

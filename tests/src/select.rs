@@ -258,6 +258,39 @@ pub fn check_select_edges(ctx: &Context) {
         ctx.unique_into(&dx, &mut sel, &mut none),
         Err(Error::OutputTooSmall { needed: 1, .. })
     ));
+    // Pending forms: the count on wait, a short output's error on wait.
+    let p = ctx.select_async(&dx, &mut sel, Predicate::Lt(77)).unwrap();
+    assert_eq!(p.wait().unwrap(), 77);
+    assert_eq!(ctx.dtoh(&sel).unwrap()[..77], x[..77]);
+    let p = ctx
+        .partition_async(
+            &dx,
+            &mut sel,
+            rest.view_mut(0..10).unwrap(),
+            Predicate::Lt(77),
+        )
+        .unwrap();
+    assert!(matches!(
+        p.wait(),
+        Err(Error::OutputTooSmall {
+            needed: 9923,
+            got: 10,
+            ..
+        })
+    ));
+    let mut ix = ctx.alloc_zeros::<u64>(n).unwrap();
+    let p = ctx
+        .select_indices_async(&dx, &mut ix, Predicate::Ge(9998))
+        .unwrap();
+    assert_eq!(p.wait().unwrap(), 2);
+    assert_eq!(ctx.dtoh(&ix).unwrap()[..2], [9998, 9999]);
+    assert_eq!(
+        ctx.unique_async(&dx, &mut sel).unwrap().wait().unwrap(),
+        n as u64
+    );
+    let ones = ctx.htod(&vec![1u8; n]).unwrap();
+    let p = ctx.select_flagged_async(&dx, &ones, &mut sel).unwrap();
+    assert_eq!(p.wait().unwrap(), n as u64);
     // All kept, none kept, empty.
     assert_eq!(
         ctx.select(&dx, &mut sel, Predicate::NotNan).unwrap(),

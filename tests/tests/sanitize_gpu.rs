@@ -39,6 +39,10 @@ fn sanitizer_workload_every_kernel() {
     integration_tests::transform::check_dot(&ctx, 5000);
     integration_tests::half::check_basic::<half::f16>(&ctx);
     integration_tests::half::check_basic::<half::bf16>(&ctx);
+    // Compaction (issue 36): every call and type, tile boundaries, short outputs.
+    let t = kernels::select::TILE_ELEMS as usize;
+    integration_tests::select::check_select(&ctx, &[1, t - 1, t + 1, 3 * t + 5]);
+    integration_tests::select::check_select_edges(&ctx);
     // Buffers, pending values and a second context dropped with kernels in flight (memcheck:
     // no use after free).
     integration_tests::faults::dropped_in_flight_leak(&gpu, 70_001, 3);
