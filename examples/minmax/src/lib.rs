@@ -20,7 +20,7 @@
 
 use gpu_reduce::{Context, DeviceView, DeviceViewMut, Error, KernelLibrary, Result, ScanKind};
 pub use minmax_kernels::{
-    CheckedSum, MaxAbs, MinMax, MinMaxAcc, NO_INDEX, OnlineSoftmax, SoftmaxAcc,
+    CheckedSum, MaxAbs, MinMax, MinMaxAcc, NO_INDEX, OnlineSoftmax, Outlier, SoftmaxAcc,
 };
 
 pub mod cpu;
@@ -109,6 +109,16 @@ pub fn max_abs_scan<'a, 'b>(
     kind: ScanKind,
 ) -> Result<()> {
     ctx.scan_custom::<f32, MaxAbs>(&LIB, x, out, kind)
+}
+
+/// The elements of `x` with `|x| > 3` ([`Outlier`], a user predicate), in order, to `out`;
+/// returns how many. One pass.
+pub fn outliers<'a, 'b>(
+    ctx: &Context,
+    x: impl Into<DeviceView<'a, f32>>,
+    out: impl Into<DeviceViewMut<'b, f32>>,
+) -> Result<u64> {
+    ctx.select_custom::<f32, Outlier>(&LIB, x, out)
 }
 
 /// The sum of `x`, asserting on the device that no element is NaN ([`CheckedSum`]): an

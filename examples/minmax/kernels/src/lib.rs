@@ -290,6 +290,18 @@ impl ReduceOp<f32> for CheckedSum {
     }
 }
 
+/// A user predicate for the compaction: keep `|x| > 3` (outliers of a unit-scale signal; a
+/// NaN is not kept). The launch's built-in bounds are ignored.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Outlier;
+
+impl kernels::select::Predicate<f32> for Outlier {
+    #[inline(always)]
+    fn select(x: f32, _: &kernels::select::Bound<f32>) -> bool {
+        x.abs() > 3.0
+    }
+}
+
 // The kernels: one PTX entry per line (and, on the host, a simulator function), registered
 // with the library's `ReduceInstance`/`ScanInstance` so that the host finds them by type.
 kernels::reduce_kernels! {
@@ -300,6 +312,10 @@ kernels::reduce_kernels! {
 
 kernels::scan_kernels! {
     minmax_scan_inclusive_maxabs_f32, minmax_scan_exclusive_maxabs_f32: f32, MaxAbs;
+}
+
+kernels::select_kernels! {
+    minmax_select_outlier_f32: f32, Outlier;
 }
 
 #[cfg(test)]

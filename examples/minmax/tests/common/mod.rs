@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use gpu_reduce::{Context, ScanKind};
-use minmax_example::{cpu, lcg_f32, max_abs_scan, min_max, softmax_stats};
+use minmax_example::{cpu, lcg_f32, max_abs_scan, min_max, outliers, softmax_stats};
 
 /// Sizes around a warp, a block and several tiles (300 000 f32: 147 reduction tiles of 2048
 /// elements, 19 scan tiles of 16 384).
@@ -73,6 +73,22 @@ fn check_max_abs_of(ctx: &Context, data: &[f32], what: &str) {
     }
 }
 
+fn check_outliers_of(ctx: &Context, data: &[f32], what: &str) {
+    let x = ctx.htod(data).unwrap();
+    let mut out = ctx.alloc_zeros::<f32>(data.len().max(1)).unwrap();
+    let k = outliers(ctx, &x, &mut out).unwrap() as usize;
+    let want: Vec<u32> = data
+        .iter()
+        .filter(|v| v.abs() > 3.0)
+        .map(|v| v.to_bits())
+        .collect();
+    let got: Vec<u32> = ctx.dtoh(&out).unwrap()[..k]
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(got, want, "{what} outliers (n = {})", data.len());
+}
+
 /// Every operator on pseudo-random data of every size in [`SIZES`].
 pub fn check_all_sizes(ctx: &Context) {
     for (k, &n) in SIZES.iter().enumerate() {
@@ -80,6 +96,8 @@ pub fn check_all_sizes(ctx: &Context) {
         check_min_max_of(ctx, &data, "random");
         check_softmax_of(ctx, &data, "random");
         check_max_abs_of(ctx, &data, "random");
+        let narrow = lcg_f32(n, k as u64 + 7, -4.0, 4.0);
+        check_outliers_of(ctx, &narrow, "random in [-4, 4]");
     }
 }
 
