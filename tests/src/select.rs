@@ -317,3 +317,87 @@ pub fn check_select_edges(ctx: &Context) {
         Err(Error::LengthMismatch { .. })
     ));
 }
+
+/// f16 and bf16: every call and built-in predicate against the CPU on the values widened to
+/// f32 (exact), with NaN, infinities and both zeros in the data.
+pub fn check_select_half(ctx: &Context, n: usize) {
+    macro_rules! each {
+        ($h:ty) => {{
+            let mut rng = SmallRng::seed_from_u64(n as u64 ^ 0x16);
+            let specials = [f32::NAN, f32::INFINITY, -f32::INFINITY, 0.0, -0.0, 1.5];
+            let x: Vec<$h> = (0..n)
+                .map(|_| {
+                    let v = if rng.random_bool(0.2) {
+                        specials[rng.random_range(0..specials.len())]
+                    } else {
+                        (rng.random_range(-8i32..8) as f32) * 0.5
+                    };
+                    <$h>::from_f32(v)
+                })
+                .collect();
+            // Runs, for unique: every third element repeats the one before.
+            let mut x = x;
+            for i in (1..n).step_by(3) {
+                x[i] = x[i - 1];
+            }
+            let w: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
+            let bits = |v: &[$h]| v.iter().map(|h| h.to_bits()).collect::<Vec<u16>>();
+            let dx = ctx.htod(&x).unwrap();
+            let mut out = ctx.alloc_zeros::<$h>(n.max(1)).unwrap();
+            let mut rest = ctx.alloc_zeros::<$h>(n.max(1)).unwrap();
+            let mut ix = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
+            let c = <$h>::from_f32(0.5);
+            let (lo, hi) = (<$h>::from_f32(-1.0), <$h>::from_f32(2.0));
+            let cases: [(Predicate<$h>, fn(f32) -> bool); 10] = [
+                (Predicate::Lt(c), |v| v < 0.5),
+                (Predicate::Le(c), |v| v <= 0.5),
+                (Predicate::Gt(c), |v| v > 0.5),
+                (Predicate::Ge(c), |v| v >= 0.5),
+                (Predicate::Eq(c), |v| v == 0.5),
+                (Predicate::Ne(c), |v| v != 0.5),
+                (Predicate::InRange(lo, hi), |v| (-1.0..2.0).contains(&v)),
+                (Predicate::NonZero, |v| v != 0.0),
+                (Predicate::Finite, |v| v.is_finite()),
+                (Predicate::NotNan, |v| !v.is_nan()),
+            ];
+            for (pred, keep) in cases {
+                let what = format!("{} n={n} {pred:?}", stringify!($h));
+                let want: Vec<$h> = (0..n).filter(|&i| keep(w[i])).map(|i| x[i]).collect();
+                let others: Vec<$h> = (0..n).filter(|&i| !keep(w[i])).map(|i| x[i]).collect();
+                let k = ctx.select(&dx, &mut out, pred).unwrap() as usize;
+                assert_eq!(
+                    bits(&ctx.dtoh(&out).unwrap()[..k]),
+                    bits(&want),
+                    "select {what}"
+                );
+                let k = ctx.partition(&dx, &mut out, &mut rest, pred).unwrap() as usize;
+                assert_eq!(
+                    bits(&ctx.dtoh(&out).unwrap()[..k]),
+                    bits(&want),
+                    "partition {what}"
+                );
+                assert_eq!(
+                    bits(&ctx.dtoh(&rest).unwrap()[..n - k]),
+                    bits(&others),
+                    "rest {what}"
+                );
+                let k = ctx.select_indices(&dx, &mut ix, pred).unwrap() as usize;
+                let want_ix: Vec<u64> = (0..n as u64).filter(|&i| keep(w[i as usize])).collect();
+                assert_eq!(ctx.dtoh(&ix).unwrap()[..k], want_ix, "indices {what}");
+            }
+            let want: Vec<$h> = (0..n)
+                .filter(|&i| i == 0 || w[i] != w[i - 1])
+                .map(|i| x[i])
+                .collect();
+            let k = ctx.unique(&dx, &mut out).unwrap() as usize;
+            assert_eq!(
+                bits(&ctx.dtoh(&out).unwrap()[..k]),
+                bits(&want),
+                "unique {}",
+                stringify!($h)
+            );
+        }};
+    }
+    each!(half::f16);
+    each!(half::bf16);
+}

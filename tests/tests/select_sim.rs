@@ -14,3 +14,11 @@ fn select_partition_unique_every_type_and_predicate() {
 fn select_small_outputs_into_forms_and_bad_input() {
     check_select_edges(&sim());
 }
+
+#[test]
+fn select_f16_and_bf16() {
+    let t = kernels::select::TILE_ELEMS as usize;
+    for n in [1, 100, t - 1, 2 * t + 7] {
+        check_select_half(&sim(), n);
+    }
+}
