@@ -11,6 +11,7 @@
 //! | [`Context::select_flagged`]`(x, flags, out)` | `flags[i] != 0` (`masked_select`) | the values |
 //! | [`Context::partition`]`(x, selected, rest, pred)` | `pred(x[i])` | the kept values, the others (both in order) |
 //! | [`Context::unique`]`(x, out)` | the first of each run of equal elements | the values |
+//! | [`Context::run_length_encode`]`(x, unique, counts)` | the same | the values and each run's length |
 //! | [`Context::select_custom`]`::<T, P>(lib, x, out)` | a user predicate `P` | the values |
 //!
 //! Each returns the number kept (blocking); its `_into` form leaves it in a device `u64`
@@ -23,7 +24,8 @@ use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::select::predicate::{HI_EXCL, HI_INCL, LO_EXCL, LO_INCL, LO_NONE, NEGATE};
 use kernels::select::{
-    BLOCK, Bounds, DELAY_NS, Flagged, SelectInstance, SelectParams, SimSelectFn, TILE_ELEMS, Unique,
+    BLOCK, Bounds, DELAY_NS, Flagged, Runs, SelectInstance, SelectParams, SimSelectFn, TILE_ELEMS,
+    Unique,
 };
 
 use crate::error::{Error, Result, plural};
@@ -52,19 +54,20 @@ pub trait SelectElement: DeviceElement + ShflValue {
     /// A float type (NaN and infinities exist).
     const FLOAT: bool;
     #[doc(hidden)]
-    fn select_kernels() -> [SelectKernel<Self>; 3];
+    fn select_kernels() -> [SelectKernel<Self>; 4];
 }
 
 macro_rules! select_element {
     ($float:literal $t:ident $ops:tt) => {
         impl SelectElement for kernels::builtin_elem!($t) {
             const FLOAT: bool = $float;
-            fn select_kernels() -> [SelectKernel<Self>; 3] {
+            fn select_kernels() -> [SelectKernel<Self>; 4] {
                 type T = kernels::builtin_elem!($t);
                 [
                     <Bounds as SelectInstance<T>>::KERNEL,
                     <Flagged as SelectInstance<T>>::KERNEL,
                     <Unique as SelectInstance<T>>::KERNEL,
+                    <Runs as SelectInstance<T>>::KERNEL,
                 ]
             }
         }
@@ -156,7 +159,7 @@ fn check_counts(call: &str, n: u64, kept: u64, lens: [Option<u64>; 3]) -> Result
         check(kept, len, "the output")?;
     }
     if let Some(len) = lens[1] {
-        check(kept, len, "the indices")?;
+        check(kept, len, "the indices (or run lengths)")?;
     }
     if let Some(len) = lens[2] {
         check(n - kept, len, "the rest")?;
@@ -167,8 +170,11 @@ fn check_counts(call: &str, n: u64, kept: u64, lens: [Option<u64>; 3]) -> Result
 /// The outputs of one launch.
 struct Outputs<'v, 'i, 'r, T> {
     values: Option<DeviceViewMut<'v, T>>,
+    /// The kept elements' indices, or (run-length encoding) the runs' lengths.
     indices: Option<DeviceViewMut<'i, u64>>,
     rest: Option<DeviceViewMut<'r, T>>,
+    /// `indices` takes the run lengths (the run-length kernel).
+    run_lengths: bool,
 }
 
 /// The device word the blocking calls read the count from (one per context).
@@ -221,6 +227,7 @@ impl Context {
             values: Some(out.into()),
             indices: None,
             rest: None,
+            run_lengths: false,
         };
         self.select_run(
             &crate::BUILTIN,
@@ -247,6 +254,7 @@ impl Context {
             values: Some(out.into()),
             indices: None,
             rest: None,
+            run_lengths: false,
         };
         self.select_run(
             &crate::BUILTIN,
@@ -273,6 +281,7 @@ impl Context {
             values: None,
             indices: Some(indices.into()),
             rest: None,
+            run_lengths: false,
         };
         self.select_run(
             &crate::BUILTIN,
@@ -298,6 +307,7 @@ impl Context {
             values: None,
             indices: Some(indices.into()),
             rest: None,
+            run_lengths: false,
         };
         self.select_run(
             &crate::BUILTIN,
@@ -344,6 +354,7 @@ impl Context {
             values: Some(out.into()),
             indices: None,
             rest: None,
+            run_lengths: false,
         };
         self.select_run(
             &crate::BUILTIN,
@@ -369,6 +380,7 @@ impl Context {
             values: Some(out.into()),
             indices: None,
             rest: None,
+            run_lengths: false,
         };
         self.select_run(
             &crate::BUILTIN,
@@ -408,6 +420,7 @@ impl Context {
             values: Some(selected.into()),
             indices: None,
             rest: Some(rest.into()),
+            run_lengths: false,
         };
         self.select_run(
             &crate::BUILTIN,
@@ -434,6 +447,7 @@ impl Context {
             values: Some(selected.into()),
             indices: None,
             rest: Some(rest.into()),
+            run_lengths: false,
         };
         self.select_run(
             &crate::BUILTIN,
@@ -470,6 +484,7 @@ impl Context {
             values: Some(out.into()),
             indices: None,
             rest: None,
+            run_lengths: false,
         };
         self.select_run(
             &crate::BUILTIN,
@@ -494,6 +509,7 @@ impl Context {
             values: Some(out.into()),
             indices: None,
             rest: None,
+            run_lengths: false,
         };
         self.select_run(
             &crate::BUILTIN,
@@ -506,6 +522,96 @@ impl Context {
             Count::Device(num_selected.into()),
         )
         .map(drop)
+    }
+
+    /// Run-length encoding (CUB's `DeviceRunLengthEncode::Encode`, PyTorch's
+    /// `unique_consecutive(..., return_counts=True)`): the first element of every run of equal
+    /// consecutive elements to `unique` and the run's length to `counts`, in order; returns the
+    /// number of runs. Each output needs room for every run (`x.len()` always suffices). One
+    /// pass over `x` (the lengths from each run's first index, through the look-back).
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let x = ctx.htod(&[4u32, 4, 4, 9, 4, 4])?;
+    /// let (mut u, mut c) = (ctx.alloc_zeros::<u32>(6)?, ctx.alloc_zeros::<u64>(6)?);
+    /// let runs = ctx.run_length_encode(&x, &mut u, &mut c)? as usize;
+    /// assert_eq!((&ctx.dtoh(&u)?[..runs], &ctx.dtoh(&c)?[..runs]), (&[4, 9, 4][..], &[3, 1, 2][..]));
+    /// # Ok(()) }
+    /// ```
+    pub fn run_length_encode<'a, 'b, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        unique: impl Into<DeviceViewMut<'b, T>>,
+        counts: impl Into<DeviceViewMut<'c, u64>>,
+    ) -> Result<u64> {
+        let outs = Outputs {
+            values: Some(unique.into()),
+            indices: Some(counts.into()),
+            rest: None,
+            run_lengths: true,
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[3],
+            "run_length_encode",
+            x.into(),
+            None,
+            outs,
+            (0, 0, 0),
+            Count::Host,
+        )
+    }
+
+    /// [`Context::run_length_encode`] in stream order (the number of runs to `num_runs[0]`).
+    pub fn run_length_encode_into<'a, 'b, 'c, 'd, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        unique: impl Into<DeviceViewMut<'b, T>>,
+        counts: impl Into<DeviceViewMut<'c, u64>>,
+        num_runs: impl Into<DeviceViewMut<'d, u64>>,
+    ) -> Result<()> {
+        let outs = Outputs {
+            values: Some(unique.into()),
+            indices: Some(counts.into()),
+            rest: None,
+            run_lengths: true,
+        };
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[3],
+            "run_length_encode_into",
+            x.into(),
+            None,
+            outs,
+            (0, 0, 0),
+            Count::Device(num_runs.into()),
+        )
+        .map(drop)
+    }
+
+    /// [`Context::run_length_encode`] without blocking (see [`Context::select_async`]).
+    pub fn run_length_encode_async<'a, 'b, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        unique: impl Into<DeviceViewMut<'b, T>>,
+        counts: impl Into<DeviceViewMut<'c, u64>>,
+    ) -> Result<Pending<'_, u64>> {
+        let outs = Outputs {
+            values: Some(unique.into()),
+            indices: Some(counts.into()),
+            rest: None,
+            run_lengths: true,
+        };
+        let k = T::select_kernels()[3];
+        self.select_pending(
+            k,
+            "run_length_encode_async",
+            x.into(),
+            None,
+            outs,
+            (0, 0, 0),
+        )
     }
 
     /// A user predicate's selection: `P`'s kernel over `T`, exported by
@@ -525,6 +631,7 @@ impl Context {
             values: Some(out.into()),
             indices: None,
             rest: None,
+            run_lengths: false,
         };
         self.select_run(
             lib,
@@ -551,6 +658,7 @@ impl Context {
             values: Some(out.into()),
             indices: None,
             rest: None,
+            run_lengths: false,
         };
         let k = T::select_kernels()[0];
         self.select_pending(k, "select_async", x.into(), None, outs, pred.bound())
@@ -567,6 +675,7 @@ impl Context {
             values: None,
             indices: Some(indices.into()),
             rest: None,
+            run_lengths: false,
         };
         let k = T::select_kernels()[0];
         self.select_pending(
@@ -590,6 +699,7 @@ impl Context {
             values: Some(out.into()),
             indices: None,
             rest: None,
+            run_lengths: false,
         };
         let k = T::select_kernels()[1];
         self.select_pending(
@@ -614,6 +724,7 @@ impl Context {
             values: Some(selected.into()),
             indices: None,
             rest: Some(rest.into()),
+            run_lengths: false,
         };
         let k = T::select_kernels()[0];
         self.select_pending(k, "partition_async", x.into(), None, outs, pred.bound())
@@ -629,6 +740,7 @@ impl Context {
             values: Some(out.into()),
             indices: None,
             rest: None,
+            run_lengths: false,
         };
         let k = T::select_kernels()[2];
         self.select_pending(k, "unique_async", x.into(), None, outs, (0, 0, 0))
@@ -795,6 +907,7 @@ impl Context {
                 None => (0, None),
             };
             let grid = Self::scan_grid(n, TILE_ELEMS)?;
+            let runs = outs.run_lengths;
             let prefetch = match (ws.prefetch, &self.backend) {
                 (Some(p), _) => p,
                 (None, Backend::Cuda(_)) => {
@@ -811,8 +924,9 @@ impl Context {
                     input: xp as *const T,
                     flags: fp as *const u8,
                     out: vp as *mut T,
-                    indices: ip as *mut u64,
+                    indices: if runs { 0 } else { ip } as *mut u64,
                     rest: rp as *mut T,
+                    counts: if runs { ip } else { 0 } as *mut u64,
                     capacity,
                     rest_capacity,
                     num_selected: count_addr as *mut u64,
@@ -822,6 +936,8 @@ impl Context {
                     mode: bound.2,
                     counter: a.counter as *mut u32,
                     status: a.flags as *mut u32,
+                    run_aggregates: a.aggregates as *mut u64,
+                    run_prefixes: a.prefixes as *mut u64,
                     epoch: a.epoch,
                     delay_ns: ws.delay_ns.unwrap_or(DELAY_NS),
                     prefetch,

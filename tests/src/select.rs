@@ -24,6 +24,20 @@ pub fn keeps<T: TestElem + PartialOrd>(pred: Predicate<T>, x: T) -> bool {
     }
 }
 
+/// Each run of equal consecutive elements (IEEE `==`): its first element and its length.
+pub fn runs_ref<T: TestElem>(x: &[T]) -> (Vec<T>, Vec<u64>) {
+    let (mut u, mut c) = (Vec::new(), Vec::<u64>::new());
+    for (i, &v) in x.iter().enumerate() {
+        if i == 0 || x[i - 1] != v {
+            u.push(v);
+            c.push(1);
+        } else if let Some(last) = c.last_mut() {
+            *last += 1;
+        }
+    }
+    (u, c)
+}
+
 /// The first of each run of equal consecutive elements (IEEE `==`).
 pub fn unique_ref<T: TestElem>(x: &[T]) -> Vec<T> {
     x.iter()
@@ -172,6 +186,21 @@ fn check_one<T: TestElem + SelectElement + PartialOrd>(
         "{}",
         what("unique")
     );
+
+    let (u, c) = runs_ref(x);
+    let k = ctx.run_length_encode(dx, &mut out, &mut ix).unwrap() as usize;
+    assert_eq!(
+        bits(&ctx.dtoh(&out).unwrap()[..k]),
+        bits(&u),
+        "{}",
+        what("run_length_encode")
+    );
+    assert_eq!(
+        ctx.dtoh(&ix).unwrap()[..k],
+        c,
+        "{}: lengths",
+        what("run_length_encode")
+    );
 }
 
 /// Every call, type and the built-in predicates at `sizes`, offsets 0 and 1-3.
@@ -291,6 +320,38 @@ pub fn check_select_edges(ctx: &Context) {
     let ones = ctx.htod(&vec![1u8; n]).unwrap();
     let p = ctx.select_flagged_async(&dx, &ones, &mut sel).unwrap();
     assert_eq!(p.wait().unwrap(), n as u64);
+    // Run lengths: runs of 3 over 10,000 (3,334 runs, the last of 1), room for 100.
+    let r: Vec<u32> = (0..n as u32).map(|i| i / 3).collect();
+    let dr = ctx.htod(&r).unwrap();
+    let mut u = ctx.alloc_zeros::<u32>(n).unwrap();
+    let mut lens = ctx.htod(&[u64::MAX; 200]).unwrap();
+    let e = ctx
+        .run_length_encode(&dr, &mut u, lens.view_mut(0..100).unwrap())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OutputTooSmall {
+                needed: 3334,
+                got: 100,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let l = ctx.dtoh(&lens).unwrap();
+    assert!(l[..100].iter().all(|&v| v == 3), "the lengths that fit");
+    assert!(
+        l[100..].iter().all(|&v| v == u64::MAX),
+        "nothing past the end"
+    );
+    let mut all = ctx.alloc_zeros::<u64>(n).unwrap();
+    ctx.run_length_encode_into(&dr, &mut u, &mut all, &mut count)
+        .unwrap();
+    assert_eq!(ctx.dtoh(&count).unwrap(), [3334]);
+    assert_eq!(ctx.dtoh(&all).unwrap()[3333], 1, "the last run");
+    let p = ctx.run_length_encode_async(&dr, &mut u, &mut all).unwrap();
+    assert_eq!(p.wait().unwrap(), 3334);
     // All kept, none kept, empty.
     assert_eq!(
         ctx.select(&dx, &mut sel, Predicate::NotNan).unwrap(),

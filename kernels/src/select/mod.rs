@@ -25,7 +25,8 @@ use crate::scan::next_tile;
 use crate::scan::policy::ACTIVE;
 use crate::scan::tile::prefetch_stretch;
 pub use predicate::{
-    Bound, Bounds, Flagged, MODE_FLAGGED, MODE_IF, MODE_UNIQUE, Ordered, Predicate, Unique,
+    Bound, Bounds, Flagged, MODE_FLAGGED, MODE_IF, MODE_RUNS, MODE_UNIQUE, Ordered, Predicate,
+    Runs, Unique,
 };
 
 /// Threads per block (one tile per block).
@@ -62,6 +63,8 @@ macro_rules! select_params {
             indices: *mut u64,
             /// The other elements (the first `rest_capacity`), or null.
             rest: *mut T,
+            /// Run-length encoding: each run's length (the first `capacity`), else null.
+            counts: *mut u64,
             /// Room in `out` and `indices`.
             capacity: u64,
             /// Room in `rest`.
@@ -80,6 +83,10 @@ macro_rules! select_params {
             counter: *mut u32,
             /// 16 bytes a tile: the counts' look-back.
             status: *mut u32,
+            /// Run-length encoding: 16 bytes a tile for the (runs, last head) aggregates.
+            run_aggregates: *mut u64,
+            /// Run-length encoding: 16 bytes a tile for the inclusive prefixes.
+            run_prefixes: *mut u64,
             /// New for every launch.
             epoch: u32,
             /// The look-back's first wait in nanoseconds.
@@ -114,6 +121,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         out,
         indices,
         rest,
+        counts,
         capacity,
         rest_capacity,
         num_selected,
@@ -123,6 +131,8 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         mode,
         counter,
         status,
+        run_aggregates,
+        run_prefixes,
         epoch,
         delay_ns,
         prefetch,
@@ -136,6 +146,8 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     let stage = crate::static_shared!(SEL_STAGE: [u128; STAGE_WORDS]);
     let warp_counts = crate::static_shared!(SEL_WARP_COUNTS: [u32; WARPS]);
     let tile_base = crate::static_shared!(SEL_TILE_BASE: [u64; 1]);
+    let warp_last = crate::static_shared!(SEL_WARP_LAST: [u64; WARPS]);
+    let run_before = crate::static_shared!(SEL_RUN_BEFORE: [u64; 1]);
     let tile = unsafe { next_tile(counter) };
     let lane = gpu::lane_id();
     let warp = gpu::warp_id() as usize;
@@ -197,7 +209,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
 
     // 2. The flags, one bit per element (bit `v * per_vec + j`); none past `n`.
     let mut keep = 0u32;
-    if P::MODE == MODE_UNIQUE {
+    if P::MODE == MODE_UNIQUE || P::MODE == MODE_RUNS {
         // The element before each: the previous slot, the previous lane's last of the row, or
         // (lane 0) the last lane's of the row before; before the warp's first, from memory.
         let before_stretch = if lane == 0 && stretch > 0 && stretch <= n {
@@ -272,6 +284,21 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     }
     let pos =
         |v: usize, j: usize| row_at[v] + (keep >> (v * per_vec) & ((1u32 << j) - 1)).count_ones();
+    // Run-length encoding: the index of the warp's last head (0 when it has none).
+    if P::MODE == MODE_RUNS {
+        let mut last = 0u64;
+        for v in 0..ITEMS {
+            for j in 0..8 {
+                if v < vecs && j < per_vec && keep >> (v * per_vec + j) & 1 != 0 {
+                    last = last.max(elem(v, j));
+                }
+            }
+        }
+        let last = crate::warp::warp_reduce(last, u64::max);
+        if lane == 0 {
+            unsafe { warp_last.write(warp, last) };
+        }
+    }
     if lane == 0 {
         unsafe { warp_counts.write(warp, warp_count) };
     }
@@ -315,8 +342,54 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         stage_values(!rest.is_null());
     }
 
-    // 5. The count before the tile (warp 0): look-back over the tiles' counts.
-    if warp == 0 {
+    // 5. The count before the tile (warp 0): look-back over the tiles' counts (with the last
+    //    head's index, for run lengths).
+    if warp == 0 && P::MODE == MODE_RUNS {
+        let st = TileStatus::<RunsAcc> {
+            flags: status,
+            aggregates: run_aggregates as *mut RunsAcc,
+            prefixes: run_prefixes as *mut RunsAcc,
+            epoch,
+            first_delay_ns: delay_ns,
+            two_word_slots: false,
+            fixed_order: false,
+        };
+        let mut last = 0u64;
+        for w in 0..WARPS {
+            last = last.max(unsafe { warp_last.read(w) });
+        }
+        let mine = RunsAcc {
+            count: tile_count as u64,
+            last,
+        };
+        let before = if tile > 0 {
+            if lane == 0 {
+                unsafe { st.publish_aggregate(tile, mine) };
+            }
+            let p = unsafe { st.exclusive_prefix(tile, RunsAcc::default(), RunsAcc::combine) };
+            if lane == 0 {
+                unsafe { st.publish_prefix(tile, RunsAcc::combine(p, mine)) };
+            }
+            p
+        } else {
+            if lane == 0 {
+                unsafe { st.publish_prefix(0, mine) };
+            }
+            RunsAcc::default()
+        };
+        if lane == 0 {
+            unsafe { tile_base.write(0, before.count) };
+            unsafe { run_before.write(0, before.last) };
+            if tile as u32 == gpu::grid_dim_x() - 1 {
+                let all = RunsAcc::combine(before, mine);
+                unsafe { num_selected.write(all.count) };
+                // The last run ends at `n`.
+                if all.count > 0 && all.count - 1 < capacity {
+                    unsafe { counts.add(all.count as usize - 1).write(n - all.last) };
+                }
+            }
+        }
+    } else if warp == 0 {
         let counts = TileStatus::<u64> {
             flags: status,
             aggregates: core::ptr::null_mut(),
@@ -375,7 +448,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             }
         }
     }
-    if !indices.is_null() {
+    if !indices.is_null() || P::MODE == MODE_RUNS {
         let idx = unsafe { stage.cast::<u64>() };
         if !out.is_null() || !rest.is_null() {
             gpu::sync_threads();
@@ -392,11 +465,71 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         }
         gpu::sync_threads();
         let room = capacity.saturating_sub(base).min(kept as u64) as usize;
-        for m in 0..ITEMS {
-            let k = m * BLOCK as usize + tid;
-            if k < room {
-                unsafe { indices.add(base as usize + k).write(idx.read(k)) };
+        if P::MODE == MODE_RUNS {
+            // Head `base + k` closes run `base + k - 1`, which began at the head before it
+            // (the tile's previous one, or the last before the tile).
+            let last_before = unsafe { run_before.read(0) };
+            let room = capacity
+                .saturating_add(1)
+                .saturating_sub(base)
+                .min(kept as u64) as usize;
+            for m in 0..ITEMS {
+                let k = m * BLOCK as usize + tid;
+                if k < room && base + k as u64 > 0 {
+                    let start = if k > 0 {
+                        unsafe { idx.read(k - 1) }
+                    } else {
+                        last_before
+                    };
+                    let len = unsafe { idx.read(k) } - start;
+                    unsafe { counts.add(base as usize + k - 1).write(len) };
+                }
             }
+        } else {
+            for m in 0..ITEMS {
+                let k = m * BLOCK as usize + tid;
+                if k < room {
+                    unsafe { indices.add(base as usize + k).write(idx.read(k)) };
+                }
+            }
+        }
+    }
+}
+
+/// The run-length encoding's look-back value: runs (heads) in a range and the index of its
+/// last head. Integers: exact in any association.
+#[derive(Clone, Copy, Default)]
+pub struct RunsAcc {
+    pub count: u64,
+    pub last: u64,
+}
+
+impl RunsAcc {
+    #[inline(always)]
+    fn combine(a: Self, b: Self) -> Self {
+        Self {
+            count: a.count.wrapping_add(b.count),
+            last: if b.count > 0 { b.last } else { a.last },
+        }
+    }
+}
+
+impl gpu::ShflValue for RunsAcc {
+    const WORDS: usize = 4;
+    #[inline(always)]
+    fn to_words(self) -> [u32; 4] {
+        [
+            self.count as u32,
+            (self.count >> 32) as u32,
+            self.last as u32,
+            (self.last >> 32) as u32,
+        ]
+    }
+    #[inline(always)]
+    fn from_words(w: [u32; 4]) -> Self {
+        Self {
+            count: w[0] as u64 | (w[1] as u64) << 32,
+            last: w[2] as u64 | (w[3] as u64) << 32,
         }
     }
 }
@@ -440,7 +573,7 @@ macro_rules! select_kernels {
 }
 
 /// The built-in select kernels of every element type: `select_if_{t}` (the [`Bounds`]
-/// predicate), `select_flagged_{t}`, `select_unique_{t}`.
+/// predicate), `select_flagged_{t}`, `select_unique_{t}`, `select_runs_{t}`.
 macro_rules! builtin_select {
     ($t:ident { $($ops:tt)* }) => {
         $crate::select_kernels!(@emit concat!("select_if_", stringify!($t)),
@@ -449,6 +582,8 @@ macro_rules! builtin_select {
             $crate::builtin_elem!($t), Flagged);
         $crate::select_kernels!(@emit concat!("select_unique_", stringify!($t)),
             $crate::builtin_elem!($t), Unique);
+        $crate::select_kernels!(@emit concat!("select_runs_", stringify!($t)),
+            $crate::builtin_elem!($t), Runs);
     };
 }
 

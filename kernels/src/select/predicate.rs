@@ -66,6 +66,8 @@ pub const MODE_IF: u32 = 0;
 pub const MODE_FLAGGED: u32 = 1;
 /// Mode: the flag is `i == 0 || x[i] != x[i - 1]` (unique consecutive).
 pub const MODE_UNIQUE: u32 = 2;
+/// Mode: as [`MODE_UNIQUE`], and each run's length to `counts` (run-length encoding).
+pub const MODE_RUNS: u32 = 3;
 
 /// A predicate over elements `T`: `select` keeps `x` when it returns true. `bound` is the
 /// launch's [`Bound`] (the built-in predicate's constants; a user predicate may ignore it).
@@ -82,6 +84,18 @@ pub struct Flagged;
 /// Keep the first of every run of equal consecutive elements (IEEE `==`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Unique;
+
+/// Run-length encoding: [`Unique`]'s heads, and each run's length.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Runs;
+
+impl<T: Element> Predicate<T> for Runs {
+    const MODE: u32 = MODE_RUNS;
+    #[inline(always)]
+    fn select(_: T, _: &Bound<T>) -> bool {
+        false
+    }
+}
 
 impl<T: Element> Predicate<T> for Flagged {
     const MODE: u32 = MODE_FLAGGED;

@@ -6,7 +6,7 @@ use rand::Rng;
 
 use super::{Case, Family, bytes, make};
 use crate::reductions::TestElem;
-use crate::select::{keeps, unique_ref};
+use crate::select::{keeps, runs_ref, unique_ref};
 
 fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
     let t = kernels::select::TILE_ELEMS as usize;
@@ -36,7 +36,7 @@ fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
         Predicate::NotNan,
     ];
     let pred = preds[c.rng.random_range(0..preds.len())];
-    let call = c.rng.random_range(0..5u32);
+    let call = c.rng.random_range(0..6u32);
     let keep_p = c.rng.random_range(0.0..1.0);
     let mask: Vec<u8> = (0..n)
         .map(|_| c.rng.random_bool(keep_p) as u8 * c.rng.random_range(1..=255u8))
@@ -56,6 +56,7 @@ fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
             vec![],
         ),
         4 => (unique_ref(&data), vec![]),
+        5 => (runs_ref(&data).0, vec![]),
         _ => data.iter().partition(|&&v| keeps(pred, v)),
     };
     let want_ix: Vec<u64> = (0..n as u64)
@@ -87,9 +88,16 @@ fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
                 let k = ctx.select_flagged(dx, &m, &mut out).unwrap() as usize;
                 bytes(&ctx.dtoh(&out).unwrap()[..k])
             }
-            _ => {
+            4 => {
                 let k = ctx.unique(dx, &mut out).unwrap() as usize;
                 bytes(&ctx.dtoh(&out).unwrap()[..k])
+            }
+            _ => {
+                let mut lens = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
+                let k = ctx.run_length_encode(dx, &mut out, &mut lens).unwrap() as usize;
+                let mut v = bytes(&ctx.dtoh(&out).unwrap()[..k]);
+                v.extend(bytes(&ctx.dtoh(&lens).unwrap()[..k]));
+                v
             }
         }
     };
@@ -99,6 +107,11 @@ fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
         2 => {
             let mut v = bytes(&want);
             v.extend(bytes(&rest));
+            v
+        }
+        5 => {
+            let mut v = bytes(&want);
+            v.extend(bytes(&runs_ref(&data).1));
             v
         }
         _ => bytes(&want),
