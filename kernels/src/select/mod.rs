@@ -38,10 +38,11 @@ pub const ITEMS: usize = 16;
 pub const TILE_ELEMS: u64 = BLOCK as u64 * ITEMS as u64;
 /// Shared staging: one tile of 8-byte elements (values, then indices).
 const STAGE_WORDS: usize = TILE_ELEMS as usize * 8 / 16;
-/// Blocks per SM the registers of a kernel over `bytes`-byte elements are capped for
-/// (`launch_bounds!`): 8-byte elements need more registers to hold a thread's 16.
-pub const fn min_blocks(bytes: usize) -> u32 {
-    if bytes >= 8 { 2 } else { 3 }
+/// Blocks per SM the registers of a kernel over `bytes`-byte elements in `mode` are capped
+/// for (`launch_bounds!`): 8-byte elements need more registers to hold a thread's 16, and the
+/// run lengths more to carry their indices (3 blocks made them spill).
+pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
+    if bytes >= 8 || mode == MODE_RUNS { 2 } else { 3 }
 }
 /// The look-back's first wait (ns) before a tile reads its predecessors.
 pub const DELAY_NS: u32 = 1000;
@@ -568,7 +569,8 @@ macro_rules! select_kernels {
             }
         };
         $crate::launch_bounds!(@named $name, $crate::select::BLOCK,
-            $crate::select::min_blocks(::core::mem::size_of::<$t>()));
+            $crate::select::min_blocks(::core::mem::size_of::<$t>(),
+                <$p as $crate::select::Predicate<$t>>::MODE));
     };
 }
 
