@@ -42,7 +42,11 @@ const STAGE_WORDS: usize = TILE_ELEMS as usize * 8 / 16;
 /// for (`launch_bounds!`): 8-byte elements need more registers to hold a thread's 16, and the
 /// run lengths more to carry their indices (3 blocks made them spill).
 pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
-    if bytes >= 8 || mode == MODE_RUNS { 2 } else { 3 }
+    if bytes >= 8 || mode == MODE_RUNS {
+        2
+    } else {
+        3
+    }
 }
 /// The look-back's first wait (ns) before a tile reads its predecessors.
 pub const DELAY_NS: u32 = 1000;
