@@ -177,6 +177,41 @@ struct Outputs<'v, 'i, 'r, T> {
     run_lengths: bool,
 }
 
+impl<'v, 'i, 'r, T> Outputs<'v, 'i, 'r, T> {
+    fn values(values: DeviceViewMut<'v, T>) -> Self {
+        Self {
+            values: Some(values),
+            indices: None,
+            rest: None,
+            run_lengths: false,
+        }
+    }
+    fn indices(indices: DeviceViewMut<'i, u64>) -> Self {
+        Self {
+            values: None,
+            indices: Some(indices),
+            rest: None,
+            run_lengths: false,
+        }
+    }
+    fn partition(selected: DeviceViewMut<'v, T>, rest: DeviceViewMut<'r, T>) -> Self {
+        Self {
+            values: Some(selected),
+            indices: None,
+            rest: Some(rest),
+            run_lengths: false,
+        }
+    }
+    fn runs(unique: DeviceViewMut<'v, T>, lengths: DeviceViewMut<'i, u64>) -> Self {
+        Self {
+            values: Some(unique),
+            indices: Some(lengths),
+            rest: None,
+            run_lengths: true,
+        }
+    }
+}
+
 /// The device word the blocking calls read the count from (one per context).
 #[derive(Default)]
 struct SelectWorkspace {
@@ -223,12 +258,7 @@ impl Context {
         out: impl Into<DeviceViewMut<'b, T>>,
         pred: Predicate<T>,
     ) -> Result<u64> {
-        let outs = Outputs {
-            values: Some(out.into()),
-            indices: None,
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::values(out.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[0],
@@ -250,12 +280,7 @@ impl Context {
         num_selected: impl Into<DeviceViewMut<'c, u64>>,
         pred: Predicate<T>,
     ) -> Result<()> {
-        let outs = Outputs {
-            values: Some(out.into()),
-            indices: None,
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::values(out.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[0],
@@ -277,12 +302,7 @@ impl Context {
         indices: impl Into<DeviceViewMut<'b, u64>>,
         pred: Predicate<T>,
     ) -> Result<u64> {
-        let outs = Outputs {
-            values: None,
-            indices: Some(indices.into()),
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::indices(indices.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[0],
@@ -303,12 +323,7 @@ impl Context {
         num_selected: impl Into<DeviceViewMut<'c, u64>>,
         pred: Predicate<T>,
     ) -> Result<()> {
-        let outs = Outputs {
-            values: None,
-            indices: Some(indices.into()),
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::indices(indices.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[0],
@@ -350,12 +365,7 @@ impl Context {
         flags: impl Into<DeviceView<'f, u8>>,
         out: impl Into<DeviceViewMut<'b, T>>,
     ) -> Result<u64> {
-        let outs = Outputs {
-            values: Some(out.into()),
-            indices: None,
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::values(out.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[1],
@@ -376,12 +386,7 @@ impl Context {
         out: impl Into<DeviceViewMut<'b, T>>,
         num_selected: impl Into<DeviceViewMut<'c, u64>>,
     ) -> Result<()> {
-        let outs = Outputs {
-            values: Some(out.into()),
-            indices: None,
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::values(out.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[1],
@@ -416,12 +421,7 @@ impl Context {
         rest: impl Into<DeviceViewMut<'r, T>>,
         pred: Predicate<T>,
     ) -> Result<u64> {
-        let outs = Outputs {
-            values: Some(selected.into()),
-            indices: None,
-            rest: Some(rest.into()),
-            run_lengths: false,
-        };
+        let outs = Outputs::partition(selected.into(), rest.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[0],
@@ -443,12 +443,7 @@ impl Context {
         num_selected: impl Into<DeviceViewMut<'c, u64>>,
         pred: Predicate<T>,
     ) -> Result<()> {
-        let outs = Outputs {
-            values: Some(selected.into()),
-            indices: None,
-            rest: Some(rest.into()),
-            run_lengths: false,
-        };
+        let outs = Outputs::partition(selected.into(), rest.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[0],
@@ -480,12 +475,7 @@ impl Context {
         x: impl Into<DeviceView<'a, T>>,
         out: impl Into<DeviceViewMut<'b, T>>,
     ) -> Result<u64> {
-        let outs = Outputs {
-            values: Some(out.into()),
-            indices: None,
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::values(out.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[2],
@@ -505,12 +495,7 @@ impl Context {
         out: impl Into<DeviceViewMut<'b, T>>,
         num_selected: impl Into<DeviceViewMut<'c, u64>>,
     ) -> Result<()> {
-        let outs = Outputs {
-            values: Some(out.into()),
-            indices: None,
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::values(out.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[2],
@@ -545,12 +530,7 @@ impl Context {
         unique: impl Into<DeviceViewMut<'b, T>>,
         counts: impl Into<DeviceViewMut<'c, u64>>,
     ) -> Result<u64> {
-        let outs = Outputs {
-            values: Some(unique.into()),
-            indices: Some(counts.into()),
-            rest: None,
-            run_lengths: true,
-        };
+        let outs = Outputs::runs(unique.into(), counts.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[3],
@@ -571,12 +551,7 @@ impl Context {
         counts: impl Into<DeviceViewMut<'c, u64>>,
         num_runs: impl Into<DeviceViewMut<'d, u64>>,
     ) -> Result<()> {
-        let outs = Outputs {
-            values: Some(unique.into()),
-            indices: Some(counts.into()),
-            rest: None,
-            run_lengths: true,
-        };
+        let outs = Outputs::runs(unique.into(), counts.into());
         self.select_run(
             &crate::BUILTIN,
             T::select_kernels()[3],
@@ -597,12 +572,7 @@ impl Context {
         unique: impl Into<DeviceViewMut<'b, T>>,
         counts: impl Into<DeviceViewMut<'c, u64>>,
     ) -> Result<Pending<'_, u64>> {
-        let outs = Outputs {
-            values: Some(unique.into()),
-            indices: Some(counts.into()),
-            rest: None,
-            run_lengths: true,
-        };
+        let outs = Outputs::runs(unique.into(), counts.into());
         let k = T::select_kernels()[3];
         self.select_pending(
             k,
@@ -627,12 +597,7 @@ impl Context {
         T: DeviceElement,
         P: SelectInstance<T>,
     {
-        let outs = Outputs {
-            values: Some(out.into()),
-            indices: None,
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::values(out.into());
         self.select_run(
             lib,
             P::KERNEL,
@@ -654,12 +619,7 @@ impl Context {
         out: impl Into<DeviceViewMut<'b, T>>,
         pred: Predicate<T>,
     ) -> Result<Pending<'_, u64>> {
-        let outs = Outputs {
-            values: Some(out.into()),
-            indices: None,
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::values(out.into());
         let k = T::select_kernels()[0];
         self.select_pending(k, "select_async", x.into(), None, outs, pred.bound())
     }
@@ -671,12 +631,7 @@ impl Context {
         indices: impl Into<DeviceViewMut<'b, u64>>,
         pred: Predicate<T>,
     ) -> Result<Pending<'_, u64>> {
-        let outs = Outputs {
-            values: None,
-            indices: Some(indices.into()),
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::indices(indices.into());
         let k = T::select_kernels()[0];
         self.select_pending(
             k,
@@ -695,12 +650,7 @@ impl Context {
         flags: impl Into<DeviceView<'f, u8>>,
         out: impl Into<DeviceViewMut<'b, T>>,
     ) -> Result<Pending<'_, u64>> {
-        let outs = Outputs {
-            values: Some(out.into()),
-            indices: None,
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::values(out.into());
         let k = T::select_kernels()[1];
         self.select_pending(
             k,
@@ -720,12 +670,7 @@ impl Context {
         rest: impl Into<DeviceViewMut<'r, T>>,
         pred: Predicate<T>,
     ) -> Result<Pending<'_, u64>> {
-        let outs = Outputs {
-            values: Some(selected.into()),
-            indices: None,
-            rest: Some(rest.into()),
-            run_lengths: false,
-        };
+        let outs = Outputs::partition(selected.into(), rest.into());
         let k = T::select_kernels()[0];
         self.select_pending(k, "partition_async", x.into(), None, outs, pred.bound())
     }
@@ -736,12 +681,7 @@ impl Context {
         x: impl Into<DeviceView<'a, T>>,
         out: impl Into<DeviceViewMut<'b, T>>,
     ) -> Result<Pending<'_, u64>> {
-        let outs = Outputs {
-            values: Some(out.into()),
-            indices: None,
-            rest: None,
-            run_lengths: false,
-        };
+        let outs = Outputs::values(out.into());
         let k = T::select_kernels()[2];
         self.select_pending(k, "unique_async", x.into(), None, outs, (0, 0, 0))
     }
