@@ -22,10 +22,10 @@
 
 use kernels::Kernel;
 use kernels::gpu::ShflValue;
-use kernels::select::predicate::{HI_EXCL, HI_INCL, LO_EXCL, LO_INCL, LO_NONE, NEGATE};
+use kernels::select::predicate::{NEGATE, Ordered};
 use kernels::select::{
-    BLOCK, Bounds, DELAY_NS, Flagged, Runs, SelectInstance, SelectParams, SimSelectFn, TILE_ELEMS,
-    Unique,
+    BLOCK, Bounds, DELAY_NS, Flagged, Runs, SelectInstance, SelectParams, SimSelectFn, Unique,
+    tile_elems,
 };
 
 use crate::error::{Error, Result, plural};
@@ -50,7 +50,7 @@ pub type SelectKernel<T> = Kernel<SimSelectFn<T>>;
     message = "no built-in compaction of `{Self}`",
     note = "compaction takes i32, u32, i64, u64, f32, f64 (and half::f16, half::bf16 with the `f16` feature)"
 )]
-pub trait SelectElement: DeviceElement + ShflValue {
+pub trait SelectElement: DeviceElement + ShflValue + Ordered {
     /// A float type (NaN and infinities exist).
     const FLOAT: bool;
     #[doc(hidden)]
@@ -112,20 +112,27 @@ impl<T: SelectElement> Predicate<T> {
             w[0] as u64 | (w[1] as u64) << 32
         };
         let z = T::ZERO;
-        // Num's identities: MAX_ID is -inf for floats, MIN_ID +inf.
-        let (ninf, pinf) = (T::MAX_ID, T::MIN_ID);
+        // Num's identities: MAX_ID is the lowest value (-inf for floats), MIN_ID the highest:
+        // a side with no bound (NaN fails the other side anyway).
+        let (low, high) = (T::MAX_ID, T::MIN_ID);
+        // `lo > hi`: nothing is kept (`x < c` with no value below `c`, or `c` a NaN).
+        let none = (high, low, 0);
         let (lo, hi, mode) = match self {
-            Self::Lt(c) => (z, c, HI_EXCL),
-            Self::Le(c) => (z, c, HI_INCL),
-            Self::Gt(c) => (c, z, LO_EXCL),
-            Self::Ge(c) => (c, z, LO_INCL),
-            Self::Eq(c) => (c, c, LO_INCL | HI_INCL),
-            Self::Ne(c) => (c, c, LO_INCL | HI_INCL | NEGATE),
-            Self::InRange(lo, hi) => (lo, hi, LO_INCL | HI_EXCL),
-            Self::NonZero => (z, z, LO_INCL | HI_INCL | NEGATE),
-            Self::Finite if T::FLOAT => (ninf, pinf, LO_EXCL | HI_EXCL),
-            Self::NotNan if T::FLOAT => (ninf, pinf, LO_INCL | HI_INCL),
-            Self::Finite | Self::NotNan => (z, z, LO_NONE),
+            Self::Lt(c) => c.next_down().map_or(none, |c| (low, c, 0)),
+            Self::Le(c) => (low, c, 0),
+            Self::Gt(c) => c.next_up().map_or(none, |c| (c, high, 0)),
+            Self::Ge(c) => (c, high, 0),
+            Self::Eq(c) => (c, c, 0),
+            Self::Ne(c) => (c, c, NEGATE),
+            Self::InRange(lo, hi) => hi.next_down().map_or(none, |hi| (lo, hi, 0)),
+            Self::NonZero => (z, z, NEGATE),
+            // -MAX ..= MAX.
+            Self::Finite if T::FLOAT => match (low.next_up(), high.next_down()) {
+                (Some(lo), Some(hi)) => (lo, hi, 0),
+                _ => none,
+            },
+            // Every value (an integer is finite and a number).
+            Self::NotNan | Self::Finite => (low, high, 0),
         };
         (b(lo), b(hi), mode)
     }
@@ -846,7 +853,7 @@ impl Context {
                 }
                 None => (0, None),
             };
-            let grid = Self::scan_grid(n, TILE_ELEMS)?;
+            let grid = Self::scan_grid(n, tile_elems(size_of::<T>()))?;
             let runs = outs.run_lengths;
             let prefetch = match (ws.prefetch, &self.backend) {
                 (Some(p), _) => p,

@@ -7,6 +7,11 @@ use rand::{Rng, SeedableRng};
 
 use crate::reductions::TestElem;
 
+/// Elements per tile of the compaction kernels over `bytes`-byte elements.
+pub fn tile(bytes: usize) -> usize {
+    kernels::select::tile_elems(bytes) as usize
+}
+
 /// The CPU's answer to `pred(x)` (IEEE comparisons).
 pub fn keeps<T: TestElem + PartialOrd>(pred: Predicate<T>, x: T) -> bool {
     match pred {
@@ -218,6 +223,58 @@ pub fn check_select(ctx: &Context, sizes: &[usize]) {
     each::<u64>(ctx, sizes);
     each::<f32>(ctx, sizes);
     each::<f64>(ctx, sizes);
+}
+
+/// The built-in predicates with extreme constants (the host makes strict bounds inclusive:
+/// the type's ends, zeros of both signs, the least subnormals, infinities, NaN) over data of
+/// those values, against the CPU's IEEE comparisons.
+pub fn check_predicate_constants(ctx: &Context) {
+    fn each<T: TestElem + SelectElement + PartialOrd>(ctx: &Context) {
+        let (low, high) = (T::MAX_ID, T::MIN_ID);
+        let mut special = vec![low, high, T::ZERO, T::ONE];
+        special.extend(
+            [low.next_up(), high.next_down(), T::ZERO.next_up()]
+                .into_iter()
+                .flatten(),
+        );
+        special.extend(T::ZERO.next_down());
+        special.extend(T::nan());
+        special.extend(T::from_f64(-0.0));
+        special.extend(T::from_f64(f64::MAX).and_then(|m| m.next_down()));
+        let x: Vec<T> = (0..5000).map(|i| special[i * 7 % special.len()]).collect();
+        let dx = ctx.htod(&x).unwrap();
+        let mut out = ctx.alloc_zeros::<T>(x.len()).unwrap();
+        for &c in &special {
+            let mut preds = vec![
+                Predicate::Lt(c),
+                Predicate::Le(c),
+                Predicate::Gt(c),
+                Predicate::Ge(c),
+                Predicate::Eq(c),
+                Predicate::Ne(c),
+                Predicate::NonZero,
+                Predicate::Finite,
+                Predicate::NotNan,
+            ];
+            preds.extend(special.iter().map(|&d| Predicate::InRange(c, d)));
+            for pred in preds {
+                let want: Vec<T> = x.iter().copied().filter(|&v| keeps(pred, v)).collect();
+                let k = ctx.select(&dx, &mut out, pred).unwrap() as usize;
+                assert_eq!(
+                    bits(&ctx.dtoh(&out).unwrap()[..k]),
+                    bits(&want),
+                    "{} {pred:?}",
+                    T::DTYPE
+                );
+            }
+        }
+    }
+    each::<i32>(ctx);
+    each::<u32>(ctx);
+    each::<i64>(ctx);
+    each::<u64>(ctx);
+    each::<f32>(ctx);
+    each::<f64>(ctx);
 }
 
 /// Outputs too small (the error names how many were needed; nothing written past the end),

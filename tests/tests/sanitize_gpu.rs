@@ -40,8 +40,11 @@ fn sanitizer_workload_every_kernel() {
     integration_tests::half::check_basic::<half::f16>(&ctx);
     integration_tests::half::check_basic::<half::bf16>(&ctx);
     // Compaction (issue 36): every call and type, tile boundaries, short outputs.
-    let t = kernels::select::TILE_ELEMS as usize;
-    integration_tests::select::check_select(&ctx, &[1, t - 1, t + 1, 3 * t + 5]);
+    let (t, h) = (
+        integration_tests::select::tile(4),
+        integration_tests::select::tile(8),
+    );
+    integration_tests::select::check_select(&ctx, &[1, h + 1, t - 1, t + 1, 3 * t + 5]);
     integration_tests::select::check_select_edges(&ctx);
     // Buffers, pending values and a second context dropped with kernels in flight (memcheck:
     // no use after free).

@@ -6,8 +6,12 @@ use integration_tests::sim;
 #[test]
 fn select_partition_unique_every_type_and_predicate() {
     // Tile boundaries +- 1 and several tiles.
-    let t = kernels::select::TILE_ELEMS as usize;
-    check_select(&sim(), &[0, 1, 2, 33, 100, t - 1, t, t + 1, 3 * t + 5]);
+    // Tile boundaries +- 1 (the tiles of 8-byte and of smaller elements) and several tiles.
+    let (t, h) = (tile(4), tile(8));
+    check_select(
+        &sim(),
+        &[0, 1, 2, 33, 100, h - 1, h + 1, t - 1, t, t + 1, 3 * t + 5],
+    );
 }
 
 #[test]
@@ -17,8 +21,13 @@ fn select_small_outputs_into_forms_and_bad_input() {
 
 #[test]
 fn select_f16_and_bf16() {
-    let t = kernels::select::TILE_ELEMS as usize;
+    let t = tile(2);
     for n in [1, 100, t - 1, 2 * t + 7] {
         check_select_half(&sim(), n);
     }
+}
+
+#[test]
+fn select_predicates_with_extreme_constants() {
+    check_predicate_constants(&sim());
 }

@@ -6,7 +6,7 @@
 //! partition), `flags[i] != 0` (a byte mask: `masked_select`), or `i == 0 || x[i] != x[i-1]`
 //! (unique consecutive; IEEE `!=`, so every NaN is kept, as CUB and PyTorch do).
 //!
-//! A tile is `BLOCK` threads × [`ITEMS`] elements. Each warp reads its stretch as rows of
+//! A tile is `BLOCK` threads × [`items`] elements. Each warp reads its stretch as rows of
 //! coalesced 16-byte vectors (lane `l` of row `v` holds elements `(32 v + l) * PER_VEC ..`),
 //! so no L2 sector is fetched twice. The kept elements' positions come from ballots (per row
 //! and vector slot: the lanes before this one), the warps' counts through shared memory, and
@@ -32,21 +32,27 @@ pub use predicate::{
 /// Threads per block (one tile per block).
 pub const BLOCK: u32 = ACTIVE.block;
 const WARPS: usize = BLOCK as usize / 32;
-/// Elements per thread: 16 (one to eight 16-byte vectors by element size).
-pub const ITEMS: usize = 16;
-/// Elements per tile.
-pub const TILE_ELEMS: u64 = BLOCK as u64 * ITEMS as u64;
-/// Shared staging: one tile of 8-byte elements (values, then indices).
-const STAGE_WORDS: usize = TILE_ELEMS as usize * 8 / 16;
+/// Elements per thread for `bytes`-byte elements: eight 16-byte vectors (128 bytes a thread:
+/// tiles of 32 KiB, long enough to pay for their look-back), at most 32 (a thread's flags
+/// are the bits of one `u32`).
+pub const fn items(bytes: usize) -> usize {
+    let i = 128 / bytes;
+    if i > MAX_ITEMS { MAX_ITEMS } else { i }
+}
+/// Elements per tile for `bytes`-byte elements (the grid is `ceil(n / tile_elems)`).
+pub const fn tile_elems(bytes: usize) -> u64 {
+    BLOCK as u64 * items(bytes) as u64
+}
+const MAX_ITEMS: usize = 32;
+/// 16-byte vectors a thread, at most (rows of a warp's stretch).
+const MAX_VECS: usize = 8;
+/// Shared staging: one tile of values, or of their tile-local `u32` indices (32 KiB).
+const STAGE_WORDS: usize = BLOCK as usize * 128 / 16;
 /// Blocks per SM the registers of a kernel over `bytes`-byte elements in `mode` are capped
-/// for (`launch_bounds!`): 8-byte elements need more registers to hold a thread's 16, and the
-/// run lengths more to carry their indices (3 blocks made them spill).
+/// for (`launch_bounds!`). Three spilled the 4- and 2-byte kernels (32 elements a thread) and
+/// the run lengths, and two without spills were faster; 8-byte elements (16) fit three.
 pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
-    if bytes >= 8 || mode == MODE_RUNS {
-        2
-    } else {
-        3
-    }
+    if mode == MODE_RUNS || bytes < 8 { 2 } else { 3 }
 }
 /// The look-back's first wait (ns) before a tile reads its predecessors.
 pub const DELAY_NS: u32 = 1000;
@@ -110,7 +116,7 @@ crate::select_params!(struct
 /// [`Flagged`], [`Unique`]): kept element number `k` (in input order) goes to
 /// `out[k]` and its index to `indices[k]` for `k < capacity` (each output when not null), the
 /// `m`-th other element to `rest[m]` for `m < rest_capacity` (when not null), and the number
-/// kept to `num_selected[0]`. Launch `BLOCK` threads a block, `ceil(n / TILE_ELEMS)` blocks
+/// kept to `num_selected[0]`. Launch `BLOCK` threads a block, `ceil(n / tile_elems)` blocks
 /// (`n > 0`), counter 0, a fresh epoch, 16 status bytes a tile. `prefetch`: how many tiles
 /// ahead each block asks L2 for a later block's data (0: none).
 ///
@@ -151,25 +157,32 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     let stage = crate::static_shared!(SEL_STAGE: [u128; STAGE_WORDS]);
     let warp_counts = crate::static_shared!(SEL_WARP_COUNTS: [u32; WARPS]);
     let tile_base = crate::static_shared!(SEL_TILE_BASE: [u64; 1]);
-    let warp_last = crate::static_shared!(SEL_WARP_LAST: [u64; WARPS]);
+    let warp_last = crate::static_shared!(SEL_WARP_LAST: [u32; WARPS]);
     let run_before = crate::static_shared!(SEL_RUN_BEFORE: [u64; 1]);
     let tile = unsafe { next_tile(counter) };
     let lane = gpu::lane_id();
     let warp = gpu::warp_id() as usize;
     let tid = gpu::thread_idx_x() as usize;
     let per_vec = T::PER_VEC;
-    let vecs = ITEMS / per_vec;
-    // The warp's stretch; this thread's element `v * per_vec + j` is at `elem(v, j)`.
-    let stretch = tile * TILE_ELEMS + (warp * 32 * ITEMS) as u64;
-    let elem = |v: usize, j: usize| stretch + ((v * 32 + lane as usize) * per_vec + j) as u64;
-    let full = (tile + 1) * TILE_ELEMS <= n;
+    let items = items(size_of::<T>());
+    let tile_elems = tile_elems(size_of::<T>());
+    // Rows: 16-byte vectors a thread (8, or 4 for 2-byte elements).
+    let vecs = items / per_vec;
+    let tile_start = tile * tile_elems;
+    // The warp's stretch; this thread's element `v * per_vec + j` is at `elem(v, j)`, tile
+    // position `local(v, j)`.
+    let warp_first = (warp * 32 * items) as u32;
+    let stretch = tile_start + warp_first as u64;
+    let local = |v: usize, j: usize| warp_first + ((v * 32 + lane as usize) * per_vec + j) as u32;
+    let elem = |v: usize, j: usize| tile_start + local(v, j) as u64;
+    let full = tile_start + tile_elems <= n;
 
     // 1. The elements: 16-byte vectors in a full tile of an aligned input, else one by one.
     // Slots past `n` hold zero bits (never kept: their flags are 0).
     let fill = T::from_words([0; 4]);
-    let mut x = [fill; ITEMS];
+    let mut x = [fill; MAX_ITEMS];
     if full && input as usize & 15 == 0 {
-        for v in 0..ITEMS {
+        for v in 0..MAX_VECS {
             if v < vecs {
                 let w =
                     unsafe { gpu::load_nc_v4_b32(input.add(elem(v, 0) as usize) as *const u32) };
@@ -189,7 +202,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             }
         }
     } else {
-        for v in 0..ITEMS {
+        for v in 0..MAX_VECS {
             for j in 0..8 {
                 if v < vecs && j < per_vec {
                     let i = elem(v, j);
@@ -204,15 +217,16 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     // While the loads are in flight, ask L2 for this warp's stretch of tile `tile +
     // prefetch`, which a block starting a fraction of a block lifetime from now will claim:
     // DRAM stays busy through this block's look-back and writes, when it loads nothing.
-    if prefetch > 0 && (tile + prefetch as u64 + 1) * TILE_ELEMS <= n {
-        let pf = stretch + prefetch as u64 * TILE_ELEMS;
-        prefetch_stretch(input, pf, (32 * ITEMS) as u64);
+    if prefetch > 0 && tile_start + (prefetch as u64 + 1) * tile_elems <= n {
+        let pf = stretch + prefetch as u64 * tile_elems;
+        prefetch_stretch(input, pf, (32 * items) as u64);
         if P::MODE == MODE_FLAGGED {
-            prefetch_stretch(flags, pf, (32 * ITEMS) as u64);
+            prefetch_stretch(flags, pf, (32 * items) as u64);
         }
     }
 
-    // 2. The flags, one bit per element (bit `v * per_vec + j`); none past `n`.
+    // 2. The flags, one bit per element (bit `v * per_vec + j`); in a partial tile none past
+    //    `n` (masked after, so that full tiles pay no bounds checks).
     let mut keep = 0u32;
     if P::MODE == MODE_UNIQUE || P::MODE == MODE_RUNS {
         // The element before each: the previous slot, the previous lane's last of the row, or
@@ -223,7 +237,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             fill
         };
         let mut prev_row_last = before_stretch;
-        for v in 0..ITEMS {
+        for v in 0..MAX_VECS {
             if v < vecs {
                 let last = x[v * per_vec + per_vec - 1];
                 let from_left = gpu::shfl_up_sync(FULL_MASK, last, 1, 32);
@@ -237,69 +251,106 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
                 };
                 for j in 0..8 {
                     if j < per_vec {
-                        let i = elem(v, j);
                         let prev = if j == 0 {
                             first_prev
                         } else {
                             x[v * per_vec + j - 1]
                         };
-                        #[allow(clippy::nonminimal_bool)] // IEEE: a NaN differs from itself
-                        let head = i == 0 || !(x[v * per_vec + j] == prev);
-                        keep |= ((head && i < n) as u32) << (v * per_vec + j);
+                        // IEEE: a NaN differs from itself.
+                        let head = !(x[v * per_vec + j] == prev);
+                        keep |= (head as u32) << (v * per_vec + j);
                     }
                 }
                 prev_row_last = last;
             }
         }
+        // The input's first element heads a run.
+        if stretch == 0 && lane == 0 {
+            keep |= 1;
+        }
+    } else if P::MODE == MODE_FLAGGED {
+        // A row's `per_vec` flag bytes are consecutive: one load of 2, 4 or 8 bytes (aligned).
+        let words = full && flags as usize & (per_vec - 1) == 0;
+        for v in 0..MAX_VECS {
+            if v < vecs {
+                let at = unsafe { flags.add(elem(v, 0) as usize) };
+                let bits = if words {
+                    let w = unsafe {
+                        match per_vec {
+                            2 => (at as *const u16).read() as u64,
+                            4 => (at as *const u32).read() as u64,
+                            _ => (at as *const u64).read(),
+                        }
+                    };
+                    nonzero_bytes(w) & ((1u32 << per_vec) - 1)
+                } else {
+                    let mut b = 0u32;
+                    for j in 0..8 {
+                        if j < per_vec && elem(v, j) < n {
+                            b |= ((unsafe { at.add(j).read() } != 0) as u32) << j;
+                        }
+                    }
+                    b
+                };
+                keep |= bits << (v * per_vec);
+            }
+        }
     } else {
-        for v in 0..ITEMS {
+        for v in 0..MAX_VECS {
             for j in 0..8 {
                 if v < vecs && j < per_vec {
-                    let i = elem(v, j);
-                    let f = if P::MODE == MODE_FLAGGED {
-                        i < n && unsafe { flags.add(i as usize).read() } != 0
-                    } else {
-                        i < n && P::select(x[v * per_vec + j], &bound)
-                    };
+                    let f = P::select(x[v * per_vec + j], &bound);
                     keep |= (f as u32) << (v * per_vec + j);
                 }
             }
         }
     }
-
-    // 3. Positions in the warp's stretch: rows first, then lanes, then slots. Per row the
-    //    position of this lane's first slot; a slot adds the kept slots before it in the row.
-    let lanes_before = (1u32 << lane) - 1;
-    let mut row_at = [0u32; ITEMS];
-    let mut warp_count = 0u32;
-    for v in 0..ITEMS {
-        if v < vecs {
-            let mut before = 0u32;
-            let mut row = 0u32;
+    if !full {
+        let mut inside = 0u32;
+        for v in 0..MAX_VECS {
             for j in 0..8 {
-                if j < per_vec {
-                    let b = gpu::ballot_sync(FULL_MASK, keep >> (v * per_vec + j) & 1 != 0);
-                    before += (b & lanes_before).count_ones();
-                    row += b.count_ones();
+                if v < vecs && j < per_vec {
+                    inside |= ((elem(v, j) < n) as u32) << (v * per_vec + j);
                 }
             }
-            row_at[v] = warp_count + before;
-            warp_count += row;
+        }
+        keep &= inside;
+    }
+
+    // 3. Positions in the warp's stretch: rows first, then lanes, then slots. Each row's kept
+    //    count goes to a field of one word (8 bits; 16 for 8 elements a vector, whose row can
+    //    keep 256), so one warp scan gives every row's lanes-before at once.
+    let field = if per_vec > 4 { 16 } else { 8 };
+    let row_bits = (1u32 << per_vec) - 1;
+    let mut mine = 0u64;
+    for v in 0..MAX_VECS {
+        if v < vecs {
+            mine |= ((keep >> (v * per_vec) & row_bits).count_ones() as u64) << (v * field);
         }
     }
-    let pos =
-        |v: usize, j: usize| row_at[v] + (keep >> (v * per_vec) & ((1u32 << j) - 1)).count_ones();
-    // Run-length encoding: the index of the warp's last head (0 when it has none).
+    let inclusive = crate::warp::warp_inclusive_scan(mine, u64::wrapping_add);
+    let lanes_before = inclusive - mine;
+    let rows = gpu::shfl_sync(FULL_MASK, inclusive, 31, 32);
+    let mut row_at = [0u32; MAX_VECS];
+    let mut warp_count = 0u32;
+    for v in 0..MAX_VECS {
+        if v < vecs {
+            let f = |w: u64| (w >> (v * field)) as u32 & ((1u32 << field) - 1);
+            row_at[v] = warp_count + f(lanes_before);
+            warp_count += f(rows);
+        }
+    }
+    // Run-length encoding: one past the tile position of the warp's last head (0: none).
     if P::MODE == MODE_RUNS {
-        let mut last = 0u64;
-        for v in 0..ITEMS {
+        let mut last = 0u32;
+        for v in 0..MAX_VECS {
             for j in 0..8 {
                 if v < vecs && j < per_vec && keep >> (v * per_vec + j) & 1 != 0 {
-                    last = last.max(elem(v, j));
+                    last = local(v, j) + 1;
                 }
             }
         }
-        let last = crate::warp::warp_reduce(last, u64::max);
+        let last = crate::warp::warp_reduce(last, u32::max);
         if lane == 0 {
             unsafe { warp_last.write(warp, last) };
         }
@@ -318,33 +369,41 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         tile_count += c;
     }
 
-    // 4. Stage the values at their tile positions: kept from the front, the others (a
-    //    partition) from the back, reversed.
+    // 4. Stage the values at their tile positions: kept from the front, the others from the
+    //    back, reversed (a partition writes them out). Every slot of the tile gets one
+    //    element, so the store needs no branch: a branch per element diverged at 50% kept.
     let vals = unsafe { stage.cast::<T>() };
-    let tile_len = n.saturating_sub(tile * TILE_ELEMS).min(TILE_ELEMS) as u32;
-    let warp_first = (warp * 32 * ITEMS) as u32;
-    let stage_values = |keep_others: bool| {
-        for v in 0..ITEMS {
-            for j in 0..8 {
-                if v < vecs && j < per_vec {
-                    let e = v * per_vec + j;
-                    let at = warp_base + pos(v, j);
-                    if keep >> e & 1 != 0 {
-                        unsafe { vals.write(at as usize, x[e]) };
-                    } else if keep_others {
-                        let local = warp_first + ((v * 32 + lane as usize) * per_vec + j) as u32;
-                        if local < tile_len {
-                            let other = local - at;
-                            let slot = TILE_ELEMS as usize - 1 - other as usize;
-                            unsafe { vals.write(slot, x[e]) };
+    let tile_len = n.saturating_sub(tile_start).min(tile_elems) as u32;
+    // Element `e`'s slot: `at` (kept: the kept before it in the tile) or, the `l - at`-th
+    // other, from the back.
+    let slot = |v: usize, j: usize, at: u32| {
+        if keep >> (v * per_vec + j) & 1 != 0 {
+            at
+        } else {
+            tile_elems as u32 - 1 - local(v, j) + at
+        }
+    };
+    // `$put(v, j, slot)` for each element (a macro: inlined, no closure object on the GPU).
+    macro_rules! stage_each {
+        ($put:expr) => {{
+            let put = $put;
+            for v in 0..MAX_VECS {
+                if v < vecs {
+                    let mut at = warp_base + row_at[v];
+                    for j in 0..8 {
+                        if j < per_vec {
+                            put(v, j, slot(v, j, at));
+                            at += keep >> (v * per_vec + j) & 1;
                         }
                     }
                 }
             }
-        }
-    };
+        }};
+    }
     if !out.is_null() || !rest.is_null() {
-        stage_values(!rest.is_null());
+        stage_each!(|v: usize, j: usize, s: u32| unsafe {
+            vals.write(s as usize, x[v * per_vec + j])
+        });
     }
 
     // 5. The count before the tile (warp 0): look-back over the tiles' counts (with the last
@@ -359,13 +418,13 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             two_word_slots: false,
             fixed_order: false,
         };
-        let mut last = 0u64;
+        let mut last = 0u32;
         for w in 0..WARPS {
             last = last.max(unsafe { warp_last.read(w) });
         }
         let mine = RunsAcc {
             count: tile_count as u64,
-            last,
+            last: (tile_start + last as u64).saturating_sub(1),
         };
         let before = if tile > 0 {
             if lane == 0 {
@@ -430,75 +489,80 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     gpu::sync_threads();
     let base = unsafe { tile_base.read(0) };
 
-    // 6. Write out by consecutive threads.
-    let kept = tile_count as usize;
-    if !out.is_null() {
-        let room = capacity.saturating_sub(base).min(kept as u64) as usize;
-        for m in 0..ITEMS {
-            let k = m * BLOCK as usize + tid;
-            if k < room {
-                unsafe { out.add(base as usize + k).write(vals.read(k)) };
+    // 6. Write out by consecutive threads: `$put(k)` for each of this thread's `k < room`
+    //    (`k = m * BLOCK + tid`; counted in u32, a tile's positions fit).
+    macro_rules! each_out {
+        ($room:expr, $put:expr) => {{
+            let room = $room as u32;
+            let put = $put;
+            for m in 0..MAX_ITEMS {
+                let first = m as u32 * BLOCK;
+                if m >= items || first >= room {
+                    break; // the block's rest of the loop writes nothing
+                }
+                if first + (tid as u32) < room {
+                    put(m * BLOCK as usize + tid);
+                }
             }
-        }
+        }};
+    }
+    let kept = tile_count as u64;
+    if !out.is_null() {
+        let to = unsafe { out.add(base as usize) };
+        each_out!(capacity.saturating_sub(base).min(kept), |k: usize| unsafe {
+            to.add(k).write(vals.read(k))
+        });
     }
     if !rest.is_null() {
-        let others = tile_len as usize - kept;
-        let rest_base = tile * TILE_ELEMS - base;
-        let room = rest_capacity.saturating_sub(rest_base).min(others as u64) as usize;
-        for m in 0..ITEMS {
-            let k = m * BLOCK as usize + tid;
-            if k < room {
-                let v = unsafe { vals.read(TILE_ELEMS as usize - 1 - k) };
-                unsafe { rest.add(rest_base as usize + k).write(v) };
-            }
-        }
+        let others = tile_len as u64 - kept;
+        let rest_base = tile_start - base;
+        let to = unsafe { rest.add(rest_base as usize) };
+        each_out!(
+            rest_capacity.saturating_sub(rest_base).min(others),
+            |k: usize| unsafe { to.add(k).write(vals.read(tile_elems as usize - 1 - k)) }
+        );
     }
     if !indices.is_null() || P::MODE == MODE_RUNS {
-        let idx = unsafe { stage.cast::<u64>() };
+        // Tile positions (u32) in the staging, after the values left it.
+        let idx = unsafe { stage.cast::<u32>() };
         if !out.is_null() || !rest.is_null() {
             gpu::sync_threads();
         }
-        for v in 0..ITEMS {
-            for j in 0..8 {
-                if v < vecs && j < per_vec {
-                    let e = v * per_vec + j;
-                    if keep >> e & 1 != 0 {
-                        unsafe { idx.write((warp_base + pos(v, j)) as usize, elem(v, j)) };
-                    }
-                }
-            }
-        }
+        stage_each!(|v: usize, j: usize, s: u32| unsafe { idx.write(s as usize, local(v, j)) });
         gpu::sync_threads();
-        let room = capacity.saturating_sub(base).min(kept as u64) as usize;
         if P::MODE == MODE_RUNS {
             // Head `base + k` closes run `base + k - 1`, which began at the head before it
             // (the tile's previous one, or the last before the tile).
             let last_before = unsafe { run_before.read(0) };
-            let room = capacity
-                .saturating_add(1)
-                .saturating_sub(base)
-                .min(kept as u64) as usize;
-            for m in 0..ITEMS {
-                let k = m * BLOCK as usize + tid;
-                if k < room && base + k as u64 > 0 {
-                    let start = if k > 0 {
-                        unsafe { idx.read(k - 1) }
+            let room = capacity.saturating_add(1).saturating_sub(base).min(kept);
+            each_out!(room, |k: usize| {
+                if base + k as u64 > 0 {
+                    let at = unsafe { idx.read(k) };
+                    let len = if k > 0 {
+                        (at - unsafe { idx.read(k - 1) }) as u64
                     } else {
-                        last_before
+                        tile_start + at as u64 - last_before
                     };
-                    let len = unsafe { idx.read(k) } - start;
                     unsafe { counts.add(base as usize + k - 1).write(len) };
                 }
-            }
+            });
         } else {
-            for m in 0..ITEMS {
-                let k = m * BLOCK as usize + tid;
-                if k < room {
-                    unsafe { indices.add(base as usize + k).write(idx.read(k)) };
-                }
-            }
+            let to = unsafe { indices.add(base as usize) };
+            each_out!(capacity.saturating_sub(base).min(kept), |k: usize| unsafe {
+                to.add(k).write(tile_start + idx.read(k) as u64)
+            });
         }
     }
+}
+
+/// Bit `j` set for each nonzero byte `j` of `w` (bytes 0-7).
+#[inline(always)]
+fn nonzero_bytes(w: u64) -> u32 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    // A byte's high bit: set when any of its bits is (no carry crosses a byte).
+    let high = (((w & LOW7) + LOW7) | w) & !LOW7;
+    // Gather the 8 high bits into the top byte.
+    ((high >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32
 }
 
 /// The run-length encoding's look-back value: runs (heads) in a range and the index of its

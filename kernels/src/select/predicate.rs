@@ -6,59 +6,96 @@
 use crate::half::{Bf16, F16, HalfFloat};
 use crate::ops::Element;
 
-/// The launch's constants for the built-in predicate: `lo`, `hi` and how they apply.
+/// The launch's constants for the built-in predicate: `x` is kept when `lo <= x && x <= hi`,
+/// negated when `mode` has [`NEGATE`]. The host makes every predicate this one: a strict bound
+/// becomes the next value (`x < c` is `x <= c - 1`, or the float below `c`), a missing one the
+/// type's lowest or highest value (the infinities: NaN fails either way).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct Bound<T> {
     pub lo: T,
     pub hi: T,
-    /// Bits 0-1: the lower bound (0 none, 1 `lo <= x`, 2 `lo < x`); bits 2-3 the upper bound
-    /// (0 none, 1 `x <= hi`, 2 `x < hi`); bit 4: negate the result.
+    /// Bit 0: [`NEGATE`].
     pub mode: u32,
 }
 
-/// Lower bound: none.
-pub const LO_NONE: u32 = 0;
-/// Lower bound: `lo <= x`.
-pub const LO_INCL: u32 = 1;
-/// Lower bound: `lo < x`.
-pub const LO_EXCL: u32 = 2;
-/// Upper bound: `x <= hi`.
-pub const HI_INCL: u32 = 1 << 2;
-/// Upper bound: `x < hi`.
-pub const HI_EXCL: u32 = 2 << 2;
 /// The bounds' result negated.
-pub const NEGATE: u32 = 1 << 4;
+pub const NEGATE: u32 = 1;
 
 /// An element type with IEEE comparisons (a NaN compares false with everything).
 pub trait Ordered: Element {
     fn le(self, o: Self) -> bool;
     fn lt(self, o: Self) -> bool;
+    /// The least value above `self` (none above the largest, +inf, or a NaN).
+    fn next_up(self) -> Option<Self>;
+    /// The greatest value below `self` (none below the lowest, -inf, or a NaN).
+    fn next_down(self) -> Option<Self>;
 }
 
-macro_rules! ordered_native {
+/// [`Ordered::next_up`] on the bits of an IEEE format (`sign` its sign bit, `inf` +inf's bits).
+const fn ieee_next_up(bits: u64, sign: u64, inf: u64) -> Option<u64> {
+    let abs = bits & !sign;
+    if abs > inf || bits == inf {
+        return None;
+    }
+    Some(if abs == 0 {
+        1 // either zero: the least subnormal
+    } else if bits & sign == 0 {
+        bits + 1
+    } else {
+        bits - 1
+    })
+}
+
+/// [`Ordered::next_down`]: the next value up of `-x`, negated.
+const fn ieee_next_down(bits: u64, sign: u64, inf: u64) -> Option<u64> {
+    match ieee_next_up(bits ^ sign, sign, inf) {
+        Some(b) => Some(b ^ sign),
+        None => None,
+    }
+}
+
+macro_rules! ordered_int {
     ($($t:ty),*) => {$(
         impl Ordered for $t {
             #[inline(always)]
             fn le(self, o: Self) -> bool { self <= o }
             #[inline(always)]
             fn lt(self, o: Self) -> bool { self < o }
+            fn next_up(self) -> Option<Self> { self.checked_add(1) }
+            fn next_down(self) -> Option<Self> { self.checked_sub(1) }
         }
     )*};
 }
-ordered_native!(i32, u32, i64, u64, f32, f64);
+ordered_int!(i32, u32, i64, u64);
 
-macro_rules! ordered_half {
-    ($($t:ty),*) => {$(
+/// IEEE types: `$t`, its bits' type, sign bit, +inf, bits of (`$to`) and from (`$from`) a value.
+macro_rules! ordered_ieee {
+    ($($t:ty, $b:ty, $sign:expr, $inf:expr, $to:expr, $from:expr, $le:expr, $lt:expr;)*) => {$(
         impl Ordered for $t {
             #[inline(always)]
-            fn le(self, o: Self) -> bool { self.widen() <= o.widen() }
+            fn le(self, o: Self) -> bool { $le(self, o) }
             #[inline(always)]
-            fn lt(self, o: Self) -> bool { self.widen() < o.widen() }
+            fn lt(self, o: Self) -> bool { $lt(self, o) }
+            fn next_up(self) -> Option<Self> {
+                ieee_next_up($to(self) as u64, $sign, $inf).map(|b| $from(b as $b))
+            }
+            fn next_down(self) -> Option<Self> {
+                ieee_next_down($to(self) as u64, $sign, $inf).map(|b| $from(b as $b))
+            }
         }
     )*};
 }
-ordered_half!(F16, Bf16);
+ordered_ieee! {
+    f32, u32, 1 << 31, 0x7f80_0000, f32::to_bits, f32::from_bits,
+        |a: f32, b: f32| a <= b, |a: f32, b: f32| a < b;
+    f64, u64, 1 << 63, 0x7ff0_0000_0000_0000, f64::to_bits, f64::from_bits,
+        |a: f64, b: f64| a <= b, |a: f64, b: f64| a < b;
+    F16, u16, 0x8000, 0x7c00, |x: F16| x.to_bits(), F16::from_bits_,
+        |a: F16, b: F16| a.widen() <= b.widen(), |a: F16, b: F16| a.widen() < b.widen();
+    Bf16, u16, 0x8000, 0x7f80, |x: Bf16| x.to_bits(), Bf16::from_bits_,
+        |a: Bf16, b: Bf16| a.widen() <= b.widen(), |a: Bf16, b: Bf16| a.widen() < b.widen();
+}
 
 /// Mode: the flag is the predicate of the element.
 pub const MODE_IF: u32 = 0;
@@ -120,16 +157,6 @@ pub struct Bounds;
 impl<T: Ordered> Predicate<T> for Bounds {
     #[inline(always)]
     fn select(x: T, b: &Bound<T>) -> bool {
-        let lo = match b.mode & 3 {
-            LO_INCL => b.lo.le(x),
-            LO_EXCL => b.lo.lt(x),
-            _ => true,
-        };
-        let hi = match b.mode & (3 << 2) {
-            HI_INCL => x.le(b.hi),
-            HI_EXCL => x.lt(b.hi),
-            _ => true,
-        };
-        (lo && hi) != (b.mode & NEGATE != 0)
+        (b.lo.le(x) & x.le(b.hi)) ^ (b.mode & NEGATE != 0)
     }
 }

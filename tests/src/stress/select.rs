@@ -9,7 +9,7 @@ use crate::reductions::TestElem;
 use crate::select::{keeps, runs_ref, unique_ref};
 
 fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
-    let t = kernels::select::TILE_ELEMS as usize;
+    let t = crate::select::tile(size_of::<T>());
     let n = c.size(&[1, 2, 31, 33, t - 1, t, t + 1, 2 * t + 1, 7 * t]);
     let (offset, dist) = (c.offset(), c.dist());
     let data = make::<T>(&mut c.rng, n, dist);
