@@ -24,8 +24,8 @@ use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::select::predicate::{NEGATE, Ordered};
 use kernels::select::{
-    BLOCK, Bounds, DELAY_NS, Flagged, Runs, SelectInstance, SelectParams, SimSelectFn, Unique,
-    tile_elems,
+    BLOCK, Bounds, DELAY_NS, Flagged, PREFETCH_BYTES, Runs, SelectInstance, SelectParams,
+    SimSelectFn, Unique, tile_elems,
 };
 
 use crate::error::{Error, Result, plural};
@@ -34,12 +34,6 @@ use crate::runtime::{
     Backend, Context, DeviceBuffer, DeviceView, DeviceViewMut, KernelLibrary, LaunchShape,
 };
 
-/// The default prefetch distance: a quarter of the blocks the device holds at once (as the
-/// reduce by key's, `kernels::scan::policy`).
-#[allow(non_snake_case)]
-fn PREFETCH_OF_RESIDENT(resident_blocks: u32) -> u32 {
-    kernels::scan::policy::ACTIVE.reduce_by_key_prefetch_tiles(resident_blocks)
-}
 use crate::scan::ScanWorkspace;
 
 /// A select kernel as the host calls it.
@@ -858,8 +852,7 @@ impl Context {
             let prefetch = match (ws.prefetch, &self.backend) {
                 (Some(p), _) => p,
                 (None, Backend::Cuda(_)) => {
-                    let blocks = self.kernel(lib, k.name)?.blocks_per_sm(BLOCK)?;
-                    PREFETCH_OF_RESIDENT(self.info().multiprocessors * blocks)
+                    (PREFETCH_BYTES / (tile_elems(size_of::<T>()) * size_of::<T>() as u64)) as u32
                 }
                 (None, _) => 0,
             };

@@ -54,6 +54,10 @@ const STAGE_WORDS: usize = BLOCK as usize * 128 / 16;
 pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
     if mode == MODE_RUNS || bytes < 8 { 2 } else { 3 }
 }
+/// How far ahead (bytes of input) a block asks L2 for a later tile: 6 MiB (192 tiles of
+/// 32 KiB) beat 1.6 and 12.8 MiB and a quarter of the resident blocks (2 MiB) on an H100
+/// (CHANGELOG.md, issue 36).
+pub const PREFETCH_BYTES: u64 = 6 << 20;
 /// The look-back's first wait (ns) before a tile reads its predecessors.
 pub const DELAY_NS: u32 = 1000;
 
