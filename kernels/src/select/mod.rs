@@ -8,13 +8,14 @@
 //!
 //! A tile is `BLOCK` threads × [`items`] elements. Each warp reads its stretch as rows of
 //! coalesced 16-byte vectors (lane `l` of row `v` holds elements `(32 v + l) * PER_VEC ..`),
-//! so no L2 sector is fetched twice. The kept elements' positions come from ballots (per row
-//! and vector slot: the lanes before this one), the warps' counts through shared memory, and
+//! so no L2 sector is fetched twice. The kept elements' positions come from one warp scan of
+//! each thread's per-row counts (packed into fields of one word), the warps' counts through
+//! shared memory, and
 //! the count before the tile from the scan's decoupled look-back ([`crate::scan::lookback`]):
-//! integer sums are exact in any association, so the output is the same on every run. Kept
-//! elements are staged in shared memory at their tile positions (the others from the far
-//! end, reversed) and written out by consecutive threads: coalesced stores whatever the
-//! selectivity, in input order.
+//! integer sums are exact in any association, so the output is the same on every run. Every
+//! element is staged in shared memory, with no branch: the kept at their tile positions, the
+//! others from the far end, reversed; then written out by consecutive threads: coalesced
+//! stores whatever the selectivity, in input order.
 
 pub mod predicate;
 
