@@ -47,8 +47,11 @@ pub const fn tile_elems(bytes: usize) -> u64 {
 const MAX_ITEMS: usize = 32;
 /// 16-byte vectors a thread, at most (rows of a warp's stretch).
 const MAX_VECS: usize = 8;
-/// Shared staging: one tile of values, or of their tile-local `u32` indices (32 KiB).
+/// Shared staging: one tile of values, or of their tile-local `u32` indices (32 KiB), a
+/// region of [`REGION_BYTES`] a warp.
 const STAGE_WORDS: usize = BLOCK as usize * 128 / 16;
+/// A warp's staging: 32 lanes x 128 bytes of elements, or their `u32` indices.
+const REGION_BYTES: usize = 32 * 128;
 /// Blocks per SM the registers of a kernel over `bytes`-byte elements in `mode` are capped
 /// for (`launch_bounds!`). Three spilled the 4- and 2-byte kernels (32 elements a thread) and
 /// the run lengths, and two without spills were faster; 8-byte elements (16) fit three.
@@ -167,7 +170,6 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     let tile = unsafe { next_tile(counter) };
     let lane = gpu::lane_id();
     let warp = gpu::warp_id() as usize;
-    let tid = gpu::thread_idx_x() as usize;
     let per_vec = T::PER_VEC;
     let items = items(size_of::<T>());
     let tile_elems = tile_elems(size_of::<T>());
@@ -360,32 +362,21 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             unsafe { warp_last.write(warp, last) };
         }
     }
-    if lane == 0 {
-        unsafe { warp_counts.write(warp, warp_count) };
-    }
-    gpu::sync_threads();
-    let mut warp_base = 0u32;
-    let mut tile_count = 0u32;
-    for w in 0..WARPS {
-        let c = unsafe { warp_counts.read(w) };
-        if w < warp {
-            warp_base += c;
-        }
-        tile_count += c;
-    }
-
-    // 4. Stage the values at their tile positions: kept from the front, the others from the
-    //    back, reversed (a partition writes them out). Every slot of the tile gets one
-    //    element, so the store needs no branch: a branch per element diverged at 50% kept.
+    // 4. Stage every element in the warp's own region of shared memory (4 KiB a warp), with
+    //    no branch: the kept from the front at their warp positions, the others from the back,
+    //    reversed (a branch per element diverged at 50% kept). Done before the block's barrier,
+    //    so the elements' registers are free while the block waits in the look-back.
+    let region = warp * REGION_BYTES; // bytes
     let vals = unsafe { stage.cast::<T>() };
-    let tile_len = n.saturating_sub(tile_start).min(tile_elems) as u32;
-    // Element `e`'s slot: `at` (kept: the kept before it in the tile) or, the `l - at`-th
-    // other, from the back.
+    let v0 = region / size_of::<T>();
+    let warp_elems = 32 * items as u32;
+    // Element `(v, j)`'s slot in the region: `at` (the warp's kept before it) or, the
+    // `li - at`-th other, from the back (`li`: its index in the warp's stretch).
     let slot = |v: usize, j: usize, at: u32| {
         if keep >> (v * per_vec + j) & 1 != 0 {
             at
         } else {
-            tile_elems as u32 - 1 - local(v, j) + at
+            warp_elems - 1 - (local(v, j) - warp_first) + at
         }
     };
     // `$put(v, j, slot)` for each element (a macro: inlined, no closure object on the GPU).
@@ -394,7 +385,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             let put = $put;
             for v in 0..MAX_VECS {
                 if v < vecs {
-                    let mut at = warp_base + row_at[v];
+                    let mut at = row_at[v];
                     for j in 0..8 {
                         if j < per_vec {
                             put(v, j, slot(v, j, at));
@@ -407,8 +398,23 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     }
     if !out.is_null() || !rest.is_null() {
         stage_each!(|v: usize, j: usize, s: u32| unsafe {
-            vals.write(s as usize, x[v * per_vec + j])
+            vals.write(v0 + s as usize, x[v * per_vec + j])
         });
+    }
+    let tile_len = n.saturating_sub(tile_start).min(tile_elems) as u32;
+
+    if lane == 0 {
+        unsafe { warp_counts.write(warp, warp_count) };
+    }
+    gpu::sync_threads();
+    let mut warp_base = 0u32;
+    let mut tile_count = 0u32;
+    for w in 0..WARPS {
+        let c = unsafe { warp_counts.read(w) };
+        if w < warp {
+            warp_base += c;
+        }
+        tile_count += c;
     }
 
     // 5. The count before the tile (warp 0): look-back over the tiles' counts (with the last
@@ -494,68 +500,86 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     gpu::sync_threads();
     let base = unsafe { tile_base.read(0) };
 
-    // 6. Write out by consecutive threads: `$put(k)` for each of this thread's `k < room`
-    //    (`k = m * BLOCK + tid`; counted in u32, a tile's positions fit).
+    // 6. Each warp writes its own elements out, lanes on consecutive positions: `$put(k)`
+    //    for each of this lane's `k < room` (`k = 32 m + lane`; u32, a warp's fit).
     macro_rules! each_out {
         ($room:expr, $put:expr) => {{
             let room = $room as u32;
             let put = $put;
             for m in 0..MAX_ITEMS {
-                let first = m as u32 * BLOCK;
+                let first = m as u32 * 32;
                 if m >= items || first >= room {
-                    break; // the block's rest of the loop writes nothing
+                    break; // the warp's rest of the loop writes nothing
                 }
-                if first + (tid as u32) < room {
-                    put(m * BLOCK as usize + tid);
+                if first + lane < room {
+                    put(m * 32 + lane as usize);
                 }
             }
         }};
     }
-    let kept = tile_count as u64;
+    // This warp's kept elements go from `base + warp_base`, its others from the others before
+    // it in the tile; its elements inside the input: `valid`.
+    let kept = warp_count as u64;
+    let at_out = base + warp_base as u64;
     if !out.is_null() {
-        let to = unsafe { out.add(base as usize) };
-        each_out!(capacity.saturating_sub(base).min(kept), |k: usize| unsafe {
-            to.add(k).write(vals.read(k))
-        });
+        let to = unsafe { out.add(at_out as usize) };
+        each_out!(
+            capacity.saturating_sub(at_out).min(kept),
+            |k: usize| unsafe { to.add(k).write(vals.read(v0 + k)) }
+        );
     }
     if !rest.is_null() {
-        let others = tile_len as u64 - kept;
-        let rest_base = tile_start - base;
-        let to = unsafe { rest.add(rest_base as usize) };
+        let valid = tile_len.saturating_sub(warp_first).min(warp_elems) as u64;
+        let rest_at = tile_start + warp_first as u64 - at_out;
+        let to = unsafe { rest.add(rest_at as usize) };
+        let last = v0 + warp_elems as usize - 1;
         each_out!(
-            rest_capacity.saturating_sub(rest_base).min(others),
-            |k: usize| unsafe { to.add(k).write(vals.read(tile_elems as usize - 1 - k)) }
+            rest_capacity.saturating_sub(rest_at).min(valid - kept),
+            |k: usize| unsafe { to.add(k).write(vals.read(last - k)) }
         );
     }
     if !indices.is_null() || P::MODE == MODE_RUNS {
-        // Tile positions (u32) in the staging, after the values left it.
+        // Tile positions (u32) in the warp's region, after its values left it.
         let idx = unsafe { stage.cast::<u32>() };
-        if !out.is_null() || !rest.is_null() {
-            gpu::sync_threads();
-        }
-        stage_each!(|v: usize, j: usize, s: u32| unsafe { idx.write(s as usize, local(v, j)) });
-        gpu::sync_threads();
+        let i0 = region / 4;
+        gpu::sync_warp(FULL_MASK);
+        stage_each!(|v: usize, j: usize, s: u32| unsafe {
+            idx.write(i0 + s as usize, local(v, j))
+        });
+        gpu::sync_warp(FULL_MASK);
         if P::MODE == MODE_RUNS {
-            // Head `base + k` closes run `base + k - 1`, which began at the head before it
-            // (the tile's previous one, or the last before the tile).
-            let last_before = unsafe { run_before.read(0) };
-            let room = capacity.saturating_add(1).saturating_sub(base).min(kept);
+            // Head `at_out + k` closes run `at_out + k - 1`, which began at the head before it:
+            // the warp's previous one, else the last of the warps before it in the tile, else
+            // the last before the tile.
+            let mut before_warp = 0u32;
+            for w in 0..WARPS {
+                if w < warp {
+                    before_warp = before_warp.max(unsafe { warp_last.read(w) });
+                }
+            }
+            let last_before = if before_warp > 0 {
+                tile_start + before_warp as u64 - 1
+            } else {
+                unsafe { run_before.read(0) }
+            };
+            let room = capacity.saturating_add(1).saturating_sub(at_out).min(kept);
             each_out!(room, |k: usize| {
-                if base + k as u64 > 0 {
-                    let at = unsafe { idx.read(k) };
+                if at_out + k as u64 > 0 {
+                    let at = unsafe { idx.read(i0 + k) };
                     let len = if k > 0 {
-                        (at - unsafe { idx.read(k - 1) }) as u64
+                        (at - unsafe { idx.read(i0 + k - 1) }) as u64
                     } else {
                         tile_start + at as u64 - last_before
                     };
-                    unsafe { counts.add(base as usize + k - 1).write(len) };
+                    unsafe { counts.add(at_out as usize + k - 1).write(len) };
                 }
             });
         } else {
-            let to = unsafe { indices.add(base as usize) };
-            each_out!(capacity.saturating_sub(base).min(kept), |k: usize| unsafe {
-                to.add(k).write(tile_start + idx.read(k) as u64)
-            });
+            let to = unsafe { indices.add(at_out as usize) };
+            each_out!(
+                capacity.saturating_sub(at_out).min(kept),
+                |k: usize| unsafe { to.add(k).write(tile_start + idx.read(i0 + k) as u64) }
+            );
         }
     }
 }
