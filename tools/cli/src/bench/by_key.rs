@@ -10,7 +10,7 @@
 use gpu_reduce::{BackendKind, Context, DeviceBuffer, Reduction, Result, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
-use super::{Cubs, Family, Measurement, case_measurement, read_stream};
+use super::{Cubs, Family, Measurement, Setter, case_measurement, read_stream, tuning_sweeps};
 
 /// The rows' type: keys and values, never the same row as a plain f32 sweep's of the same n.
 const DTYPE: &str = "u32+f32";
@@ -57,9 +57,6 @@ fn check(keys: &[u32], vals: &[f32], runs: usize, uk: &[u32], agg: &[f32]) -> bo
     }
     r == runs
 }
-
-/// A tuning override of the context (`None` restores the default).
-type Setter = fn(&Context, Option<u32>);
 
 /// Every case: checked against the CPU, then timed (`warmup` + `iters` runs), with CUB and the
 /// read limit beside it.
@@ -123,30 +120,21 @@ pub fn by_key_cases(
                 "prefetch {} tiles ahead",
             ),
         ];
-        for (var, set, label) in sweeps {
-            let values = std::env::var(var).unwrap_or_default();
-            for d in values
-                .split(',')
-                .filter_map(|d| d.trim().parse::<u32>().ok())
-            {
-                set(ctx, Some(d));
-                let t = ctx.time_ms(warmup, iters, || {
-                    ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, Reduction::Sum)
-                })?;
-                set(ctx, None);
-                let method = format!("{name}, {}", label.replace("{}", &d.to_string()));
-                rows.push(case_measurement(
-                    "reduce_by_key",
-                    DTYPE,
-                    &method,
-                    Family::Ours,
-                    nn,
-                    bytes,
-                    &t,
-                    ok,
-                    sim,
-                ));
-            }
+        let work =
+            || ctx.reduce_by_key_into(&dk, &dv, &mut uk, &mut agg, &mut count, Reduction::Sum);
+        for (setting, t) in tuning_sweeps(ctx, &sweeps, warmup, iters, work)? {
+            let method = format!("{name}, {setting}");
+            rows.push(case_measurement(
+                "reduce_by_key",
+                DTYPE,
+                &method,
+                Family::Ours,
+                nn,
+                bytes,
+                &t,
+                ok,
+                sim,
+            ));
         }
         for (label, c) in cubs.iter() {
             progress(&format!("reduce by key: {name}, {label}"));

@@ -154,6 +154,35 @@ fn spread(times: &[f64]) -> (f64, f64, f64, f64, f64) {
     (median, v[0], q(0.1), q(0.9), v[v.len() - 1])
 }
 
+/// A tuning override of the context (`None` restores the default).
+pub(crate) type Setter = fn(&Context, Option<u32>);
+
+/// Tuning sweeps of a case: for each `(variable, setter, label)` and each value `d` of the
+/// comma-separated environment variable, `work` timed again with the setter at `d` (the
+/// default restored after); each row's suffix is `label` with `{}` replaced by `d`.
+pub(crate) fn tuning_sweeps(
+    ctx: &Context,
+    sweeps: &[(&str, Setter, &str)],
+    warmup: usize,
+    iters: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<Vec<(String, Vec<f64>)>> {
+    let mut rows = Vec::new();
+    for &(var, set, label) in sweeps {
+        let values = std::env::var(var).unwrap_or_default();
+        for d in values
+            .split(',')
+            .filter_map(|d| d.trim().parse::<u32>().ok())
+        {
+            set(ctx, Some(d));
+            let t = ctx.time_ms(warmup, iters, &mut work);
+            set(ctx, None);
+            rows.push((label.replace("{}", &d.to_string()), t?));
+        }
+    }
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

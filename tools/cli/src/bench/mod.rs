@@ -24,7 +24,7 @@ pub use cub_run::cub_works;
 pub use element::SweepElement;
 pub use limits::StreamExt;
 pub(crate) use limits::{memory_limits, read_stream};
-pub(crate) use measure::{Rotation, Rows, case_measurement};
+pub(crate) use measure::{Rotation, Rows, Setter, case_measurement, tuning_sweeps};
 pub use sweep::{run_sweep, run_sweep_cubs};
 
 use serde::{Deserialize, Serialize};

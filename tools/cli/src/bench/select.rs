@@ -5,9 +5,9 @@
 //! has them; an older one's rows are left out and the column says "not available") and the
 //! device copy in the same run.
 
-use gpu_reduce::{BackendKind, Context, Predicate, Result};
+use gpu_reduce::{BackendKind, Context, DeviceBuffer, Predicate, Result};
 
-use super::{Cubs, Family, Measurement, case_measurement};
+use super::{Cubs, Family, Measurement, Setter, case_measurement, tuning_sweeps};
 use crate::cub::Cub;
 
 /// The rows' type.
@@ -164,11 +164,14 @@ pub fn select_cases(
         };
         let mut ok = check(&ctx.dtoh(&out)?, &ctx.dtoh(&other)?, k);
         // Timed in stream order (the count stays on the device), as CUB is.
-        let t = ctx.time_ms(warmup, iters, || match kind {
-            Kind::SelectIf { .. } => ctx.select_into(&x, &mut out, &mut count, pred),
-            Kind::Partition => ctx.partition_into(&x, &mut out, &mut other, &mut count, pred),
-            Kind::Unique => ctx.unique_into(&x, &mut out, &mut count),
-        })?;
+        let run = |out: &mut DeviceBuffer<u32>, other: &mut DeviceBuffer<u32>, count: &mut _| {
+            match kind {
+                Kind::SelectIf { .. } => ctx.select_into(&x, out, count, pred),
+                Kind::Partition => ctx.partition_into(&x, out, other, count, pred),
+                Kind::Unique => ctx.unique_into(&x, out, count),
+            }
+        };
+        let t = ctx.time_ms(warmup, iters, || run(&mut out, &mut other, &mut count))?;
         // The `_into` form's result too (the outputs of its last run).
         let k_into = ctx.dtoh(&count)?[0] as usize;
         ok &= check(&ctx.dtoh(&out)?, &ctx.dtoh(&other)?, k_into);
@@ -193,7 +196,6 @@ pub fn select_cases(
         // Tuning sweeps, rows named with the setting: GPU_REDUCE_SELECT_DELAYS=0,500,... times
         // ours with other first look-back waits, GPU_REDUCE_SELECT_PREFETCH=0,64,... with other
         // L2 prefetch distances.
-        type Setter = fn(&Context, Option<u32>);
         let sweeps: [(&str, Setter, &str); 2] = [
             (
                 "GPU_REDUCE_SELECT_DELAYS",
@@ -206,34 +208,21 @@ pub fn select_cases(
                 "prefetch {} tiles",
             ),
         ];
-        for (var, set, label) in sweeps {
-            let values = std::env::var(var).unwrap_or_default();
-            for d in values
-                .split(',')
-                .filter_map(|d| d.trim().parse::<u32>().ok())
-            {
-                set(ctx, Some(d));
-                let t = ctx.time_ms(warmup, iters, || match kind {
-                    Kind::SelectIf { .. } => ctx.select_into(&x, &mut out, &mut count, pred),
-                    Kind::Partition => {
-                        ctx.partition_into(&x, &mut out, &mut other, &mut count, pred)
-                    }
-                    Kind::Unique => ctx.unique_into(&x, &mut out, &mut count),
-                })?;
-                set(ctx, None);
-                let method = format!("{name}, {}", label.replace("{}", &d.to_string()));
-                rows.push(case_measurement(
-                    OP,
-                    DTYPE,
-                    &method,
-                    Family::Ours,
-                    nn,
-                    bytes,
-                    &t,
-                    ok,
-                    sim,
-                ));
-            }
+        for (setting, t) in tuning_sweeps(ctx, &sweeps, warmup, iters, || {
+            run(&mut out, &mut other, &mut count)
+        })? {
+            let method = format!("{name}, {setting}");
+            rows.push(case_measurement(
+                OP,
+                DTYPE,
+                &method,
+                Family::Ours,
+                nn,
+                bytes,
+                &t,
+                ok,
+                sim,
+            ));
         }
         drop((out, other));
         // A shim built before the call has no row (the column says "not available").
