@@ -137,6 +137,16 @@ macro_rules! half_float {
             fn from_words(w: [u32; 4]) -> Self {
                 <$t>::from_bits(w[0] as u16)
             }
+            /// A NaN becomes +inf's bits with the top mantissa bit: f16 `0x7e00`, bf16 `0x7fc0`.
+            #[inline(always)]
+            fn canonical(self) -> Self {
+                const INF: u16 = $inf;
+                if self.to_bits() & 0x7fff > INF {
+                    <$t>::from_bits(INF | ((INF >> 1) & !INF))
+                } else {
+                    self
+                }
+            }
         }
 
         impl Element for $t {

@@ -521,3 +521,163 @@ pub fn check_same_as_simulator(ctx: &Context) {
         );
     }
 }
+
+/// Data of `n` uniform values with NaNs of odd payloads (negative, signalling, with payload
+/// bits) and both infinities at fixed places: every sum over it is a NaN.
+fn with_nans_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = uniform_f32(n, seed);
+    let odd = [0xffc1_2345u32, 0x7f80_0001, 0x7fc0_0f00, 0xff80_0077];
+    for (k, &b) in odd.iter().enumerate() {
+        x[(k * 7919 + n / 3) % n] = f32::from_bits(b);
+    }
+    x[n / 2] = f32::INFINITY;
+    x[n - 1] = f32::NEG_INFINITY;
+    x
+}
+
+fn with_nans_f64(n: usize, seed: u64) -> Vec<f64> {
+    let mut x = uniform_f64(n, seed);
+    let odd = [
+        0xfff8_0000_1234_5678u64,
+        0x7ff0_0000_0000_0001,
+        0x7ff8_dead_beef_0000,
+    ];
+    for (k, &b) in odd.iter().enumerate() {
+        x[(k * 7919 + n / 3) % n] = f64::from_bits(b);
+    }
+    x[n / 2] = f64::INFINITY;
+    x[n - 1] = f64::NEG_INFINITY;
+    x
+}
+
+/// Every NaN of `v` has the canonical bits (`f32::NAN`'s); returns how many NaNs there were.
+fn canonical_f32(v: &[f32], what: &str) -> usize {
+    let nans = v.iter().filter(|x| x.is_nan()).count();
+    if let Some((i, x)) = v
+        .iter()
+        .enumerate()
+        .find(|(_, x)| x.is_nan() && x.to_bits() != f32::NAN.to_bits())
+    {
+        panic!(
+            "{what}: element {i} is the NaN {:#010x}, not the canonical one",
+            x.to_bits()
+        );
+    }
+    nans
+}
+
+fn canonical_f64(v: &[f64], what: &str) -> usize {
+    let nans = v.iter().filter(|x| x.is_nan()).count();
+    if let Some((i, x)) = v
+        .iter()
+        .enumerate()
+        .find(|(_, x)| x.is_nan() && x.to_bits() != f64::NAN.to_bits())
+    {
+        panic!(
+            "{what}: element {i} is the NaN {:#018x}, not the canonical one",
+            x.to_bits()
+        );
+    }
+    nans
+}
+
+/// Every float the library computes comes back as the one canonical NaN when it is a NaN,
+/// whatever NaNs the input holds and whichever NaN the hardware's addition picks (the GPU's
+/// and the CPU's rules differ, and depend on operand order): the sums, products and
+/// min/max of the reductions (on several grids), scans, scans by key, segmented reduce,
+/// reduce by key, dot, norm, sum of squares, mean/variance, the compensated and 16-bit sums
+/// and the sharded sum. An uncanonicalized result fails here on the simulator too (the x86
+/// addition keeps an input NaN's payload).
+pub fn check_nan_results_canonical(ctx: &Context, n: usize) {
+    let x32 = with_nans_f32(n, 50);
+    let x64 = with_nans_f64(n, 51);
+    let (d32, d64) = (ctx.htod(&x32).unwrap(), ctx.htod(&x64).unwrap());
+    for grid in [None, Some(1), Some(3)] {
+        ctx.set_reduce_grid_limit(grid);
+        for op in [
+            Reduction::Sum,
+            Reduction::Product,
+            Reduction::Min,
+            Reduction::Max,
+        ] {
+            let what = format!("reduce {} on grid {grid:?}", op.name());
+            let a = ctx.reduce(&d32, op).unwrap();
+            let b = ctx.reduce(&d64, op).unwrap();
+            assert_eq!(
+                canonical_f32(&[a], &what) + canonical_f64(&[b], &what),
+                2,
+                "{what}"
+            );
+        }
+        let what = format!("sums on grid {grid:?}");
+        let s = [ctx.sum(&d32).unwrap(), ctx.sum_compensated(&d32).unwrap()];
+        assert_eq!(canonical_f32(&s, &what), 2, "{what}");
+        let s = [ctx.sum(&d64).unwrap(), ctx.sum_of_squares(&d32).unwrap()];
+        assert_eq!(canonical_f64(&s, &what), 2, "{what}");
+        let s = [
+            ctx.dot(&d32, &d32).unwrap(),
+            ctx.norm2(&d32).unwrap(),
+            ctx.mean_var(&d32).unwrap().expect("non-empty").mean,
+        ];
+        assert_eq!(canonical_f32(&s, &what), 3, "{what}: dot, norm, mean");
+        let s = [ctx.dot(&d64, &d64).unwrap(), ctx.norm2(&d64).unwrap()];
+        assert_eq!(canonical_f64(&s, &what), 2, "{what}: f64 dot, norm");
+        let h: Vec<half::f16> = x32.iter().map(|&v| half::f16::from_f32(v)).collect();
+        let b: Vec<half::bf16> = x32.iter().map(|&v| half::bf16::from_f32(v)).collect();
+        let s = [
+            ctx.sum(&ctx.htod(&h).unwrap()).unwrap(),
+            ctx.sum(&ctx.htod(&b).unwrap()).unwrap(),
+        ];
+        assert_eq!(canonical_f32(&s, &what), 2, "{what}: f16, bf16");
+    }
+    ctx.set_reduce_grid_limit(None);
+
+    for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+        for op in [Reduction::Sum, Reduction::Max] {
+            let what = format!("{kind:?} {} scan", op.name());
+            let mut o32 = ctx.alloc_zeros::<f32>(n).unwrap();
+            ctx.scan(&d32, &mut o32, op, kind).unwrap();
+            assert!(canonical_f32(&ctx.dtoh(&o32).unwrap(), &what) > 0, "{what}");
+            let mut o64 = ctx.alloc_zeros::<f64>(n).unwrap();
+            ctx.scan(&d64, &mut o64, op, kind).unwrap();
+            assert!(canonical_f64(&ctx.dtoh(&o64).unwrap(), &what) > 0, "{what}");
+        }
+    }
+    // Keys in runs: the segmented scan, reduce by key and segmented reduce see the NaNs in
+    // some runs and not in others.
+    let keys = ctx.htod(&run_keys(n, 5000, 52)).unwrap();
+    let mut o32 = ctx.alloc_zeros::<f32>(n).unwrap();
+    ctx.scan_by_key(&keys, &d32, &mut o32, Reduction::Sum, ScanKind::Inclusive)
+        .unwrap();
+    assert!(canonical_f32(&ctx.dtoh(&o32).unwrap(), "scan by key") > 0);
+    let mut uk = ctx.alloc_zeros::<u32>(n).unwrap();
+    let mut agg = ctx.alloc_zeros::<f64>(n).unwrap();
+    let runs = ctx
+        .reduce_by_key(&keys, &d64, &mut uk, &mut agg, Reduction::Sum)
+        .unwrap() as usize;
+    assert!(canonical_f64(&ctx.dtoh(&agg).unwrap()[..runs], "reduce by key") > 0);
+    let offsets = ctx.htod(&csr_offsets(n, 3000, 53)).unwrap();
+    let segs = offsets.len() - 1;
+    let mut out = ctx.alloc_zeros::<f32>(segs).unwrap();
+    ctx.segmented_reduce(&d32, Segments::csr(&offsets), &mut out, Reduction::Sum)
+        .unwrap();
+    assert!(canonical_f32(&ctx.dtoh(&out).unwrap(), "segmented reduce") > 0);
+
+    // The sharded sum: the ranks' partials combined on the host (its NaN rules, not the GPU's).
+    let m = match ctx.backend_kind() {
+        BackendKind::Sim => MultiContext::sim(3).unwrap(),
+        BackendKind::Cuda => MultiContext::new(vec![Context::new(0).unwrap()]).unwrap(),
+    };
+    let lengths = match m.world() {
+        1 => vec![n],
+        _ => vec![n / 3 + 7, n / 3 - 7, n - 2 * (n / 3)],
+    };
+    let b = m.htod(&x64, &crate::multi::u64s(&lengths)).unwrap();
+    let s = m.reduce(&b, Reduction::Sum).unwrap();
+    assert_eq!(canonical_f64(&[s], "sharded sum"), 1);
+    // The host's combine as well.
+    let c = Reduction::Sum
+        .combine(f64::from_bits(0xfff8_0000_0000_0001), 1.0)
+        .unwrap();
+    assert_eq!(canonical_f64(&[c], "Reduction::combine"), 1);
+}

@@ -46,3 +46,14 @@ fn reduce_by_key_repeatable_many_runs_with_noise() {
     check_reduce_by_key_repeatable(&ctx, Some(&noise), ISSUE_32, 500_000, 40);
     check_reduce_by_key_repeatable(&ctx, Some(&noise), 1 << 26, 100, 20);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn nan_results_are_the_canonical_nan() {
+    // 50,078 f64 (49 tiles) is the stress case that found the GPU's NaN pick (session 10);
+    // 3,000,017: thousands of tiles.
+    let ctx = gpu();
+    for n in [50_078, 3_000_017] {
+        check_nan_results_canonical(&ctx, n);
+    }
+}

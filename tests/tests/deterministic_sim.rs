@@ -25,3 +25,8 @@ fn reduce_by_key_repeatable() {
 fn accuracy_against_exact() {
     check_accuracy(&sim(), 3_000_001);
 }
+
+#[test]
+fn nan_results_are_the_canonical_nan() {
+    check_nan_results_canonical(&sim(), 50_078);
+}

@@ -148,7 +148,8 @@ impl MultiContext {
                 plural(tiles, "tile")
             )));
         }
-        Ok(tree(&partials, O::identity(), &O::combine))
+        // The host's NaN rules are not the GPU's: the one NaN, as the kernels write it out.
+        Ok(tree(&partials, O::identity(), &O::combine).canonical())
     }
 
     /// Launch the tile-partials kernel `k` on `ctx` over `n` elements at `input` (tiles of `l`,

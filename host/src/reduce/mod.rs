@@ -97,7 +97,8 @@ impl Reduction {
     /// assert_eq!(Reduction::Max.combine(1.0f32, f32::NAN).map(f32::is_nan), Some(true));
     /// ```
     pub fn combine<T: DeviceElement>(self, a: T, b: T) -> Option<T> {
-        T::op_combine(self, a, b)
+        // A NaN as the kernels write it out (`ShflValue::canonical`): the same bits on any CPU.
+        T::op_combine(self, a, b).map(kernels::gpu::ShflValue::canonical)
     }
 
     /// Its name in messages.

@@ -206,21 +206,45 @@ pub trait ShflValue: Copy {
     fn to_words(self) -> [u32; 4];
     /// Rebuild the value from words produced by [`ShflValue::to_words`].
     fn from_words(w: [u32; 4]) -> Self;
+    /// The value as a kernel writes it out: a float NaN becomes its type's one quiet NaN
+    /// (`f32::NAN`'s bits), anything else is unchanged. Which NaN an addition returns depends
+    /// on the hardware and on its operand order, which compilers may swap; whether the result
+    /// is a NaN does not, so with a fixed combining order this makes every output the same bits
+    /// on every GPU, the simulator and any CPU.
+    #[inline(always)]
+    fn canonical(self) -> Self {
+        self
+    }
+    /// [`ShflValue::canonical`] of four outputs of one store; floats test their sum once
+    /// (NaN when one of them is, or for `inf + -inf`, which only takes the slow path): a test
+    /// per element made the f32 scan by key 1.5% slower.
+    #[inline(always)]
+    fn canonical4(v: [Self; 4]) -> [Self; 4] {
+        v.map(Self::canonical)
+    }
 }
 
 macro_rules! shfl32 {
-    ($($t:ty),*) => {$(
+    ($($t:ty),*) => {$( shfl32!(@one $t, |x| x, |_| false); )*};
+    (@one $t:ty, $canonical:expr, $any_nan:expr) => {
         impl ShflValue for $t {
             const WORDS: usize = 1;
             #[inline(always)]
             fn to_words(self) -> [u32; 4] { [self.to_bits_u32(), 0, 0, 0] }
             #[inline(always)]
             fn from_words(w: [u32; 4]) -> Self { <$t>::from_bits_u32(w[0]) }
+            #[inline(always)]
+            fn canonical(self) -> Self { ($canonical)(self) }
+            #[inline(always)]
+            fn canonical4(v: [Self; 4]) -> [Self; 4] {
+                if ($any_nan)(v) { v.map(|x| ($canonical)(x)) } else { v }
+            }
         }
-    )*};
+    };
 }
 macro_rules! shfl64 {
-    ($($t:ty),*) => {$(
+    ($($t:ty),*) => {$( shfl64!(@one $t, |x| x, |_| false); )*};
+    (@one $t:ty, $canonical:expr, $any_nan:expr) => {
         impl ShflValue for $t {
             const WORDS: usize = 2;
             #[inline(always)]
@@ -232,8 +256,14 @@ macro_rules! shfl64 {
             fn from_words(w: [u32; 4]) -> Self {
                 <$t>::from_bits_u64((w[0] as u64) | ((w[1] as u64) << 32))
             }
+            #[inline(always)]
+            fn canonical(self) -> Self { ($canonical)(self) }
+            #[inline(always)]
+            fn canonical4(v: [Self; 4]) -> [Self; 4] {
+                if ($any_nan)(v) { v.map(|x| ($canonical)(x)) } else { v }
+            }
         }
-    )*};
+    };
 }
 
 /// Bit casts used by [`ShflValue`]; kept private so the trait stays small.
@@ -293,8 +323,13 @@ impl Bits64 for f64 {
         f64::from_bits(b)
     }
 }
-shfl32!(u32, i32, f32);
-shfl64!(u64, i64, f64);
+shfl32!(u32, i32);
+shfl64!(u64, i64);
+// A sum of four is NaN when one of them is (or for `inf + -inf`: only the slow path then).
+shfl32!(@one f32, |x: f32| if x.is_nan() { f32::NAN } else { x },
+    |v: [f32; 4]| ((v[0] + v[1]) + (v[2] + v[3])).is_nan());
+shfl64!(@one f64, |x: f64| if x.is_nan() { f64::NAN } else { x },
+    |v: [f64; 4]| ((v[0] + v[1]) + (v[2] + v[3])).is_nan());
 
 /// The `c` operand of `shfl.sync` for CUDA's `width` argument: bits 12..8 hold the segment
 /// mask (`32 - width`), bits 4..0 the clamp lane. `up` clamps at lane 0 of the segment, the

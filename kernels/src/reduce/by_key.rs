@@ -563,7 +563,7 @@ pub unsafe fn reduce_by_key_device<
                 let head = heads >> e & 1 != 0;
                 // A head: the run before it (if any, and if it fits) is finished.
                 if head && r.wrapping_sub(1) < room {
-                    unsafe { closed.wrapping_add(r as usize).write(acc) };
+                    unsafe { closed.wrapping_add(r as usize).write(acc.canonical()) };
                 }
                 if head && r < room {
                     unsafe { opened.wrapping_add(r as usize).write(key_at(e)) };
@@ -582,7 +582,7 @@ pub unsafe fn reduce_by_key_device<
     // Element n - 1 is this thread's last valid one: its run ends there.
     if holds_last {
         if r.wrapping_sub(1) < room {
-            unsafe { closed.wrapping_add(r as usize).write(acc) };
+            unsafe { closed.wrapping_add(r as usize).write(acc.canonical()) };
         }
         unsafe { num_runs.write(from + r as u64) };
     }

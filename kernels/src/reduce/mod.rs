@@ -178,7 +178,7 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(p: ReduceParams<T, O::Ac
             // the left) with identities only.
             let total = O::combine(O::combine(O::identity(), t0), O::combine(O::identity(), t1));
             unsafe {
-                out.write(total);
+                out.write(gpu::ShflValue::canonical(total));
                 if !done.is_null() {
                     gpu::store_release_sys_u32(done, seq);
                 }
@@ -249,7 +249,7 @@ pub unsafe fn reduce_device<T: Element, O: ReduceOp<T>>(p: ReduceParams<T, O::Ac
 pub(crate) unsafe fn reduce_tiles<
     const LOADS: usize,
     A: crate::gpu::ShflValue,
-    B,
+    B: crate::gpu::ShflValue,
     F: Fn(A, A) -> A + Copy,
     M: FnOnce(A) -> B,
     P: FnMut(u64) -> A,
@@ -286,7 +286,7 @@ pub(crate) unsafe fn reduce_tiles<
         // partial and combines it with identities only.
         if tid == 0 {
             unsafe {
-                out.write(map(combine(identity, tile_acc)));
+                out.write(map(combine(identity, tile_acc)).canonical());
                 if !done.is_null() {
                     gpu::store_release_sys_u32(done, seq);
                 }
@@ -340,7 +340,7 @@ pub(crate) unsafe fn reduce_tiles<
     let total = block_reduce(acc, identity, combine, scratch);
     if tid == 0 {
         unsafe {
-            out.write(map(total));
+            out.write(map(total).canonical());
             // Ready for the next launch without a memset.
             retire_count.write(0);
             if !done.is_null() {

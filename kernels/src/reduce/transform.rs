@@ -74,6 +74,13 @@ impl ShflValue for ScaledSsq {
             ssq: f64::from_words([w[2], w[3], 0, 0]),
         }
     }
+    #[inline(always)]
+    fn canonical(self) -> Self {
+        Self {
+            scale: self.scale.canonical(),
+            ssq: self.ssq.canonical(),
+        }
+    }
 }
 
 impl ReduceOp<f64> for ScaledSsq {
@@ -145,6 +152,14 @@ impl ShflValue for MeanVarAcc {
             count: w[0],
             mean: f32::from_bits(w[1]),
             m2: f32::from_bits(w[2]),
+        }
+    }
+    #[inline(always)]
+    fn canonical(self) -> Self {
+        Self {
+            mean: self.mean.canonical(),
+            m2: self.m2.canonical(),
+            ..self
         }
     }
 }

@@ -4,12 +4,13 @@
 //!
 //! - Sum ([`SumF32`]): each element converts exactly to f32 and the scan runs in f32; every
 //!   output is its f32 prefix rounded once to the element type (to nearest, ties to even;
-//!   beyond the type's range it is ±inf, as an IEEE conversion gives; NaN stays NaN, its payload
-//!   not kept). An
+//!   beyond the type's range it is ±inf, as an IEEE conversion gives; a NaN is the canonical
+//!   NaN). An
 //!   inclusive sum's last output is therefore the rounded f32 sum, not a running 16-bit sum
 //!   that would stall once the prefix outgrows the type's precision.
 //! - Min and max run in the element type (`kernels::ops` rules: NaN wins, `-0.0 < +0.0`); the
-//!   outputs are input elements (or the identity, ±inf, at an exclusive scan's start).
+//!   outputs are input elements (or the identity, ±inf, at an exclusive scan's start), a NaN
+//!   among them the canonical NaN (as every float output: `ShflValue::canonical`).
 //!
 //! Layout: four elements per thread per row, loaded with one 8-byte `ld.global.v2.b32` and
 //! stored with one `st.global.v2.b32`, so a thread holds 16 rows x 4 values in registers, as
@@ -139,13 +140,22 @@ pub unsafe fn scan_half_device<H: HalfFloat, O: HalfScanOp<H>, const EXCLUSIVE: 
             let r = if EXCLUSIVE { excl } else { incl };
             if fast {
                 let b = |j: usize| O::output(r[j]).bits() as u32;
-                let w = [b(0) | (b(1) << 16), b(2) | (b(3) << 16)];
+                let mut w = [b(0) | (b(1) << 16), b(2) | (b(3) << 16)];
+                // The canonical NaN (`ShflValue::canonical`), tested once: these operators
+                // propagate NaN, so a NaN among the four prefixes makes the last one NaN (a
+                // test per element made the common path 4-6% slower).
+                if (w[1] >> 16) & 0x7fff > H::INF_BITS as u32 {
+                    w = w.map(|p| {
+                        let c = |h: u32| H::from_bits_(h as u16).canonical().bits() as u32;
+                        c(p & 0xffff) | (c(p >> 16) << 16)
+                    });
+                }
                 unsafe { gpu::store_v2_b32(output.add(first as usize) as *mut u32, w) };
             } else {
                 for (j, &acc) in r.iter().enumerate() {
                     let i = first + j as u64;
                     if i < n {
-                        unsafe { output.add(i as usize).write(O::output(acc)) };
+                        unsafe { output.add(i as usize).write(O::output(acc).canonical()) };
                     }
                 }
             }

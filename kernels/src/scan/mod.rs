@@ -179,6 +179,11 @@ pub unsafe fn scan_device<T: Element, O: ReduceOp<T, Acc = T>, const EXCLUSIVE: 
         },
         store: |first: u64, fast: bool, excl: [T; 4], incl: [T; 4]| {
             let r = if EXCLUSIVE { excl } else { incl };
+            let r = if fast {
+                T::canonical4(r)
+            } else {
+                r.map(T::canonical)
+            };
             if fast {
                 unsafe { gpu::store_v4_b32(output.add(first as usize) as *mut u32, T::pack(r)) };
             } else {
@@ -372,6 +377,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
                         }
                     })
                 };
+                let r = T::canonical4(r);
                 unsafe { gpu::store_v4_b32(output.add(first as usize) as *mut u32, T::pack(r)) };
                 return;
             }
@@ -385,7 +391,7 @@ pub unsafe fn scan_by_key_device<K: Element, T: Element, O: ReduceOp<T, Acc = T>
                     } else {
                         excl[j].value
                     };
-                    unsafe { output.add(i as usize).write(r) };
+                    unsafe { output.add(i as usize).write(r.canonical()) };
                 }
             }
         },

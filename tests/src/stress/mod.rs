@@ -105,10 +105,15 @@ impl<'a> Case<'a> {
     /// `run` on every replica gives `want` (the bytes of the case's own run).
     pub fn check_replicas(&mut self, n: usize, want: &[u8], run: &dyn Fn(&Context) -> Vec<u8>) {
         for r in self.replicas(n) {
+            let got = run(r);
+            // The bytes themselves (short results whole) say which part differs.
+            let show = |b: &[u8]| format!("{:02x?}", &b[..b.len().min(64)]);
             assert!(
-                run(r) == want,
-                "{}: bits differ on another context",
-                self.what
+                got == want,
+                "{}: bits differ on another context: {} there, {} here",
+                self.what,
+                show(&got),
+                show(want)
             );
         }
     }

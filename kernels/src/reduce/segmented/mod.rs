@@ -136,7 +136,7 @@ impl<T: Element, A: ShflValue> SegmentSink<T, A> for AccSink {
     type Out = A;
     #[inline(always)]
     unsafe fn store(out: *mut A, _: *mut u64, s: u64, acc: A) {
-        unsafe { out.add(s as usize).write(acc) }
+        unsafe { out.add(s as usize).write(acc.canonical()) }
     }
 }
 
