@@ -7,6 +7,7 @@
 //! | --- | --- | --- |
 //! | [`Context::select`]`(x, out, pred)` | `pred(x[i])` | the values |
 //! | [`Context::select_indices`]`(x, indices, pred)` | `pred(x[i])` | their indices (`u64`) |
+//! | [`Context::select_with_indices`]`(x, out, indices, pred)` | `pred(x[i])` | the values and their indices |
 //! | [`Context::nonzero`]`(x, indices)` | `x[i] != 0` (a NaN counts) | their indices |
 //! | [`Context::select_flagged`]`(x, flags, out)` | `flags[i] != 0` (`masked_select`) | the values |
 //! | [`Context::partition`]`(x, selected, rest, pred)` | `pred(x[i])` | the kept values, the others (both in order) |
@@ -195,6 +196,14 @@ impl<'v, 'i, 'r, T> Outputs<'v, 'i, 'r, T> {
             run_lengths: false,
         }
     }
+    fn values_and_indices(values: DeviceViewMut<'v, T>, indices: DeviceViewMut<'i, u64>) -> Self {
+        Self {
+            values: Some(values),
+            indices: Some(indices),
+            rest: None,
+            run_lengths: false,
+        }
+    }
     fn partition(selected: DeviceViewMut<'v, T>, rest: DeviceViewMut<'r, T>) -> Self {
         Self {
             values: Some(selected),
@@ -336,6 +345,83 @@ impl Context {
             Count::Device(num_selected.into()),
         )
         .map(drop)
+    }
+
+    /// The elements of `x` that `pred` keeps and their indices, in order, in one pass
+    /// (`out[k]` is `x[indices[k]]`); returns how many. Both outputs need room for every kept
+    /// element, else the call fails naming how many were needed, after writing what fits.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Predicate};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[4u32, 9, 1, 12])?;
+    /// let (mut out, mut ix) = (ctx.alloc_zeros::<u32>(4)?, ctx.alloc_zeros::<u64>(4)?);
+    /// let k = ctx.select_with_indices(&x, &mut out, &mut ix, Predicate::Gt(5))? as usize;
+    /// assert_eq!((&ctx.dtoh(&out)?[..k], &ctx.dtoh(&ix)?[..k]), (&[9, 12][..], &[1, 3][..]));
+    /// # Ok(()) }
+    /// ```
+    pub fn select_with_indices<'a, 'b, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+        indices: impl Into<DeviceViewMut<'c, u64>>,
+        pred: Predicate<T>,
+    ) -> Result<u64> {
+        let outs = Outputs::values_and_indices(out.into(), indices.into());
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[0],
+            "select_with_indices",
+            x.into(),
+            None,
+            outs,
+            pred.bound(),
+            Count::Host,
+        )
+    }
+
+    /// [`Context::select_with_indices`] in stream order (the count to `num_selected[0]`).
+    pub fn select_with_indices_into<'a, 'b, 'c, 'd, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+        indices: impl Into<DeviceViewMut<'c, u64>>,
+        num_selected: impl Into<DeviceViewMut<'d, u64>>,
+        pred: Predicate<T>,
+    ) -> Result<()> {
+        let outs = Outputs::values_and_indices(out.into(), indices.into());
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[0],
+            "select_with_indices_into",
+            x.into(),
+            None,
+            outs,
+            pred.bound(),
+            Count::Device(num_selected.into()),
+        )
+        .map(drop)
+    }
+
+    /// [`Context::select_with_indices`] without blocking (see [`Context::select_async`]).
+    pub fn select_with_indices_async<'a, 'b, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        out: impl Into<DeviceViewMut<'b, T>>,
+        indices: impl Into<DeviceViewMut<'c, u64>>,
+        pred: Predicate<T>,
+    ) -> Result<Pending<'_, u64>> {
+        let outs = Outputs::values_and_indices(out.into(), indices.into());
+        let k = T::select_kernels()[0];
+        self.select_pending(
+            k,
+            "select_with_indices_async",
+            x.into(),
+            None,
+            outs,
+            pred.bound(),
+        )
     }
 
     /// The indices of the nonzero elements of `x` (PyTorch's `nonzero` of a 1-D tensor: a NaN

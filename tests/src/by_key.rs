@@ -93,6 +93,35 @@ pub fn check_reduce_by_key(ctx: &Context, sizes: &[usize]) {
                         }
                     }
                 }
+                // Unique by key (the first value of each run), in its three forms by turns.
+                let what = format!("unique by key {} n={n} runs<={max_run}", T::DTYPE);
+                let mut first = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
+                let runs = match (s + max_run) % 3 {
+                    0 => ctx.unique_by_key(&dk, &dv, &mut uk, &mut first).unwrap(),
+                    1 => {
+                        let mut count = ctx.alloc_zeros::<u64>(1).unwrap();
+                        ctx.unique_by_key_into(&dk, &dv, &mut uk, &mut first, &mut count)
+                            .unwrap();
+                        ctx.dtoh(&count).unwrap()[0]
+                    }
+                    _ => ctx
+                        .unique_by_key_async(&dk, &dv, &mut uk, &mut first)
+                        .unwrap()
+                        .wait()
+                        .unwrap(),
+                } as usize;
+                let starts: Vec<usize> = (0..n)
+                    .filter(|&i| i == 0 || keys[i - 1] != keys[i])
+                    .collect();
+                assert_eq!(runs, starts.len(), "{what}: run count");
+                let (got_k, got_f) = (ctx.dtoh(&uk).unwrap(), ctx.dtoh(&first).unwrap());
+                for (r, &i) in starts.iter().enumerate() {
+                    assert!(got_k[r] == keys[i], "{what}: run {r}: key");
+                    assert!(
+                        got_f[r].bits() == vals[i].bits(),
+                        "{what}: run {r}: first value"
+                    );
+                }
                 // Inputs one element off 16-byte alignment: the element-wise loads.
                 if n > 1 {
                     let (vk, vv) = (dk.view(1..n).unwrap(), dv.view(1..n).unwrap());

@@ -136,6 +136,19 @@ fn check_one<T: TestElem + SelectElement + PartialOrd>(
             "{} {pred:?}",
             what("select_indices")
         );
+        ctx.memset_zeros(&mut out).unwrap();
+        let k = ctx
+            .select_with_indices(dx, &mut out, &mut ix, pred)
+            .unwrap() as usize;
+        assert_eq!(
+            (
+                bits(&ctx.dtoh(&out).unwrap()[..k]),
+                &ctx.dtoh(&ix).unwrap()[..k]
+            ),
+            (bits(&want), &want_ix[..]),
+            "{} {pred:?}",
+            what("select_with_indices")
+        );
         let k = ctx.partition(dx, &mut out, &mut rest, pred).unwrap() as usize;
         assert_eq!(k, want.len(), "{} {pred:?}: count", what("partition"));
         assert_eq!(

@@ -77,13 +77,22 @@ where
         T::DTYPE,
         op.name()
     ));
+    // A quarter of the cases: unique by key (each run's first value) instead.
+    let unique = c.rng.random_bool(0.25);
+    if unique {
+        c.note("(unique_by_key)");
+    }
     let keys: Vec<K> = keys(c, n);
     let vals: Vec<T> = values(c, n, op);
     let run = |ctx: &Context| {
         let (dk, dv) = (ctx.htod(&keys).unwrap(), ctx.htod(&vals).unwrap());
         let mut uk = ctx.alloc_zeros::<K>(n.max(1)).unwrap();
         let mut agg = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
-        let r = ctx.reduce_by_key(&dk, &dv, &mut uk, &mut agg, op).unwrap() as usize;
+        let r = if unique {
+            ctx.unique_by_key(&dk, &dv, &mut uk, &mut agg).unwrap()
+        } else {
+            ctx.reduce_by_key(&dk, &dv, &mut uk, &mut agg, op).unwrap()
+        } as usize;
         (
             r,
             ctx.dtoh(&uk).unwrap()[..r].to_vec(),
@@ -91,11 +100,19 @@ where
         )
     };
     let (r, got_k, got_a) = run(c.ctx);
-    let (want_k, want_a) = cpu_reduce_by_key(&keys, &vals, op);
+    let (want_k, want_a) = if unique {
+        // The first value of each run, as the device writes floats (a NaN canonical).
+        let first = (0..n).filter(|&i| i == 0 || keys[i - 1] != keys[i]);
+        first
+            .map(|i| (keys[i], kernels::gpu::ShflValue::canonical(vals[i])))
+            .unzip()
+    } else {
+        cpu_reduce_by_key(&keys, &vals, op)
+    };
     let what = &c.what.clone();
     assert_eq!(r, want_k.len(), "{what}: run count");
     assert!(got_k == want_k, "{what}: unique keys");
-    if T::IS_FLOAT && op == Reduction::Sum {
+    if T::IS_FLOAT && op == Reduction::Sum && !unique {
         let mut start = 0;
         for (i, len) in runs(&keys).into_iter().enumerate() {
             let run = &vals[start..start + len];
