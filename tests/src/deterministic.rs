@@ -586,7 +586,7 @@ fn canonical_f64(v: &[f64], what: &str) -> usize {
 /// and the CPU's rules differ, and depend on operand order): the sums, products and
 /// min/max of the reductions (on several grids), scans, scans by key, segmented reduce,
 /// reduce by key, dot, norm, sum of squares, mean/variance, the compensated and 16-bit sums
-/// and the sharded sum. An uncanonicalized result fails here on the simulator too (the x86
+/// min_max and the sharded sum. An uncanonicalized result fails here on the simulator too (the x86
 /// addition keeps an input NaN's payload).
 pub fn check_nan_results_canonical(ctx: &Context, n: usize) {
     let x32 = with_nans_f32(n, 50);
@@ -622,6 +622,8 @@ pub fn check_nan_results_canonical(ctx: &Context, n: usize) {
         assert_eq!(canonical_f32(&s, &what), 3, "{what}: dot, norm, mean");
         let s = [ctx.dot(&d64, &d64).unwrap(), ctx.norm2(&d64).unwrap()];
         assert_eq!(canonical_f64(&s, &what), 2, "{what}: f64 dot, norm");
+        let (lo, hi) = ctx.min_max(&d32).unwrap().expect("non-empty");
+        assert_eq!(canonical_f32(&[lo, hi], &what), 2, "{what}: min_max");
         let h: Vec<half::f16> = x32.iter().map(|&v| half::f16::from_f32(v)).collect();
         let b: Vec<half::bf16> = x32.iter().map(|&v| half::bf16::from_f32(v)).collect();
         let s = [

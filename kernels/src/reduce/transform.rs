@@ -249,6 +249,14 @@ impl<T: ShflValue> ShflValue for MinMaxAcc<T> {
             }
         }
     }
+    /// As `reduce` with `Min` and `Max`: a NaN result is the canonical NaN.
+    #[inline(always)]
+    fn canonical(self) -> Self {
+        Self {
+            min: self.min.canonical(),
+            max: self.max.canonical(),
+        }
+    }
 }
 
 /// Min and max in one pass (the empty input gives `{MIN identity, MAX identity}`).
