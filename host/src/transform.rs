@@ -12,6 +12,7 @@
 //! | [`Context::min_max`]`(x)`, `_into(x, out)`, `_async(x)` | `Option<(T, T)>` | [`MinMaxPair`] |
 //! | [`Context::dot`]`(x, y)`, `_into(x, y, out)`, `_async(x, y)` | `T` | `f64` |
 
+use kernels::gpu::ShflValue as _;
 use kernels::reduce::dot::{Dot, Reduce2Instance};
 use kernels::reduce::transform::{MeanVar, MinMax, ScaledSsq, SumSquares};
 use kernels::reduce::{ReduceInstance, ReduceParams};
@@ -63,9 +64,9 @@ impl MomentsAcc {
         (self.count > 0).then(|| Moments {
             count: self.count as u64,
             mean: self.mean,
-            variance: (self.m2 as f64 / self.count as f64) as f32,
+            variance: ((self.m2 as f64 / self.count as f64) as f32).canonical(),
             sample_variance: if self.count > 1 {
-                (self.m2 as f64 / (self.count - 1) as f64) as f32
+                ((self.m2 as f64 / (self.count - 1) as f64) as f32).canonical()
             } else {
                 f32::NAN
             },
@@ -155,7 +156,7 @@ impl ScaledSumSquares {
         if self.ssq == 0.0 {
             0.0
         } else {
-            self.scale * self.ssq.sqrt()
+            (self.scale * self.ssq.sqrt()).canonical()
         }
     }
 }
@@ -170,7 +171,8 @@ impl NormElement for f32 {
         <SumSquares as ReduceInstance<f32>>::KERNEL
     }
     fn norm_of(acc: f64) -> f32 {
-        acc.sqrt() as f32
+        // Host arithmetic on a result: the one NaN again (Rust leaves a NaN's bits open).
+        (acc.sqrt() as f32).canonical()
     }
 }
 
@@ -458,7 +460,7 @@ impl DotElement for f32 {
         <Dot as Reduce2Instance<f32>>::KERNEL
     }
     fn dot_of(acc: f64) -> f32 {
-        acc as f32
+        (acc as f32).canonical()
     }
 }
 

@@ -277,7 +277,7 @@ impl<T: HalfFloat> ReduceOp<T> for SumF32 {
     /// The cheap route ([`HalfFloat::widen`]): the integer conversion made the f16 sum
     /// ALU-bound, behind CUB where bf16 with its shift was not (CHANGELOG.md, issue 15).
     /// Every number converts to the same f32 either way; only a NaN's payload may differ, and
-    /// the f32 additions do not keep payloads anyway.
+    /// a NaN result is written as the canonical NaN (`ShflValue::canonical`).
     #[inline(always)]
     fn lift(x: T, _: u64) -> f32 {
         x.widen()

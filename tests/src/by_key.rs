@@ -16,7 +16,8 @@ pub fn cpu_reduce_by_key<K: Copy + PartialEq, T: TestElem>(
     for (i, (&k, &v)) in keys.iter().zip(vals).enumerate() {
         if i == 0 || keys[i - 1] != k {
             uk.push(k);
-            agg.push(v);
+            // As the device writes floats (and as `Reduction::combine` returns them).
+            agg.push(kernels::gpu::ShflValue::canonical(v));
         } else {
             let last = agg.len() - 1;
             agg[last] = op.combine(agg[last], v).expect("a by-key operator");

@@ -6,9 +6,8 @@
 //! The device adds in another order than the reference (a tree within a tile, then the
 //! look-back), so bit-for-bit comparisons use data whose every f32 partial sum is exact
 //! (multiples of 1/8, or small integers, few enough): then every order gives the same f32, and
-//! the outputs, rounded once, must match bit for bit. NaN outputs only need to be NaN (the
-//! GPU's f32 arithmetic does not keep payloads); min and max are compared bit for bit, NaN
-//! included.
+//! the outputs, rounded once, must match bit for bit. Every NaN output must be the
+//! canonical NaN (f16 `0x7e00`, bf16 `0x7fc0`), whatever the input's NaNs were.
 
 use gpu_reduce::{Context, Error, Reduction, ScanElement, ScanKind};
 use rand::{Rng, SeedableRng, rngs::SmallRng};

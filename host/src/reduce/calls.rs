@@ -1,6 +1,7 @@
 //! The public one-value calls of [`Context`]: `reduce`, `sum`, `argmin`/`argmax`,
 //! `sum_compensated`, `reduce_custom`, each blocking, `_into` and `_async`.
 
+use kernels::gpu::ShflValue as _;
 use kernels::ops::SumCompensated;
 use kernels::reduce::ReduceInstance;
 
@@ -202,7 +203,7 @@ impl Context {
     /// `kernels::ops::SumCompensated`): |result - exact| <= u32*|exact| + depth*u64*sum|x|.
     pub fn sum_compensated<'a>(&self, input: impl Into<DeviceView<'a, f32>>) -> Result<f32> {
         let k = <SumCompensated as ReduceInstance<f32>>::KERNEL;
-        Ok(self.reduce_to_host(&crate::BUILTIN, &k, input.into())? as f32)
+        Ok((self.reduce_to_host(&crate::BUILTIN, &k, input.into())? as f32).canonical())
     }
 
     /// [`Context::sum_compensated`] without blocking.
@@ -211,7 +212,9 @@ impl Context {
         input: impl Into<DeviceView<'a, f32>>,
     ) -> Result<Pending<'_, f32>> {
         let k = <SumCompensated as ReduceInstance<f32>>::KERNEL;
-        self.reduce_to_pending(&crate::BUILTIN, &k, input.into(), |a| a as f32)
+        self.reduce_to_pending(&crate::BUILTIN, &k, input.into(), |a| {
+            (a as f32).canonical()
+        })
     }
 
     /// The accurate sum left on the device, as the f64 before its final rounding.

@@ -591,8 +591,9 @@ pub unsafe fn reduce_by_key_device<
 /// The first value of each run: reduce by key with it is unique by key (CUB's
 /// `DeviceSelect::UniqueByKey`: each run's key and its first value). It has no identity; none is
 /// needed: this kernel never combines anything into a value from its left except within a run
-/// (a run starts at its head, and [`counted`] keeps the right side's value past a head), and
-/// slots past `n` or lanes before a head tile only ever stand on a head's left.
+/// (a run starts at its head, and [`counted`] keeps the right side's value past a head): the
+/// window lanes before a head tile stand on its left (absorbed), and slots past `n` on the
+/// right (`combine(a, _) = a` keeps `a`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct First;
 
