@@ -25,8 +25,8 @@ use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::select::predicate::{NEGATE, Ordered};
 use kernels::select::{
-    BLOCK, Bounds, DELAY_NS, Flagged, PREFETCH_BYTES, Runs, SelectInstance, SelectParams,
-    SimSelectFn, Unique, tile_elems,
+    BLOCK, Bounds, DELAY_NS, Flagged, NonTrivialRuns, PREFETCH_BYTES, Runs, SelectInstance,
+    SelectParams, SimSelectFn, Unique, tile_elems,
 };
 
 use crate::error::{Error, Result, plural};
@@ -49,20 +49,21 @@ pub trait SelectElement: DeviceElement + ShflValue + Ordered {
     /// A float type (NaN and infinities exist).
     const FLOAT: bool;
     #[doc(hidden)]
-    fn select_kernels() -> [SelectKernel<Self>; 4];
+    fn select_kernels() -> [SelectKernel<Self>; 5];
 }
 
 macro_rules! select_element {
     ($float:literal $t:ident $ops:tt) => {
         impl SelectElement for kernels::builtin_elem!($t) {
             const FLOAT: bool = $float;
-            fn select_kernels() -> [SelectKernel<Self>; 4] {
+            fn select_kernels() -> [SelectKernel<Self>; 5] {
                 type T = kernels::builtin_elem!($t);
                 [
                     <Bounds as SelectInstance<T>>::KERNEL,
                     <Flagged as SelectInstance<T>>::KERNEL,
                     <Unique as SelectInstance<T>>::KERNEL,
                     <Runs as SelectInstance<T>>::KERNEL,
+                    <NonTrivialRuns as SelectInstance<T>>::KERNEL,
                 ]
             }
         }
@@ -141,9 +142,10 @@ enum Count<'c> {
     Scratch(u64),
 }
 
-/// `kept` if the outputs (`lens`: values, indices, rest; `None` when not asked for) had room,
+/// `kept` if the outputs (`lens`: values, indices, rest, run lengths; `None` when not asked
+/// for) had room,
 /// else the error naming how many were needed.
-fn check_counts(call: &str, n: u64, kept: u64, lens: [Option<u64>; 3]) -> Result<u64> {
+fn check_counts(call: &str, n: u64, kept: u64, lens: [Option<u64>; 4]) -> Result<u64> {
     let check = |needed: u64, got: u64, what: &str| -> Result<()> {
         if needed > got {
             return Err(Error::OutputTooSmall {
@@ -161,7 +163,10 @@ fn check_counts(call: &str, n: u64, kept: u64, lens: [Option<u64>; 3]) -> Result
         check(kept, len, "the output")?;
     }
     if let Some(len) = lens[1] {
-        check(kept, len, "the indices (or run lengths)")?;
+        check(kept, len, "the indices")?;
+    }
+    if let Some(len) = lens[3] {
+        check(kept, len, "the run lengths")?;
     }
     if let Some(len) = lens[2] {
         check(n - kept, len, "the rest")?;
@@ -170,22 +175,22 @@ fn check_counts(call: &str, n: u64, kept: u64, lens: [Option<u64>; 3]) -> Result
 }
 
 /// The outputs of one launch.
-struct Outputs<'v, 'i, 'r, T> {
+struct Outputs<'v, 'i, 'r, 'l, T> {
     values: Option<DeviceViewMut<'v, T>>,
-    /// The kept elements' indices, or (run-length encoding) the runs' lengths.
+    /// The kept elements' indices (non-trivial runs: the runs' first indices).
     indices: Option<DeviceViewMut<'i, u64>>,
     rest: Option<DeviceViewMut<'r, T>>,
-    /// `indices` takes the run lengths (the run-length kernel).
-    run_lengths: bool,
+    /// The runs' lengths (run-length encoding, non-trivial runs).
+    lengths: Option<DeviceViewMut<'l, u64>>,
 }
 
-impl<'v, 'i, 'r, T> Outputs<'v, 'i, 'r, T> {
+impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
     fn values(values: DeviceViewMut<'v, T>) -> Self {
         Self {
             values: Some(values),
             indices: None,
             rest: None,
-            run_lengths: false,
+            lengths: None,
         }
     }
     fn indices(indices: DeviceViewMut<'i, u64>) -> Self {
@@ -193,7 +198,7 @@ impl<'v, 'i, 'r, T> Outputs<'v, 'i, 'r, T> {
             values: None,
             indices: Some(indices),
             rest: None,
-            run_lengths: false,
+            lengths: None,
         }
     }
     fn values_and_indices(values: DeviceViewMut<'v, T>, indices: DeviceViewMut<'i, u64>) -> Self {
@@ -201,7 +206,7 @@ impl<'v, 'i, 'r, T> Outputs<'v, 'i, 'r, T> {
             values: Some(values),
             indices: Some(indices),
             rest: None,
-            run_lengths: false,
+            lengths: None,
         }
     }
     fn partition(selected: DeviceViewMut<'v, T>, rest: DeviceViewMut<'r, T>) -> Self {
@@ -209,15 +214,32 @@ impl<'v, 'i, 'r, T> Outputs<'v, 'i, 'r, T> {
             values: Some(selected),
             indices: None,
             rest: Some(rest),
-            run_lengths: false,
+            lengths: None,
         }
     }
-    fn runs(unique: DeviceViewMut<'v, T>, lengths: DeviceViewMut<'i, u64>) -> Self {
+    fn runs(unique: DeviceViewMut<'v, T>, lengths: DeviceViewMut<'l, u64>) -> Self {
         Self {
             values: Some(unique),
-            indices: Some(lengths),
+            indices: None,
             rest: None,
-            run_lengths: true,
+            lengths: Some(lengths),
+        }
+    }
+    /// Each output's length (`None`: not asked for), as [`check_counts`] takes them.
+    fn lens(&self) -> [Option<u64>; 4] {
+        [
+            self.values.as_ref().map(|v| v.len() as u64),
+            self.indices.as_ref().map(|v| v.len() as u64),
+            self.rest.as_ref().map(|v| v.len() as u64),
+            self.lengths.as_ref().map(|v| v.len() as u64),
+        ]
+    }
+    fn nontrivial_runs(offsets: DeviceViewMut<'i, u64>, lengths: DeviceViewMut<'l, u64>) -> Self {
+        Self {
+            values: None,
+            indices: Some(offsets),
+            rest: None,
+            lengths: Some(lengths),
         }
     }
 }
@@ -671,6 +693,73 @@ impl Context {
         )
     }
 
+    /// The runs of two or more equal consecutive elements (CUB's
+    /// `DeviceRunLengthEncode::NonTrivialRuns`): each run's first index to `offsets` and its
+    /// length to `lengths`, in order; returns the number of such runs. Each output needs room
+    /// for every one (`x.len() / 2` always suffices). One pass over `x`.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let x = ctx.htod(&[4u32, 4, 4, 9, 5, 5, 7])?;
+    /// let (mut o, mut l) = (ctx.alloc_zeros::<u64>(3)?, ctx.alloc_zeros::<u64>(3)?);
+    /// let runs = ctx.non_trivial_runs(&x, &mut o, &mut l)? as usize;
+    /// assert_eq!((&ctx.dtoh(&o)?[..runs], &ctx.dtoh(&l)?[..runs]), (&[0, 4][..], &[3, 2][..]));
+    /// # Ok(()) }
+    /// ```
+    pub fn non_trivial_runs<'a, 'b, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        offsets: impl Into<DeviceViewMut<'b, u64>>,
+        lengths: impl Into<DeviceViewMut<'c, u64>>,
+    ) -> Result<u64> {
+        let outs = Outputs::nontrivial_runs(offsets.into(), lengths.into());
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[4],
+            "non_trivial_runs",
+            x.into(),
+            None,
+            outs,
+            (0, 0, 0),
+            Count::Host,
+        )
+    }
+
+    /// [`Context::non_trivial_runs`] in stream order (the number of runs to `num_runs[0]`).
+    pub fn non_trivial_runs_into<'a, 'b, 'c, 'd, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        offsets: impl Into<DeviceViewMut<'b, u64>>,
+        lengths: impl Into<DeviceViewMut<'c, u64>>,
+        num_runs: impl Into<DeviceViewMut<'d, u64>>,
+    ) -> Result<()> {
+        let outs = Outputs::nontrivial_runs(offsets.into(), lengths.into());
+        self.select_run(
+            &crate::BUILTIN,
+            T::select_kernels()[4],
+            "non_trivial_runs_into",
+            x.into(),
+            None,
+            outs,
+            (0, 0, 0),
+            Count::Device(num_runs.into()),
+        )
+        .map(drop)
+    }
+
+    /// [`Context::non_trivial_runs`] without blocking (see [`Context::select_async`]).
+    pub fn non_trivial_runs_async<'a, 'b, 'c, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        offsets: impl Into<DeviceViewMut<'b, u64>>,
+        lengths: impl Into<DeviceViewMut<'c, u64>>,
+    ) -> Result<Pending<'_, u64>> {
+        let outs = Outputs::nontrivial_runs(offsets.into(), lengths.into());
+        let k = T::select_kernels()[4];
+        self.select_pending(k, "non_trivial_runs_async", x.into(), None, outs, (0, 0, 0))
+    }
+
     /// A user predicate's selection: `P`'s kernel over `T`, exported by
     /// `kernels::select_kernels!` in a kernel crate whose PTX `lib` embeds. As
     /// [`Context::select`] otherwise.
@@ -780,15 +869,11 @@ impl Context {
         call: &'static str,
         x: DeviceView<'_, T>,
         flags: Option<DeviceView<'_, u8>>,
-        outs: Outputs<'_, '_, '_, T>,
+        outs: Outputs<'_, '_, '_, '_, T>,
         bound: (u64, u64, u32),
     ) -> Result<Pending<'_, u64>> {
         let n = x.len() as u64;
-        let lens = [
-            outs.values.as_ref().map(|v| v.len() as u64),
-            outs.indices.as_ref().map(|v| v.len() as u64),
-            outs.rest.as_ref().map(|v| v.len() as u64),
-        ];
+        let lens = outs.lens();
         if n == 0 {
             return Ok(self.pending_ready(k.name, Ok(0)));
         }
@@ -825,7 +910,7 @@ impl Context {
         call: &'static str,
         x: DeviceView<'_, T>,
         flags: Option<DeviceView<'_, u8>>,
-        mut outs: Outputs<'_, '_, '_, T>,
+        mut outs: Outputs<'_, '_, '_, '_, T>,
         bound: (u64, u64, u32),
         count: Count<'_>,
     ) -> Result<u64> {
@@ -839,14 +924,13 @@ impl Context {
                 got: f.len() as u64,
             });
         }
-        let capacity = outs
-            .values
-            .as_ref()
-            .map(|v| v.len())
+        let lens = outs.lens();
+        // Room in every output of the kept (values, indices, lengths).
+        let capacity = [lens[0], lens[1], lens[3]]
             .into_iter()
-            .chain(outs.indices.as_ref().map(|v| v.len()))
+            .flatten()
             .min()
-            .unwrap_or(0) as u64;
+            .unwrap_or(0);
         let rest_capacity = outs.rest.as_ref().map_or(0, |v| v.len() as u64);
         let scratch = match count {
             Count::Scratch(a) => Some(a),
@@ -873,11 +957,6 @@ impl Context {
             };
         }
         let on_device = device_count.is_some() || scratch.is_some();
-        let lens = [
-            outs.values.as_ref().map(|v| v.len() as u64),
-            outs.indices.as_ref().map(|v| v.len() as u64),
-            outs.rest.as_ref().map(|v| v.len() as u64),
-        ];
         if device_count.is_none() && scratch.is_none() && self.capturing()? {
             return Err(Error::NotCapturable {
                 call,
@@ -933,8 +1012,14 @@ impl Context {
                 }
                 None => (0, None),
             };
+            let (lp, _l_write) = match &mut outs.lengths {
+                Some(v) => {
+                    let (a, w) = self.write(v)?;
+                    (a, Some(w))
+                }
+                None => (0, None),
+            };
             let grid = Self::scan_grid(n, tile_elems(size_of::<T>()))?;
-            let runs = outs.run_lengths;
             let prefetch = match (ws.prefetch, &self.backend) {
                 (Some(p), _) => p,
                 (None, Backend::Cuda(_)) => {
@@ -950,9 +1035,9 @@ impl Context {
                     input: xp as *const T,
                     flags: fp as *const u8,
                     out: vp as *mut T,
-                    indices: if runs { 0 } else { ip } as *mut u64,
+                    indices: ip as *mut u64,
                     rest: rp as *mut T,
-                    counts: if runs { ip } else { 0 } as *mut u64,
+                    counts: lp as *mut u64,
                     capacity,
                     rest_capacity,
                     num_selected: count_addr as *mut u64,

@@ -68,7 +68,7 @@ impl MomentsAcc {
             sample_variance: if self.count > 1 {
                 ((self.m2 as f64 / (self.count - 1) as f64) as f32).canonical()
             } else {
-                f32::NAN
+                f32::NAN.canonical()
             },
         })
     }

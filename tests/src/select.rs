@@ -43,6 +43,22 @@ pub fn runs_ref<T: TestElem>(x: &[T]) -> (Vec<T>, Vec<u64>) {
     (u, c)
 }
 
+/// Each run of two or more equal consecutive elements (IEEE `==`): its first index and its
+/// length.
+pub fn nontrivial_runs_ref<T: TestElem>(x: &[T]) -> (Vec<u64>, Vec<u64>) {
+    let (_, lens) = runs_ref(x);
+    let mut at = 0u64;
+    let (mut o, mut l) = (Vec::new(), Vec::new());
+    for len in lens {
+        if len > 1 {
+            o.push(at);
+            l.push(len);
+        }
+        at += len;
+    }
+    (o, l)
+}
+
 /// The first of each run of equal consecutive elements (IEEE `==`).
 pub fn unique_ref<T: TestElem>(x: &[T]) -> Vec<T> {
     x.iter()
@@ -218,6 +234,23 @@ fn check_one<T: TestElem + SelectElement + PartialOrd>(
         c,
         "{}: lengths",
         what("run_length_encode")
+    );
+
+    let (o, l) = nontrivial_runs_ref(x);
+    let mut lens = ctx.alloc_zeros::<u64>(n).unwrap();
+    let k = ctx.non_trivial_runs(dx, &mut ix, &mut lens).unwrap() as usize;
+    assert_eq!(k, o.len(), "{}: runs", what("non_trivial_runs"));
+    assert_eq!(
+        ctx.dtoh(&ix).unwrap()[..k],
+        o,
+        "{}: offsets",
+        what("non_trivial_runs")
+    );
+    assert_eq!(
+        ctx.dtoh(&lens).unwrap()[..k],
+        l,
+        "{}: lengths",
+        what("non_trivial_runs")
     );
 }
 
@@ -422,6 +455,59 @@ pub fn check_select_edges(ctx: &Context) {
     assert_eq!(ctx.dtoh(&all).unwrap()[3333], 1, "the last run");
     let p = ctx.run_length_encode_async(&dr, &mut u, &mut all).unwrap();
     assert_eq!(p.wait().unwrap(), 3334);
+    // Non-trivial runs of the same: 3,333 of 3 (the last run, of 1, is not one), room for 100.
+    let mut offs = ctx.htod(&[u64::MAX; 200]).unwrap();
+    let e = ctx
+        .non_trivial_runs(&dr, offs.view_mut(0..100).unwrap(), &mut all)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OutputTooSmall {
+                needed: 3333,
+                got: 100,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let o = ctx.dtoh(&offs).unwrap();
+    assert!(o[..100].iter().enumerate().all(|(i, &v)| v == 3 * i as u64));
+    assert!(
+        o[100..].iter().all(|&v| v == u64::MAX),
+        "nothing past the end"
+    );
+    let mut lens = ctx.htod(&[u64::MAX; 200]).unwrap();
+    let mut offs = ctx.alloc_zeros::<u64>(n).unwrap();
+    let e = ctx
+        .non_trivial_runs(&dr, &mut offs, lens.view_mut(0..100).unwrap())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OutputTooSmall {
+                needed: 3333,
+                got: 100,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let l = ctx.dtoh(&lens).unwrap();
+    assert!(l[..100].iter().all(|&v| v == 3), "the lengths that fit");
+    assert!(
+        l[100..].iter().all(|&v| v == u64::MAX),
+        "nothing past the end"
+    );
+    ctx.non_trivial_runs_into(&dr, &mut offs, &mut all, &mut count)
+        .unwrap();
+    assert_eq!(ctx.dtoh(&count).unwrap(), [3333]);
+    assert_eq!(ctx.dtoh(&all).unwrap()[3332], 3);
+    let p = ctx
+        .non_trivial_runs_async(&dr, &mut offs, &mut all)
+        .unwrap();
+    assert_eq!(p.wait().unwrap(), 3333);
+    assert_eq!(ctx.non_trivial_runs(&dx, &mut offs, &mut all).unwrap(), 0);
     // All kept, none kept, empty.
     assert_eq!(
         ctx.select(&dx, &mut sel, Predicate::NotNan).unwrap(),

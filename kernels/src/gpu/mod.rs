@@ -207,7 +207,8 @@ pub trait ShflValue: Copy {
     /// Rebuild the value from words produced by [`ShflValue::to_words`].
     fn from_words(w: [u32; 4]) -> Self;
     /// The value as a kernel writes it out: a float NaN becomes its type's one quiet NaN
-    /// (`f32::NAN`'s bits), anything else is unchanged. Which NaN an addition returns depends
+    /// (f32: CUDA's canonical NaN `0x7fffffff`; f64: `f64::NAN`'s bits; f16 `0x7e00`, bf16
+    /// `0x7fc0`), anything else is unchanged. Which NaN an addition returns depends
     /// on the hardware and on its operand order, which compilers may swap; whether the result
     /// is a NaN does not, so with a fixed combining order this makes every output the same bits
     /// on every GPU, the simulator and any CPU.
@@ -215,9 +216,8 @@ pub trait ShflValue: Copy {
     fn canonical(self) -> Self {
         self
     }
-    /// [`ShflValue::canonical`] of four outputs of one store; floats test their sum once
-    /// (NaN when one of them is, or for `inf + -inf`, which only takes the slow path): a test
-    /// per element made the f32 scan by key 1.5% slower.
+    /// [`ShflValue::canonical`] of four outputs of one store (f64 tests the four at once and
+    /// takes the per-element path only when one is NaN).
     #[inline(always)]
     fn canonical4(v: [Self; 4]) -> [Self; 4] {
         v.map(Self::canonical)
@@ -325,11 +325,13 @@ impl Bits64 for f64 {
 }
 shfl32!(u32, i32);
 shfl64!(u64, i64);
-// A sum of four is NaN when one of them is (or for `inf + -inf`: only the slow path then).
-shfl32!(@one f32, |x: f32| if x.is_nan() { f32::NAN } else { x },
-    |v: [f32; 4]| ((v[0] + v[1]) + (v[2] + v[3])).is_nan());
+// f32: one `max.NaN` an element (CUDA's canonical NaN, 0x7fffffff), no test and no branch: a
+// test of four with its rare path made the f32 scan by key 1.5% slower (ptxas predicates that
+// path into every store), the path out of line (a call) the f32 scans 2x slower.
+shfl32!(@one f32, canonical_nan_f32, |_: [f32; 4]| true);
+// f64 (no `max.NaN.f64`): pairs, `a.is_nan() | b.is_nan()` being one unordered compare.
 shfl64!(@one f64, |x: f64| if x.is_nan() { f64::NAN } else { x },
-    |v: [f64; 4]| ((v[0] + v[1]) + (v[2] + v[3])).is_nan());
+    |v: [f64; 4]| (v[0].is_nan() | v[1].is_nan()) | (v[2].is_nan() | v[3].is_nan()));
 
 /// The `c` operand of `shfl.sync` for CUDA's `width` argument: bits 12..8 hold the segment
 /// mask (`32 - width`), bits 4..0 the clamp lane. `up` clamps at lane 0 of the segment, the

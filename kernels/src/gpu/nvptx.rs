@@ -645,6 +645,60 @@ pub fn cp_async_wait_group<const N: u32>() {
     unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) }
 }
 
+/// `x`, or CUDA's canonical NaN (`0x7fffffff`) when `x` is a NaN: `max.NaN.f32 d, x, -inf`
+/// (sm_80+), one instruction.
+#[inline(always)]
+pub fn canonical_nan_f32(x: f32) -> f32 {
+    let d: f32;
+    unsafe {
+        asm!("max.NaN.f32 {d}, {x}, 0fFF800000;", d = out(reg32) d, x = in(reg32) x, options(pure, nomem, nostack))
+    }
+    d
+}
+
+/// Elements `i..` of a shared array as a 32-bit shared-space address, computed once: a store
+/// through it ([`store_slot`]) is one `st.shared` and one address op (a generic store's
+/// 64-bit address costs more per element where a block stages data).
+#[derive(Clone, Copy)]
+pub struct SharedSlots<T> {
+    addr: u32,
+    _t: core::marker::PhantomData<T>,
+}
+
+/// Elements `i..` of `a` (see [`SharedSlots`]).
+/// # Safety
+/// `i <= a.len()`.
+#[inline(always)]
+pub unsafe fn shared_slots<T>(a: super::SharedArray<T>, i: usize) -> SharedSlots<T> {
+    SharedSlots {
+        addr: to_shared_u32(a.ptr) + (i * core::mem::size_of::<T>()) as u32,
+        _t: core::marker::PhantomData,
+    }
+}
+
+/// Store `v` at slot `k` of `s`: `st.shared`.
+/// # Safety
+/// Slot `k` lies inside the array, and no other thread accesses it between the same two
+/// barriers.
+#[inline(always)]
+pub unsafe fn store_slot<T: ShflValue>(s: SharedSlots<T>, k: u32, v: T) {
+    let p = s.addr + k * core::mem::size_of::<T>() as u32;
+    let w = v.to_words();
+    unsafe {
+        match core::mem::size_of::<T>() {
+            2 => {
+                asm!("st.shared.b16 [{p}], {v};", p = in(reg32) p, v = in(reg16) w[0] as u16, options(nostack))
+            }
+            4 => {
+                asm!("st.shared.b32 [{p}], {v};", p = in(reg32) p, v = in(reg32) w[0], options(nostack))
+            }
+            _ => {
+                asm!("st.shared.v2.b32 [{p}], {{{a}, {b}}};", p = in(reg32) p, a = in(reg32) w[0], b = in(reg32) w[1], options(nostack))
+            }
+        }
+    }
+}
+
 /// Element `i` of a 16-byte shared array: `ld.shared.v4.b32`.
 /// # Safety
 /// `i < src.len()`, and no other thread writes element `i` between the same two barriers.

@@ -26,8 +26,8 @@ use crate::scan::next_tile;
 use crate::scan::policy::ACTIVE;
 use crate::scan::tile::prefetch_stretch;
 pub use predicate::{
-    Bound, Bounds, Flagged, MODE_FLAGGED, MODE_IF, MODE_RUNS, MODE_UNIQUE, Ordered, Predicate,
-    Runs, Unique,
+    Bound, Bounds, Flagged, MODE_FLAGGED, MODE_IF, MODE_NONTRIVIAL, MODE_RUNS, MODE_UNIQUE,
+    NonTrivialRuns, Ordered, Predicate, Runs, Unique,
 };
 
 /// Threads per block (one tile per block).
@@ -56,7 +56,11 @@ const REGION_BYTES: usize = 32 * 128;
 /// for (`launch_bounds!`). Three spilled the 4- and 2-byte kernels (32 elements a thread) and
 /// the run lengths, and two without spills were faster; 8-byte elements (16) fit three.
 pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
-    if mode == MODE_RUNS || bytes < 8 { 2 } else { 3 }
+    if mode == MODE_RUNS || mode == MODE_NONTRIVIAL || bytes < 8 {
+        2
+    } else {
+        3
+    }
 }
 /// How far ahead (bytes of input) a block asks L2 for a later tile: 6 MiB (192 tiles of
 /// 32 KiB) beat 1.6 and 12.8 MiB and a quarter of the resident blocks (2 MiB) on an H100
@@ -235,7 +239,14 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     // 2. The flags, one bit per element (bit `v * per_vec + j`); in a partial tile none past
     //    `n` (masked after, so that full tiles pay no bounds checks).
     let mut keep = 0u32;
-    if P::MODE == MODE_UNIQUE || P::MODE == MODE_RUNS {
+    // Runs: the look-back carries the runs and the last head (run-length encoding, non-trivial
+    // runs).
+    let runs = P::MODE == MODE_RUNS || P::MODE == MODE_NONTRIVIAL;
+    // Non-trivial runs: the runs' last elements (the runs of one excluded), and whether the
+    // warp's first element is a head.
+    let mut tails = 0u32;
+    let mut warp_opens_on_head = true;
+    if P::MODE == MODE_UNIQUE || runs {
         // The element before each: the previous slot, the previous lane's last of the row, or
         // (lane 0) the last lane's of the row before; before the warp's first, from memory.
         let before_stretch = if lane == 0 && stretch > 0 && stretch <= n {
@@ -274,6 +285,50 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         // The input's first element heads a run.
         if stretch == 0 && lane == 0 {
             keep |= 1;
+        }
+        if P::MODE == MODE_NONTRIVIAL {
+            // Element `b` ends a run when the one after it heads one (or is past `n`): the
+            // next slot, the next lane's first of the row, lane 0's first of the next row, or
+            // (the stretch's last) the element after the stretch, from memory.
+            let heads = keep;
+            let row_bits = (1u32 << per_vec) - 1;
+            let end = stretch + (32 * items) as u64;
+            let after = lane == 31
+                && (end >= n || !(unsafe { input.add(end as usize).read() } == x[items - 1]));
+            let mut next = 0u32;
+            for v in 0..MAX_VECS {
+                if v < vecs {
+                    let h = heads >> (v * per_vec) & row_bits;
+                    let right = gpu::shfl_down_sync(FULL_MASK, h & 1, 1, 32);
+                    let below = if v + 1 < vecs {
+                        heads >> ((v + 1) * per_vec) & 1
+                    } else {
+                        0
+                    };
+                    let below = gpu::shfl_sync(FULL_MASK, below, 0, 32);
+                    let last = if lane < 31 {
+                        right
+                    } else if v + 1 < vecs {
+                        below
+                    } else {
+                        after as u32
+                    };
+                    next |= ((h >> 1) | last << (per_vec - 1)) << (v * per_vec);
+                }
+            }
+            if !full {
+                for v in 0..MAX_VECS {
+                    for j in 0..8 {
+                        if v < vecs && j < per_vec && elem(v, j) + 1 >= n {
+                            next |= 1 << (v * per_vec + j);
+                        }
+                    }
+                }
+            }
+            warp_opens_on_head = gpu::shfl_sync(FULL_MASK, heads & 1, 0, 32) != 0;
+            // Kept: the heads of runs of two or more; their ends are the other runs' last.
+            keep = heads & !next;
+            tails = next & !heads;
         }
     } else if P::MODE == MODE_FLAGGED {
         // A row's `per_vec` flag bytes are consecutive: one load of 2, 4 or 8 bytes (aligned).
@@ -322,33 +377,39 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             }
         }
         keep &= inside;
+        tails &= inside;
     }
 
     // 3. Positions in the warp's stretch: rows first, then lanes, then slots. Each row's kept
     //    count goes to a field of one word (8 bits; 16 for 8 elements a vector, whose row can
     //    keep 256), so one warp scan gives every row's lanes-before at once.
+    //    `positions(mask)`: each row's first position and the warp's count.
     let field = if per_vec > 4 { 16 } else { 8 };
     let row_bits = (1u32 << per_vec) - 1;
-    let mut mine = 0u64;
-    for v in 0..MAX_VECS {
-        if v < vecs {
-            mine |= ((keep >> (v * per_vec) & row_bits).count_ones() as u64) << (v * field);
+    let positions = |mask: u32| {
+        let mut mine = 0u64;
+        for v in 0..MAX_VECS {
+            if v < vecs {
+                mine |= ((mask >> (v * per_vec) & row_bits).count_ones() as u64) << (v * field);
+            }
         }
-    }
-    let inclusive = crate::warp::warp_inclusive_scan(mine, u64::wrapping_add);
-    let lanes_before = inclusive - mine;
-    let rows = gpu::shfl_sync(FULL_MASK, inclusive, 31, 32);
-    let mut row_at = [0u32; MAX_VECS];
-    let mut warp_count = 0u32;
-    for v in 0..MAX_VECS {
-        if v < vecs {
-            let f = |w: u64| (w >> (v * field)) as u32 & ((1u32 << field) - 1);
-            row_at[v] = warp_count + f(lanes_before);
-            warp_count += f(rows);
+        let inclusive = crate::warp::warp_inclusive_scan(mine, u64::wrapping_add);
+        let lanes_before = inclusive - mine;
+        let rows = gpu::shfl_sync(FULL_MASK, inclusive, 31, 32);
+        let mut row_at = [0u32; MAX_VECS];
+        let mut count = 0u32;
+        for v in 0..MAX_VECS {
+            if v < vecs {
+                let f = |w: u64| (w >> (v * field)) as u32 & ((1u32 << field) - 1);
+                row_at[v] = count + f(lanes_before);
+                count += f(rows);
+            }
         }
-    }
+        (row_at, count)
+    };
+    let (row_at, warp_count) = positions(keep);
     // Run-length encoding: one past the tile position of the warp's last head (0: none).
-    if P::MODE == MODE_RUNS {
+    if runs {
         let mut last = 0u32;
         for v in 0..MAX_VECS {
             for j in 0..8 {
@@ -396,9 +457,37 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             }
         }};
     }
-    if !out.is_null() || !rest.is_null() {
+    // `$put(v, j, at)` for the elements of `$mask` only (`at`: the warp's before it; each row's
+    // first in `$rows`), a predicated store each: when nothing reads the others, half the work
+    // of `stage_each`.
+    macro_rules! stage_kept {
+        ($mask:expr, $rows:expr, $put:expr) => {{
+            let (mask, rows, put) = ($mask, $rows, $put);
+            for v in 0..MAX_VECS {
+                if v < vecs {
+                    let mut at = rows[v];
+                    for j in 0..8 {
+                        if j < per_vec {
+                            let k = mask >> (v * per_vec + j) & 1;
+                            if k != 0 {
+                                put(v, j, at);
+                            }
+                            at += k;
+                        }
+                    }
+                }
+            }
+        }};
+    }
+    // The warp's region as a shared address, computed once.
+    let slots = unsafe { gpu::shared_slots(vals, v0) };
+    if !rest.is_null() {
         stage_each!(|v: usize, j: usize, s: u32| unsafe {
-            vals.write(v0 + s as usize, x[v * per_vec + j])
+            gpu::store_slot(slots, s, x[v * per_vec + j])
+        });
+    } else if !out.is_null() {
+        stage_kept!(keep, row_at, |v: usize, j: usize, s: u32| unsafe {
+            gpu::store_slot(slots, s, x[v * per_vec + j])
         });
     }
     let tile_len = n.saturating_sub(tile_start).min(tile_elems) as u32;
@@ -419,7 +508,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
 
     // 5. The count before the tile (warp 0): look-back over the tiles' counts (with the last
     //    head's index, for run lengths).
-    if warp == 0 && P::MODE == MODE_RUNS {
+    if warp == 0 && runs {
         let st = TileStatus::<RunsAcc> {
             flags: status,
             aggregates: run_aggregates as *mut RunsAcc,
@@ -458,8 +547,8 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             if tile as u32 == gpu::grid_dim_x() - 1 {
                 let all = RunsAcc::combine(before, mine);
                 unsafe { num_selected.write(all.count) };
-                // The last run ends at `n`.
-                if all.count > 0 && all.count - 1 < capacity {
+                // The last run ends at `n` (a non-trivial run's end is its last element's).
+                if P::MODE == MODE_RUNS && all.count > 0 && all.count - 1 < capacity {
                     unsafe { counts.add(all.count as usize - 1).write(n - all.last) };
                 }
             }
@@ -538,30 +627,65 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             |k: usize| unsafe { to.add(k).write(vals.read(last - k)) }
         );
     }
-    if !indices.is_null() || P::MODE == MODE_RUNS {
-        // Tile positions (u32) in the warp's region, after its values left it.
+    if !indices.is_null() || runs {
+        // Tile positions (u32) in the warp's region, after its values left it; non-trivial
+        // runs' ends from the region's far end, reversed (kept and ends are other elements).
         let idx = unsafe { stage.cast::<u32>() };
         let i0 = region / 4;
+        let i_last = i0 + REGION_BYTES / 4 - 1;
+        let (tail_at, warp_tails) = if P::MODE == MODE_NONTRIVIAL {
+            positions(tails)
+        } else {
+            ([0; MAX_VECS], 0)
+        };
         gpu::sync_warp(FULL_MASK);
-        stage_each!(|v: usize, j: usize, s: u32| unsafe {
-            idx.write(i0 + s as usize, local(v, j))
+        let idx_slots = unsafe { gpu::shared_slots(idx, i0) };
+        stage_kept!(keep, row_at, |v: usize, j: usize, s: u32| unsafe {
+            gpu::store_slot(idx_slots, s, local(v, j))
         });
+        if P::MODE == MODE_NONTRIVIAL {
+            stage_kept!(tails, tail_at, |v: usize, j: usize, s: u32| unsafe {
+                gpu::store_slot(gpu::shared_slots(idx, i_last - s as usize), 0, local(v, j))
+            });
+        }
         gpu::sync_warp(FULL_MASK);
-        if P::MODE == MODE_RUNS {
-            // Head `at_out + k` closes run `at_out + k - 1`, which began at the head before it:
-            // the warp's previous one, else the last of the warps before it in the tile, else
-            // the last before the tile.
-            let mut before_warp = 0u32;
+        // The last head before the warp: the last of the warps before it in the tile, else the
+        // last before the tile.
+        let mut before_warp = 0u32;
+        if runs {
             for w in 0..WARPS {
                 if w < warp {
                     before_warp = before_warp.max(unsafe { warp_last.read(w) });
                 }
             }
-            let last_before = if before_warp > 0 {
-                tile_start + before_warp as u64 - 1
-            } else {
-                unsafe { run_before.read(0) }
-            };
+        }
+        let last_before = if before_warp > 0 {
+            tile_start + before_warp as u64 - 1
+        } else if runs {
+            unsafe { run_before.read(0) }
+        } else {
+            0
+        };
+        if P::MODE == MODE_NONTRIVIAL {
+            // End `k` of the warp closes run `at_out - open + k`: a run open at the warp's
+            // start (its first element no head) began at the last head before the warp, the
+            // others at the warp's heads in order.
+            let open = (stretch > 0 && stretch < n && !warp_opens_on_head) as u64;
+            let first = at_out - open;
+            let room = capacity.saturating_sub(first).min(warp_tails as u64);
+            each_out!(room, |k: usize| {
+                let end = tile_start + unsafe { idx.read(i_last - k) } as u64;
+                let head = if (k as u64) < open {
+                    last_before
+                } else {
+                    tile_start + unsafe { idx.read(i0 + k - open as usize) } as u64
+                };
+                unsafe { counts.add(first as usize + k).write(end + 1 - head) };
+            });
+        }
+        if P::MODE == MODE_RUNS {
+            // Head `at_out + k` closes run `at_out + k - 1`, which began at the head before it:
+            // the warp's previous one, else the last before the warp.
             let room = capacity.saturating_add(1).saturating_sub(at_out).min(kept);
             each_out!(room, |k: usize| {
                 if at_out + k as u64 > 0 {
@@ -574,7 +698,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
                     unsafe { counts.add(at_out as usize + k - 1).write(len) };
                 }
             });
-        } else {
+        } else if !indices.is_null() {
             let to = unsafe { indices.add(at_out as usize) };
             each_out!(
                 capacity.saturating_sub(at_out).min(kept),
@@ -672,7 +796,8 @@ macro_rules! select_kernels {
 }
 
 /// The built-in select kernels of every element type: `select_if_{t}` (the [`Bounds`]
-/// predicate), `select_flagged_{t}`, `select_unique_{t}`, `select_runs_{t}`.
+/// predicate), `select_flagged_{t}`, `select_unique_{t}`, `select_runs_{t}`,
+/// `select_nontrivial_{t}`.
 macro_rules! builtin_select {
     ($t:ident { $($ops:tt)* }) => {
         $crate::select_kernels!(@emit concat!("select_if_", stringify!($t)),
@@ -683,6 +808,8 @@ macro_rules! builtin_select {
             $crate::builtin_elem!($t), Unique);
         $crate::select_kernels!(@emit concat!("select_runs_", stringify!($t)),
             $crate::builtin_elem!($t), Runs);
+        $crate::select_kernels!(@emit concat!("select_nontrivial_", stringify!($t)),
+            $crate::builtin_elem!($t), NonTrivialRuns);
     };
 }
 

@@ -105,6 +105,9 @@ pub const MODE_FLAGGED: u32 = 1;
 pub const MODE_UNIQUE: u32 = 2;
 /// Mode: as [`MODE_UNIQUE`], and each run's length to `counts` (run-length encoding).
 pub const MODE_RUNS: u32 = 3;
+/// Mode: the runs of two or more equal consecutive elements, their first indices to `indices`
+/// and their lengths to `counts` (CUB's `DeviceRunLengthEncode::NonTrivialRuns`).
+pub const MODE_NONTRIVIAL: u32 = 4;
 
 /// A predicate over elements `T`: `select` keeps `x` when it returns true. `bound` is the
 /// launch's [`Bound`] (the built-in predicate's constants; a user predicate may ignore it).
@@ -125,6 +128,18 @@ pub struct Unique;
 /// Run-length encoding: [`Unique`]'s heads, and each run's length.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Runs;
+
+/// The runs of two or more: [`Runs`] without the runs of one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NonTrivialRuns;
+
+impl<T: Element> Predicate<T> for NonTrivialRuns {
+    const MODE: u32 = MODE_NONTRIVIAL;
+    #[inline(always)]
+    fn select(_: T, _: &Bound<T>) -> bool {
+        false
+    }
+}
 
 impl<T: Element> Predicate<T> for Runs {
     const MODE: u32 = MODE_RUNS;

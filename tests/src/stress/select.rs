@@ -1,12 +1,13 @@
-//! Stress family "select": compaction by a built-in predicate (values, indices, a partition),
-//! by a byte mask, and unique consecutive, every element type, against the CPU bit for bit.
+//! Stress family "select": compaction by a built-in predicate (values, indices, both, a
+//! partition), by a byte mask, unique consecutive, run-length encoding and the non-trivial
+//! runs, every element type, against the CPU bit for bit.
 
 use gpu_reduce::{Context, Predicate, SelectElement};
 use rand::Rng;
 
 use super::{Case, Family, bytes, make};
 use crate::reductions::TestElem;
-use crate::select::{keeps, runs_ref, unique_ref};
+use crate::select::{keeps, nontrivial_runs_ref, runs_ref, unique_ref};
 
 fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
     let t = crate::select::tile(size_of::<T>());
@@ -36,7 +37,7 @@ fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
         Predicate::NotNan,
     ];
     let pred = preds[c.rng.random_range(0..preds.len())];
-    let call = c.rng.random_range(0..6u32);
+    let call = c.rng.random_range(0..8u32);
     let keep_p = c.rng.random_range(0.0..1.0);
     let mask: Vec<u8> = (0..n)
         .map(|_| c.rng.random_bool(keep_p) as u8 * c.rng.random_range(1..=255u8))
@@ -92,6 +93,23 @@ fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
                 let k = ctx.unique(dx, &mut out).unwrap() as usize;
                 bytes(&ctx.dtoh(&out).unwrap()[..k])
             }
+            6 => {
+                let mut ix = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
+                let k = ctx
+                    .select_with_indices(dx, &mut out, &mut ix, pred)
+                    .unwrap() as usize;
+                let mut v = bytes(&ctx.dtoh(&out).unwrap()[..k]);
+                v.extend(bytes(&ctx.dtoh(&ix).unwrap()[..k]));
+                v
+            }
+            7 => {
+                let mut offs = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
+                let mut lens = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
+                let k = ctx.non_trivial_runs(dx, &mut offs, &mut lens).unwrap() as usize;
+                let mut v = bytes(&ctx.dtoh(&offs).unwrap()[..k]);
+                v.extend(bytes(&ctx.dtoh(&lens).unwrap()[..k]));
+                v
+            }
             _ => {
                 let mut lens = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
                 let k = ctx.run_length_encode(dx, &mut out, &mut lens).unwrap() as usize;
@@ -112,6 +130,17 @@ fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
         5 => {
             let mut v = bytes(&want);
             v.extend(bytes(&runs_ref(&data).1));
+            v
+        }
+        6 => {
+            let mut v = bytes(&want);
+            v.extend(bytes(&want_ix));
+            v
+        }
+        7 => {
+            let (o, l) = nontrivial_runs_ref(&data);
+            let mut v = bytes(&o);
+            v.extend(bytes(&l));
             v
         }
         _ => bytes(&want),

@@ -475,6 +475,37 @@ pub unsafe fn load_nc_f32(addr: *const f32) -> f32 {
     unsafe { addr.read() }
 }
 
+/// `x`, or CUDA's canonical NaN (`0x7fffffff`) when `x` is a NaN (`max.NaN.f32` on the GPU).
+pub fn canonical_nan_f32(x: f32) -> f32 {
+    if x.is_nan() {
+        f32::from_bits(0x7fff_ffff)
+    } else {
+        x
+    }
+}
+
+/// Elements `i..` of a shared array (a 32-bit shared address on the GPU).
+#[derive(Clone, Copy)]
+pub struct SharedSlots<T> {
+    arr: SharedArray<T>,
+    first: usize,
+}
+
+/// Elements `i..` of `a`.
+/// # Safety
+/// `i <= a.len()`.
+pub unsafe fn shared_slots<T>(a: SharedArray<T>, i: usize) -> SharedSlots<T> {
+    SharedSlots { arr: a, first: i }
+}
+
+/// Store `v` at slot `k` of `s` (`st.shared` on the GPU); bounds-checked.
+/// # Safety
+/// Slot `k` lies inside the array, and no other thread accesses it between the same two
+/// barriers.
+pub unsafe fn store_slot<T: Copy>(s: SharedSlots<T>, k: u32, v: T) {
+    unsafe { s.arr.write(s.first + k as usize, v) }
+}
+
 // Asynchronous copies: the source is read at issue, the shared destination written when the
 // copy's group retires (`cp_async_wait_group`).
 
