@@ -636,7 +636,7 @@ pub fn check_nan_results_canonical(ctx: &Context, n: usize) {
     ctx.set_reduce_grid_limit(None);
 
     for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
-        for op in [Reduction::Sum, Reduction::Max] {
+        for op in [Reduction::Sum, Reduction::Max, Reduction::Min] {
             let what = format!("{kind:?} {} scan", op.name());
             let mut o32 = ctx.alloc_zeros::<f32>(n).unwrap();
             ctx.scan(&d32, &mut o32, op, kind).unwrap();
@@ -649,22 +649,44 @@ pub fn check_nan_results_canonical(ctx: &Context, n: usize) {
     // Keys in runs: the segmented scan, reduce by key and segmented reduce see the NaNs in
     // some runs and not in others.
     let keys = ctx.htod(&run_keys(n, 5000, 52)).unwrap();
-    let mut o32 = ctx.alloc_zeros::<f32>(n).unwrap();
-    ctx.scan_by_key(&keys, &d32, &mut o32, Reduction::Sum, ScanKind::Inclusive)
-        .unwrap();
-    assert!(canonical_f32(&ctx.dtoh(&o32).unwrap(), "scan by key") > 0);
+    for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+        let what = format!("{kind:?} scan by key");
+        let mut o32 = ctx.alloc_zeros::<f32>(n).unwrap();
+        ctx.scan_by_key(&keys, &d32, &mut o32, Reduction::Sum, kind)
+            .unwrap();
+        assert!(canonical_f32(&ctx.dtoh(&o32).unwrap(), &what) > 0, "{what}");
+        let mut o64 = ctx.alloc_zeros::<f64>(n).unwrap();
+        ctx.scan_by_key(&keys, &d64, &mut o64, Reduction::Max, kind)
+            .unwrap();
+        assert!(canonical_f64(&ctx.dtoh(&o64).unwrap(), &what) > 0, "{what}");
+    }
     let mut uk = ctx.alloc_zeros::<u32>(n).unwrap();
     let mut agg = ctx.alloc_zeros::<f64>(n).unwrap();
     let runs = ctx
         .reduce_by_key(&keys, &d64, &mut uk, &mut agg, Reduction::Sum)
         .unwrap() as usize;
     assert!(canonical_f64(&ctx.dtoh(&agg).unwrap()[..runs], "reduce by key") > 0);
+    let mut agg32 = ctx.alloc_zeros::<f32>(n).unwrap();
+    let runs = ctx
+        .reduce_by_key(&keys, &d32, &mut uk, &mut agg32, Reduction::Max)
+        .unwrap() as usize;
+    assert!(canonical_f32(&ctx.dtoh(&agg32).unwrap()[..runs], "reduce by key max") > 0);
+    // The first value of each run is a copy, yet comes back canonical as every by-key result.
+    let runs = ctx.unique_by_key(&keys, &d32, &mut uk, &mut agg32).unwrap() as usize;
+    canonical_f32(&ctx.dtoh(&agg32).unwrap()[..runs], "unique by key");
     let offsets = ctx.htod(&csr_offsets(n, 3000, 53)).unwrap();
     let segs = offsets.len() - 1;
     let mut out = ctx.alloc_zeros::<f32>(segs).unwrap();
     ctx.segmented_reduce(&d32, Segments::csr(&offsets), &mut out, Reduction::Sum)
         .unwrap();
     assert!(canonical_f32(&ctx.dtoh(&out).unwrap(), "segmented reduce") > 0);
+    // Rows of a matrix (their own kernels).
+    let rows = n / 1000;
+    let mut out = ctx.alloc_zeros::<f32>(rows).unwrap();
+    let x = d32.view(0..rows * 1000).unwrap();
+    ctx.segmented_reduce(x, Segments::fixed(1000), &mut out, Reduction::Sum)
+        .unwrap();
+    assert!(canonical_f32(&ctx.dtoh(&out).unwrap(), "segmented rows") > 0);
 
     // The sharded sum: the ranks' partials combined on the host (its NaN rules, not the GPU's).
     let m = match ctx.backend_kind() {
