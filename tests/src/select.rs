@@ -254,6 +254,22 @@ fn check_one<T: TestElem + SelectElement + PartialOrd>(
     );
 }
 
+/// `e` is the error of an output with room for `got` where `needed` were.
+fn assert_too_small(e: &Error, needed: u64, got: u64) {
+    assert!(
+        matches!(e, Error::OutputTooSmall { needed: a, got: b, .. } if (*a, *b) == (needed, got)),
+        "{e}"
+    );
+}
+
+/// The part of a buffer past an output's end still holds its fill (`u64::MAX`).
+fn assert_untouched(past_end: &[u64]) {
+    assert!(
+        past_end.iter().all(|&v| v == u64::MAX),
+        "nothing past the end"
+    );
+}
+
 /// Every call, type and the built-in predicates at `sizes`, offsets 0 and 1-3.
 pub fn check_select(ctx: &Context, sizes: &[usize]) {
     fn each<T: TestElem + SelectElement + PartialOrd>(ctx: &Context, sizes: &[usize]) {
@@ -355,17 +371,7 @@ pub fn check_select_edges(ctx: &Context) {
             Predicate::Lt(5000),
         )
         .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::OutputTooSmall {
-                needed: 5000,
-                got: 10,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_too_small(&e, 5000, 10);
     assert!(
         ctx.dtoh(&rest).unwrap()[10..]
             .iter()
@@ -431,23 +437,10 @@ pub fn check_select_edges(ctx: &Context) {
     let e = ctx
         .run_length_encode(&dr, &mut u, lens.view_mut(0..100).unwrap())
         .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::OutputTooSmall {
-                needed: 3334,
-                got: 100,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_too_small(&e, 3334, 100);
     let l = ctx.dtoh(&lens).unwrap();
     assert!(l[..100].iter().all(|&v| v == 3), "the lengths that fit");
-    assert!(
-        l[100..].iter().all(|&v| v == u64::MAX),
-        "nothing past the end"
-    );
+    assert_untouched(&l[100..]);
     let mut all = ctx.alloc_zeros::<u64>(n).unwrap();
     ctx.run_length_encode_into(&dr, &mut u, &mut all, &mut count)
         .unwrap();
@@ -460,45 +453,19 @@ pub fn check_select_edges(ctx: &Context) {
     let e = ctx
         .non_trivial_runs(&dr, offs.view_mut(0..100).unwrap(), &mut all)
         .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::OutputTooSmall {
-                needed: 3333,
-                got: 100,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_too_small(&e, 3333, 100);
     let o = ctx.dtoh(&offs).unwrap();
     assert!(o[..100].iter().enumerate().all(|(i, &v)| v == 3 * i as u64));
-    assert!(
-        o[100..].iter().all(|&v| v == u64::MAX),
-        "nothing past the end"
-    );
+    assert_untouched(&o[100..]);
     let mut lens = ctx.htod(&[u64::MAX; 200]).unwrap();
     let mut offs = ctx.alloc_zeros::<u64>(n).unwrap();
     let e = ctx
         .non_trivial_runs(&dr, &mut offs, lens.view_mut(0..100).unwrap())
         .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::OutputTooSmall {
-                needed: 3333,
-                got: 100,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    assert_too_small(&e, 3333, 100);
     let l = ctx.dtoh(&lens).unwrap();
     assert!(l[..100].iter().all(|&v| v == 3), "the lengths that fit");
-    assert!(
-        l[100..].iter().all(|&v| v == u64::MAX),
-        "nothing past the end"
-    );
+    assert_untouched(&l[100..]);
     ctx.non_trivial_runs_into(&dr, &mut offs, &mut all, &mut count)
         .unwrap();
     assert_eq!(ctx.dtoh(&count).unwrap(), [3333]);
