@@ -11,8 +11,10 @@
 //! | [`Context::nonzero`]`(x, indices)` | `x[i] != 0` (a NaN counts) | their indices |
 //! | [`Context::select_flagged`]`(x, flags, out)` | `flags[i] != 0` (`masked_select`) | the values |
 //! | [`Context::partition`]`(x, selected, rest, pred)` | `pred(x[i])` | the kept values, the others (both in order) |
+//! | [`Context::partition_three_way`]`(x, a, b, rest, p, q)` | `p(x[i])`, else `q(x[i])` | the three parts, each in order |
 //! | [`Context::unique`]`(x, out)` | the first of each run of equal elements | the values |
 //! | [`Context::run_length_encode`]`(x, unique, counts)` | the same | the values and each run's length |
+//! | [`Context::non_trivial_runs`]`(x, offsets, lengths)` | the runs of two or more | their first indices and lengths |
 //! | [`Context::select_custom`]`::<T, P>(lib, x, out)` | a user predicate `P` | the values |
 //!
 //! Each returns the number kept (blocking); its `_into` form leaves it in a device `u64`
@@ -26,7 +28,7 @@ use kernels::gpu::ShflValue;
 use kernels::select::predicate::{NEGATE, Ordered};
 use kernels::select::{
     BLOCK, Bounds, DELAY_NS, Flagged, NonTrivialRuns, PREFETCH_BYTES, Runs, SelectInstance,
-    SelectParams, SimSelectFn, Unique, tile_elems,
+    SelectParams, SimSelectFn, ThreeWay, Unique, tile_elems,
 };
 
 use crate::error::{Error, Result, plural};
@@ -49,14 +51,14 @@ pub trait SelectElement: DeviceElement + ShflValue + Ordered {
     /// A float type (NaN and infinities exist).
     const FLOAT: bool;
     #[doc(hidden)]
-    fn select_kernels() -> [SelectKernel<Self>; 5];
+    fn select_kernels() -> [SelectKernel<Self>; 6];
 }
 
 macro_rules! select_element {
     ($float:literal $t:ident $ops:tt) => {
         impl SelectElement for kernels::builtin_elem!($t) {
             const FLOAT: bool = $float;
-            fn select_kernels() -> [SelectKernel<Self>; 5] {
+            fn select_kernels() -> [SelectKernel<Self>; 6] {
                 type T = kernels::builtin_elem!($t);
                 [
                     <Bounds as SelectInstance<T>>::KERNEL,
@@ -64,6 +66,7 @@ macro_rules! select_element {
                     <Unique as SelectInstance<T>>::KERNEL,
                     <Runs as SelectInstance<T>>::KERNEL,
                     <NonTrivialRuns as SelectInstance<T>>::KERNEL,
+                    <ThreeWay<Bounds, Bounds> as SelectInstance<T>>::KERNEL,
                 ]
             }
         }
@@ -142,10 +145,11 @@ enum Count<'c> {
     Scratch(u64),
 }
 
-/// `kept` if the outputs (`lens`: values, indices, rest, run lengths; `None` when not asked
-/// for) had room,
-/// else the error naming how many were needed.
-fn check_counts(call: &str, n: u64, kept: u64, lens: [Option<u64>; 4]) -> Result<u64> {
+/// `kept` (the kept, and a three-way partition's second part) if the outputs (`lens`: values,
+/// indices, rest, run lengths, second part; `None` when not asked for) had room, else the
+/// error naming how many were needed.
+fn check_counts(call: &str, n: u64, kept: [u64; 2], lens: [Option<u64>; 5]) -> Result<[u64; 2]> {
+    let [kept, kept2] = kept;
     let check = |needed: u64, got: u64, what: &str| -> Result<()> {
         if needed > got {
             return Err(Error::OutputTooSmall {
@@ -168,10 +172,13 @@ fn check_counts(call: &str, n: u64, kept: u64, lens: [Option<u64>; 4]) -> Result
     if let Some(len) = lens[3] {
         check(kept, len, "the run lengths")?;
     }
-    if let Some(len) = lens[2] {
-        check(n - kept, len, "the rest")?;
+    if let Some(len) = lens[4] {
+        check(kept2, len, "the second part")?;
     }
-    Ok(kept)
+    if let Some(len) = lens[2] {
+        check(n - kept - kept2, len, "the rest")?;
+    }
+    Ok([kept, kept2])
 }
 
 /// The outputs of one launch.
@@ -182,6 +189,8 @@ struct Outputs<'v, 'i, 'r, 'l, T> {
     rest: Option<DeviceViewMut<'r, T>>,
     /// The runs' lengths (run-length encoding, non-trivial runs).
     lengths: Option<DeviceViewMut<'l, u64>>,
+    /// A three-way partition's second part.
+    second: Option<DeviceViewMut<'r, T>>,
 }
 
 impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
@@ -191,6 +200,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             indices: None,
             rest: None,
             lengths: None,
+            second: None,
         }
     }
     fn indices(indices: DeviceViewMut<'i, u64>) -> Self {
@@ -199,6 +209,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             indices: Some(indices),
             rest: None,
             lengths: None,
+            second: None,
         }
     }
     fn values_and_indices(values: DeviceViewMut<'v, T>, indices: DeviceViewMut<'i, u64>) -> Self {
@@ -207,6 +218,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             indices: Some(indices),
             rest: None,
             lengths: None,
+            second: None,
         }
     }
     fn partition(selected: DeviceViewMut<'v, T>, rest: DeviceViewMut<'r, T>) -> Self {
@@ -215,6 +227,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             indices: None,
             rest: Some(rest),
             lengths: None,
+            second: None,
         }
     }
     fn runs(unique: DeviceViewMut<'v, T>, lengths: DeviceViewMut<'l, u64>) -> Self {
@@ -223,15 +236,30 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             indices: None,
             rest: None,
             lengths: Some(lengths),
+            second: None,
+        }
+    }
+    fn three_way(
+        first: DeviceViewMut<'v, T>,
+        second: DeviceViewMut<'r, T>,
+        rest: DeviceViewMut<'r, T>,
+    ) -> Self {
+        Self {
+            values: Some(first),
+            indices: None,
+            rest: Some(rest),
+            lengths: None,
+            second: Some(second),
         }
     }
     /// Each output's length (`None`: not asked for), as [`check_counts`] takes them.
-    fn lens(&self) -> [Option<u64>; 4] {
+    fn lens(&self) -> [Option<u64>; 5] {
         [
             self.values.as_ref().map(|v| v.len() as u64),
             self.indices.as_ref().map(|v| v.len() as u64),
             self.rest.as_ref().map(|v| v.len() as u64),
             self.lengths.as_ref().map(|v| v.len() as u64),
+            self.second.as_ref().map(|v| v.len() as u64),
         ]
     }
     fn nontrivial_runs(offsets: DeviceViewMut<'i, u64>, lengths: DeviceViewMut<'l, u64>) -> Self {
@@ -240,6 +268,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             indices: Some(offsets),
             rest: None,
             lengths: Some(lengths),
+            second: None,
         }
     }
 }
@@ -566,6 +595,100 @@ impl Context {
         .map(drop)
     }
 
+    /// A stable three-way partition (CUB's three-way `DevicePartition::If`): the elements
+    /// `first` keeps to `first_out`, of the others those `second` keeps to `second_out`, the
+    /// rest to `rest`, each in input order; returns the sizes of the first two parts (the
+    /// rest holds the others). Each output needs room for its part (`x.len()` always
+    /// suffices). One pass over `x`.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::{Context, Predicate};
+    /// let ctx = Context::sim()?;
+    /// let x = ctx.htod(&[5i32, -1, 8, 0, -7, 2])?;
+    /// let mut o = [(); 3].map(|_| ctx.alloc_zeros::<i32>(6).unwrap());
+    /// let [neg, small, big] = &mut o;
+    /// let (a, b) = ctx.partition_three_way(&x, neg, small, big, Predicate::Lt(0), Predicate::Le(2))?;
+    /// assert_eq!((a, b), (2, 2));
+    /// assert_eq!(ctx.dtoh(&o[0])?[..2], [-1, -7]);
+    /// assert_eq!(ctx.dtoh(&o[1])?[..2], [0, 2]);
+    /// assert_eq!(ctx.dtoh(&o[2])?[..2], [5, 8]);
+    /// # Ok(()) }
+    /// ```
+    #[allow(clippy::too_many_arguments)] // the input, three outputs, two predicates
+    pub fn partition_three_way<'a, 'b, 'r, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        first_out: impl Into<DeviceViewMut<'b, T>>,
+        second_out: impl Into<DeviceViewMut<'r, T>>,
+        rest: impl Into<DeviceViewMut<'r, T>>,
+        first: Predicate<T>,
+        second: Predicate<T>,
+    ) -> Result<(u64, u64)> {
+        let outs = Outputs::three_way(first_out.into(), second_out.into(), rest.into());
+        let c = self.select_counts(
+            &crate::BUILTIN,
+            T::select_kernels()[5],
+            "partition_three_way",
+            x.into(),
+            None,
+            outs,
+            [first.bound(), second.bound()],
+            Count::Host,
+        )?;
+        Ok((c[0], c[1]))
+    }
+
+    /// [`Context::partition_three_way`] in stream order (the first two parts' sizes to
+    /// `num_selected[0]` and `num_selected[1]`).
+    #[allow(clippy::too_many_arguments)] // the input, three outputs, the counts, two predicates
+    pub fn partition_three_way_into<'a, 'b, 'r, 'n, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        first_out: impl Into<DeviceViewMut<'b, T>>,
+        second_out: impl Into<DeviceViewMut<'r, T>>,
+        rest: impl Into<DeviceViewMut<'r, T>>,
+        num_selected: impl Into<DeviceViewMut<'n, u64>>,
+        first: Predicate<T>,
+        second: Predicate<T>,
+    ) -> Result<()> {
+        let outs = Outputs::three_way(first_out.into(), second_out.into(), rest.into());
+        self.select_counts(
+            &crate::BUILTIN,
+            T::select_kernels()[5],
+            "partition_three_way_into",
+            x.into(),
+            None,
+            outs,
+            [first.bound(), second.bound()],
+            Count::Device(num_selected.into()),
+        )
+        .map(drop)
+    }
+
+    /// [`Context::partition_three_way`] without blocking (see [`Context::select_async`]).
+    #[allow(clippy::too_many_arguments)] // the input, three outputs, two predicates
+    pub fn partition_three_way_async<'a, 'b, 'r, T: SelectElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        first_out: impl Into<DeviceViewMut<'b, T>>,
+        second_out: impl Into<DeviceViewMut<'r, T>>,
+        rest: impl Into<DeviceViewMut<'r, T>>,
+        first: Predicate<T>,
+        second: Predicate<T>,
+    ) -> Result<Pending<'_, (u64, u64)>> {
+        let outs = Outputs::three_way(first_out.into(), second_out.into(), rest.into());
+        self.select_pending_with(
+            T::select_kernels()[5],
+            "partition_three_way_async",
+            x.into(),
+            None,
+            outs,
+            [first.bound(), second.bound()],
+            |c| (c[0], c[1]),
+        )
+    }
+
     /// The first element of every run of equal consecutive elements of `x` (PyTorch's
     /// `unique_consecutive`; IEEE `==`, so each NaN is its own run), in order; returns how
     /// many.
@@ -872,10 +995,26 @@ impl Context {
         outs: Outputs<'_, '_, '_, '_, T>,
         bound: (u64, u64, u32),
     ) -> Result<Pending<'_, u64>> {
+        let bounds = [bound, (0, 0, 0)];
+        self.select_pending_with(k, call, x, flags, outs, bounds, |c| c[0])
+    }
+
+    /// One launch whose counts come back through a [`Pending`] of `pick(counts)`.
+    #[allow(clippy::too_many_arguments)] // select_pending's, and what the pending value is
+    fn select_pending_with<T: DeviceElement, R: Send + 'static>(
+        &self,
+        k: SelectKernel<T>,
+        call: &'static str,
+        x: DeviceView<'_, T>,
+        flags: Option<DeviceView<'_, u8>>,
+        outs: Outputs<'_, '_, '_, '_, T>,
+        bounds: [(u64, u64, u32); 2],
+        pick: fn([u64; 2]) -> R,
+    ) -> Result<Pending<'_, R>> {
         let n = x.len() as u64;
         let lens = outs.lens();
         if n == 0 {
-            return Ok(self.pending_ready(k.name, Ok(0)));
+            return Ok(self.pending_ready(k.name, Ok(pick([0, 0]))));
         }
         if self.capturing()? {
             return Err(Error::NotCapturable {
@@ -883,25 +1022,26 @@ impl Context {
                 hint: "it returns the count to the host; use its _into form",
             });
         }
+        // Both counts fit the pending value's words.
+        const _: () = assert!(ACC_WORDS >= 2);
         let count = self.alloc_zeros::<u64>(ACC_WORDS)?;
         let addr = self.scratch_addr(&count);
-        self.select_run(
+        self.select_counts(
             &crate::BUILTIN,
             k,
             call,
             x,
             flags,
             outs,
-            bound,
+            bounds,
             Count::Scratch(addr),
         )?;
         self.pending_on_device(count, k.name, move |w: [u64; ACC_WORDS]| {
-            check_counts(call, n, w[0], lens)
+            check_counts(call, n, [w[0], w[1]], lens).map(pick)
         })
     }
 
-    /// One compaction launch after the checks; the count back to the host (checked against
-    /// the outputs' room) or left where `count` says (then 0 is returned).
+    /// [`Context::select_counts`] of one predicate's bounds: the count kept.
     #[allow(clippy::too_many_arguments)] // the kernel, the input, its mask, the outputs, the count
     fn select_run<T: DeviceElement>(
         &self,
@@ -910,10 +1050,33 @@ impl Context {
         call: &'static str,
         x: DeviceView<'_, T>,
         flags: Option<DeviceView<'_, u8>>,
-        mut outs: Outputs<'_, '_, '_, '_, T>,
+        outs: Outputs<'_, '_, '_, '_, T>,
         bound: (u64, u64, u32),
         count: Count<'_>,
     ) -> Result<u64> {
+        let bounds = [bound, (0, 0, 0)];
+        self.select_counts(lib, k, call, x, flags, outs, bounds, count)
+            .map(|c| c[0])
+    }
+
+    /// One compaction launch after the checks; the counts (the kept, a three-way partition's
+    /// second part) back to the host (checked against the outputs' room) or left where `count`
+    /// says (then zeros are returned).
+    #[allow(clippy::too_many_arguments)] // the kernel, the input, its mask, the outputs, the count
+    fn select_counts<T: DeviceElement>(
+        &self,
+        lib: &'static KernelLibrary,
+        k: SelectKernel<T>,
+        call: &'static str,
+        x: DeviceView<'_, T>,
+        flags: Option<DeviceView<'_, u8>>,
+        mut outs: Outputs<'_, '_, '_, '_, T>,
+        bounds: [(u64, u64, u32); 2],
+        count: Count<'_>,
+    ) -> Result<[u64; 2]> {
+        let bound = bounds[0];
+        // A three-way partition leaves two counts.
+        let words = if outs.second.is_some() { 2 } else { 1 };
         let n = x.len() as u64;
         if let Some(f) = &flags
             && f.len() != x.len()
@@ -932,17 +1095,18 @@ impl Context {
             .min()
             .unwrap_or(0);
         let rest_capacity = outs.rest.as_ref().map_or(0, |v| v.len() as u64);
+        let second_capacity = outs.second.as_ref().map_or(0, |v| v.len() as u64);
         let scratch = match count {
             Count::Scratch(a) => Some(a),
             _ => None,
         };
         let mut device_count = match count {
             Count::Device(v) => {
-                if v.is_empty() {
+                if v.len() < words {
                     return Err(Error::OutputTooSmall {
-                        what: format!("{call}: the count output (one u64)"),
-                        needed: 1,
-                        got: 0,
+                        what: format!("{call}: the count output ({})", plural(words as u64, "u64")),
+                        needed: words as u64,
+                        got: v.len() as u64,
                     });
                 }
                 Some(v)
@@ -952,8 +1116,8 @@ impl Context {
 
         if n == 0 {
             return match device_count {
-                Some(c) => self.memset_zeros(c.slice(0..1)?).map(|_| 0),
-                None => Ok(0),
+                Some(c) => self.memset_zeros(c.slice(0..words)?).map(|_| [0, 0]),
+                None => Ok([0, 0]),
             };
         }
         let on_device = device_count.is_some() || scratch.is_some();
@@ -975,7 +1139,7 @@ impl Context {
                 None if scratch.is_some() => (scratch.unwrap_or(0), None),
                 None => {
                     if ws.count.is_none() {
-                        ws.count = Some(self.alloc_zeros::<u64>(1)?);
+                        ws.count = Some(self.alloc_zeros::<u64>(2)?);
                     }
                     let Some(buf) = &ws.count else {
                         unreachable!("allocated just above")
@@ -1019,6 +1183,13 @@ impl Context {
                 }
                 None => (0, None),
             };
+            let (sp, _s_write) = match &mut outs.second {
+                Some(v) => {
+                    let (a, w) = self.write(v)?;
+                    (a, Some(w))
+                }
+                None => (0, None),
+            };
             let grid = Self::scan_grid(n, tile_elems(size_of::<T>()))?;
             let prefetch = match (ws.prefetch, &self.backend) {
                 (Some(p), _) => p,
@@ -1037,14 +1208,19 @@ impl Context {
                     out: vp as *mut T,
                     indices: ip as *mut u64,
                     rest: rp as *mut T,
+                    second: sp as *mut T,
                     counts: lp as *mut u64,
                     capacity,
                     rest_capacity,
+                    second_capacity,
                     num_selected: count_addr as *mut u64,
                     n,
                     lo: bound.0,
                     hi: bound.1,
                     mode: bound.2,
+                    lo2: bounds[1].0,
+                    hi2: bounds[1].1,
+                    mode2: bounds[1].2,
                     counter: a.counter as *mut u32,
                     status: a.flags as *mut u32,
                     run_aggregates: a.aggregates as *mut u64,
@@ -1061,13 +1237,13 @@ impl Context {
             }
         }
         if on_device {
-            return Ok(0);
+            return Ok([0, 0]);
         }
         let Some(buf) = &ws.count else {
             unreachable!("set above")
         };
-        let kept = self.dtoh(buf)?[0];
-        check_counts(call, n, kept, lens)
+        let c = self.dtoh(buf)?;
+        check_counts(call, n, [c[0], if words > 1 { c[1] } else { 0 }], lens)
     }
 }
 

@@ -1,5 +1,5 @@
-//! Compaction (`select`, `select_indices`, `nonzero`, `select_flagged`, `partition`, `unique`)
-//! against a CPU reference, bit for bit (nothing is combined: the kept elements in order).
+//! Compaction (`select`, `select_indices`, `nonzero`, `select_flagged`, `partition`,
+//! `partition_three_way`, `unique`, run lengths) against a CPU reference, bit for bit (nothing is combined: the kept elements in order).
 
 use gpu_reduce::{Context, Error, Predicate, SelectElement};
 use rand::rngs::SmallRng;
@@ -131,7 +131,9 @@ fn check_one<T: TestElem + SelectElement + PartialOrd>(
     let mut out = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
     let mut rest = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
     let mut ix = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
-    for pred in predicates(x) {
+    let mut second = ctx.alloc_zeros::<T>(n.max(1)).unwrap();
+    let preds = predicates(x);
+    for (p, &pred) in preds.iter().enumerate() {
         let want: Vec<T> = x.iter().copied().filter(|&v| keeps(pred, v)).collect();
         let others: Vec<T> = x.iter().copied().filter(|&v| !keeps(pred, v)).collect();
         let want_ix: Vec<u64> = (0..n as u64)
@@ -178,6 +180,34 @@ fn check_one<T: TestElem + SelectElement + PartialOrd>(
             bits(&others),
             "{} {pred:?}: the rest",
             what("partition")
+        );
+        // Three ways: `pred`, then another predicate among the others.
+        let q = preds[(p + 3) % preds.len()];
+        let part = |v: T| {
+            if keeps(pred, v) {
+                0
+            } else if keeps(q, v) {
+                1
+            } else {
+                2
+            }
+        };
+        let want3: Vec<Vec<T>> = (0..3)
+            .map(|w| x.iter().copied().filter(|&v| part(v) == w).collect())
+            .collect();
+        let (a, b) = ctx
+            .partition_three_way(dx, &mut out, &mut second, &mut rest, pred, q)
+            .unwrap();
+        let (a, b) = (a as usize, b as usize);
+        assert_eq!(
+            [
+                bits(&ctx.dtoh(&out).unwrap()[..a]),
+                bits(&ctx.dtoh(&second).unwrap()[..b]),
+                bits(&ctx.dtoh(&rest).unwrap()[..n - a - b]),
+            ],
+            [bits(&want3[0]), bits(&want3[1]), bits(&want3[2])],
+            "{} {pred:?}, {q:?}",
+            what("partition_three_way")
         );
     }
     let nz: Vec<u64> = (0..n as u64)
@@ -475,6 +505,95 @@ pub fn check_select_edges(ctx: &Context) {
         .unwrap();
     assert_eq!(p.wait().unwrap(), 3333);
     assert_eq!(ctx.non_trivial_runs(&dx, &mut offs, &mut all).unwrap(), 0);
+    // Three ways over 0..10,000: < 3000, then < 7000, then the 3,000 others; each part short
+    // in turn (its error, what fits written, nothing past the end).
+    let (lt3, lt7) = (Predicate::Lt(3000u32), Predicate::Lt(7000));
+    let mut mid = ctx.alloc_zeros::<u32>(n).unwrap();
+    let mut fenced = ctx.htod(&[u32::MAX; 200]).unwrap();
+    let e = ctx
+        .partition_three_way(
+            &dx,
+            fenced.view_mut(0..100).unwrap(),
+            &mut mid,
+            &mut rest,
+            lt3,
+            lt7,
+        )
+        .unwrap_err();
+    assert_too_small(&e, 3000, 100);
+    let f = ctx.dtoh(&fenced).unwrap();
+    assert_eq!(f[..100], x[..100]);
+    assert!(
+        f[100..].iter().all(|&v| v == u32::MAX),
+        "nothing past the end"
+    );
+    let mut fenced = ctx.htod(&[u32::MAX; 200]).unwrap();
+    let mut rest3 = ctx.alloc_zeros::<u32>(n).unwrap();
+    let e = ctx
+        .partition_three_way(
+            &dx,
+            &mut sel,
+            fenced.view_mut(0..100).unwrap(),
+            &mut rest3,
+            lt3,
+            lt7,
+        )
+        .unwrap_err();
+    assert_too_small(&e, 4000, 100);
+    let f = ctx.dtoh(&fenced).unwrap();
+    assert_eq!(f[..100], x[3000..3100]);
+    assert!(
+        f[100..].iter().all(|&v| v == u32::MAX),
+        "nothing past the end"
+    );
+    let mut fenced = ctx.htod(&[u32::MAX; 200]).unwrap();
+    let e = ctx
+        .partition_three_way(
+            &dx,
+            &mut sel,
+            &mut mid,
+            fenced.view_mut(0..100).unwrap(),
+            lt3,
+            lt7,
+        )
+        .unwrap_err();
+    assert_too_small(&e, 3000, 100);
+    let f = ctx.dtoh(&fenced).unwrap();
+    assert_eq!(f[..100], x[7000..7100]);
+    assert!(
+        f[100..].iter().all(|&v| v == u32::MAX),
+        "nothing past the end"
+    );
+    // The counts on the device (two words; one is too few), and pending.
+    let mut two = ctx.alloc_zeros::<u64>(2).unwrap();
+    ctx.partition_three_way_into(&dx, &mut sel, &mut mid, &mut rest3, &mut two, lt3, lt7)
+        .unwrap();
+    assert_eq!(ctx.dtoh(&two).unwrap(), [3000, 4000]);
+    assert_eq!(ctx.dtoh(&rest3).unwrap()[..3000], x[7000..]);
+    assert!(matches!(
+        ctx.partition_three_way_into(&dx, &mut sel, &mut mid, &mut rest3, &mut count, lt3, lt7),
+        Err(Error::OutputTooSmall {
+            needed: 2,
+            got: 1,
+            ..
+        })
+    ));
+    let p = ctx
+        .partition_three_way_async(
+            &dx,
+            &mut sel,
+            &mut mid,
+            &mut rest3,
+            Predicate::Ge(9000),
+            lt3,
+        )
+        .unwrap();
+    assert_eq!(p.wait().unwrap(), (1000, 3000));
+    assert_eq!(ctx.dtoh(&mid).unwrap()[..3000], x[..3000]);
+    let nothing = ctx.alloc_zeros::<u32>(0).unwrap();
+    ctx.partition_three_way_into(&nothing, &mut sel, &mut mid, &mut rest3, &mut two, lt3, lt7)
+        .unwrap();
+    assert_eq!(ctx.dtoh(&two).unwrap(), [0, 0]);
     // All kept, none kept, empty.
     assert_eq!(
         ctx.select(&dx, &mut sel, Predicate::NotNan).unwrap(),
@@ -544,7 +663,8 @@ pub fn check_select_half(ctx: &Context, n: usize) {
                 (Predicate::Finite, |v| v.is_finite()),
                 (Predicate::NotNan, |v| !v.is_nan()),
             ];
-            for (pred, keep) in cases {
+            let mut second = ctx.alloc_zeros::<$h>(n.max(1)).unwrap();
+            for (i, (pred, keep)) in cases.into_iter().enumerate() {
                 let what = format!("{} n={n} {pred:?}", stringify!($h));
                 let want: Vec<$h> = (0..n).filter(|&i| keep(w[i])).map(|i| x[i]).collect();
                 let others: Vec<$h> = (0..n).filter(|&i| !keep(w[i])).map(|i| x[i]).collect();
@@ -564,6 +684,39 @@ pub fn check_select_half(ctx: &Context, n: usize) {
                     bits(&ctx.dtoh(&rest).unwrap()[..n - k]),
                     bits(&others),
                     "rest {what}"
+                );
+                let (q, keep_q) = cases[(i + 3) % cases.len()];
+                let (a, b) = ctx
+                    .partition_three_way(&dx, &mut out, &mut second, &mut rest, pred, q)
+                    .unwrap();
+                let (a, b) = (a as usize, b as usize);
+                let part = |w: f32| {
+                    if keep(w) {
+                        0
+                    } else if keep_q(w) {
+                        1
+                    } else {
+                        2
+                    }
+                };
+                let want3: Vec<Vec<u16>> = (0..3)
+                    .map(|p| {
+                        bits(
+                            &(0..n)
+                                .filter(|&i| part(w[i]) == p)
+                                .map(|i| x[i])
+                                .collect::<Vec<_>>(),
+                        )
+                    })
+                    .collect();
+                assert_eq!(
+                    [
+                        bits(&ctx.dtoh(&out).unwrap()[..a]),
+                        bits(&ctx.dtoh(&second).unwrap()[..b]),
+                        bits(&ctx.dtoh(&rest).unwrap()[..n - a - b]),
+                    ],
+                    [want3[0].clone(), want3[1].clone(), want3[2].clone()],
+                    "three ways {what}, then {q:?}"
                 );
                 let k = ctx.select_indices(&dx, &mut ix, pred).unwrap() as usize;
                 let want_ix: Vec<u64> = (0..n as u64).filter(|&i| keep(w[i as usize])).collect();

@@ -39,13 +39,6 @@ fn sanitizer_workload_every_kernel() {
     integration_tests::transform::check_dot(&ctx, 5000);
     integration_tests::half::check_basic::<half::f16>(&ctx);
     integration_tests::half::check_basic::<half::bf16>(&ctx);
-    // Compaction (issue 36): every call and type, tile boundaries, short outputs.
-    let (t, h) = (
-        integration_tests::select::tile(4),
-        integration_tests::select::tile(8),
-    );
-    integration_tests::select::check_select(&ctx, &[1, h + 1, t - 1, t + 1, 3 * t + 5]);
-    integration_tests::select::check_select_edges(&ctx);
     // Buffers, pending values and a second context dropped with kernels in flight (memcheck:
     // no use after free).
     integration_tests::faults::dropped_in_flight_leak(&gpu, 70_001, 3);
@@ -69,4 +62,19 @@ fn sanitizer_workload_every_kernel() {
     ctx.stream_read_xor(&d, &mut partials).unwrap();
     let got = ctx.dtoh(&partials).unwrap().iter().fold(0, |a, &x| a ^ x);
     assert_eq!(got, words.iter().fold(0, |a, &x| a ^ x));
+}
+
+/// Compaction (issue 36): every call and type, tile boundaries, short outputs; a test of its
+/// own, so that a sanitizer can run it alone (the test's name as the filter).
+#[test]
+#[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]
+fn sanitizer_workload_compaction() {
+    let ctx = gpu();
+    let (t, h) = (
+        integration_tests::select::tile(4),
+        integration_tests::select::tile(8),
+    );
+    integration_tests::select::check_select(&ctx, &[1, h + 1, t - 1, t + 1, 3 * t + 5]);
+    integration_tests::select::check_select_edges(&ctx);
+    integration_tests::select::check_select_half(&ctx, 2 * integration_tests::select::tile(2) + 7);
 }

@@ -1,6 +1,8 @@
 //! Stream compaction in ONE pass (CUB's `DeviceSelect` / `DevicePartition`): the elements a
 //! flag keeps are written in input order, with their indices if asked, and (a partition) the
-//! others in input order to a second output; the count of kept elements goes to the device.
+//! others in input order to a second output; the count of kept elements goes to the device. A
+//! three-way partition ([`ThreeWay`]) splits the others once more by a second predicate: its
+//! part between the kept and the rest, a second count and a second look-back field beside it.
 //!
 //! The flag of element `i` is, by the launch's mode: the predicate `P(x[i])` (select, `nonzero`,
 //! partition), `flags[i] != 0` (a byte mask: `masked_select`), or `i == 0 || x[i] != x[i-1]`
@@ -26,8 +28,8 @@ use crate::scan::next_tile;
 use crate::scan::policy::ACTIVE;
 use crate::scan::tile::prefetch_stretch;
 pub use predicate::{
-    Bound, Bounds, Flagged, MODE_FLAGGED, MODE_IF, MODE_NONTRIVIAL, MODE_RUNS, MODE_UNIQUE,
-    NonTrivialRuns, Ordered, Predicate, Runs, Unique,
+    Bound, Bounds, Flagged, MODE_FLAGGED, MODE_IF, MODE_NONTRIVIAL, MODE_RUNS, MODE_THREE_WAY,
+    MODE_UNIQUE, NonTrivialRuns, Ordered, Predicate, Runs, ThreeWay, Unique,
 };
 
 /// Threads per block (one tile per block).
@@ -56,7 +58,7 @@ const REGION_BYTES: usize = 32 * 128;
 /// for (`launch_bounds!`). Three spilled the 4- and 2-byte kernels (32 elements a thread) and
 /// the run lengths, and two without spills were faster; 8-byte elements (16) fit three.
 pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
-    if mode == MODE_RUNS || mode == MODE_NONTRIVIAL || bytes < 8 {
+    if mode == MODE_RUNS || mode == MODE_NONTRIVIAL || mode == MODE_THREE_WAY || bytes < 8 {
         2
     } else {
         3
@@ -86,13 +88,18 @@ macro_rules! select_params {
             indices: *mut u64,
             /// The other elements (the first `rest_capacity`), or null.
             rest: *mut T,
+            /// Three-way partition: the second part (the first `second_capacity`), else null.
+            second: *mut T,
             /// Run-length encoding: each run's length (the first `capacity`), else null.
             counts: *mut u64,
             /// Room in `out` and `indices`.
             capacity: u64,
             /// Room in `rest`.
             rest_capacity: u64,
-            /// Where the number of kept elements goes.
+            /// Room in `second`.
+            second_capacity: u64,
+            /// Where the number of kept elements goes (a three-way partition: then the second
+            /// part's).
             num_selected: *mut u64,
             /// Elements.
             n: u64,
@@ -102,6 +109,10 @@ macro_rules! select_params {
             hi: u64,
             /// How the bounds apply ([`Bound::mode`](crate::select::Bound)).
             mode: u32,
+            /// A three-way partition's second bounds and their mode.
+            lo2: u64,
+            hi2: u64,
+            mode2: u32,
             /// The tile counter: 0 at launch, 0 again after.
             counter: *mut u32,
             /// 16 bytes a tile: the counts' look-back.
@@ -144,14 +155,19 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         out,
         indices,
         rest,
+        second,
         counts,
         capacity,
         rest_capacity,
+        second_capacity,
         num_selected,
         n,
         lo,
         hi,
         mode,
+        lo2,
+        hi2,
+        mode2,
         counter,
         status,
         run_aggregates,
@@ -166,11 +182,20 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         hi: bits(hi),
         mode,
     };
+    let bound2 = Bound {
+        lo: bits(lo2),
+        hi: bits(hi2),
+        mode: mode2,
+    };
+    // A three-way partition: a second part (`keep2`, its counts, its look-back) after the kept.
+    let three = P::MODE == MODE_THREE_WAY;
     let stage = crate::static_shared!(SEL_STAGE: [u128; STAGE_WORDS]);
     let warp_counts = crate::static_shared!(SEL_WARP_COUNTS: [u32; WARPS]);
     let tile_base = crate::static_shared!(SEL_TILE_BASE: [u64; 1]);
     let warp_last = crate::static_shared!(SEL_WARP_LAST: [u32; WARPS]);
     let run_before = crate::static_shared!(SEL_RUN_BEFORE: [u64; 1]);
+    let warp_counts2 = crate::static_shared!(SEL_WARP_COUNTS2: [u32; WARPS]);
+    let tile_base2 = crate::static_shared!(SEL_TILE_BASE2: [u64; 1]);
     let tile = unsafe { next_tile(counter) };
     let lane = gpu::lane_id();
     let warp = gpu::warp_id() as usize;
@@ -239,6 +264,8 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     // 2. The flags, one bit per element (bit `v * per_vec + j`); in a partial tile none past
     //    `n` (masked after, so that full tiles pay no bounds checks).
     let mut keep = 0u32;
+    // A three-way partition's second part: `P::second` of those `P::select` rejects.
+    let mut keep2 = 0u32;
     // Runs: the look-back carries the runs and the last head (run-length encoding, non-trivial
     // runs).
     let runs = P::MODE == MODE_RUNS || P::MODE == MODE_NONTRIVIAL;
@@ -363,6 +390,10 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
                 if v < vecs && j < per_vec {
                     let f = P::select(x[v * per_vec + j], &bound);
                     keep |= (f as u32) << (v * per_vec + j);
+                    if three {
+                        let s = P::second(x[v * per_vec + j], &bound2) & !f;
+                        keep2 |= (s as u32) << (v * per_vec + j);
+                    }
                 }
             }
         }
@@ -378,6 +409,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         }
         keep &= inside;
         tails &= inside;
+        keep2 &= inside;
     }
 
     // 3. Positions in the warp's stretch: rows first, then lanes, then slots. Each row's kept
@@ -408,6 +440,11 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         (row_at, count)
     };
     let (row_at, warp_count) = positions(keep);
+    let (row_at2, warp_count2) = if three {
+        positions(keep2)
+    } else {
+        ([0; MAX_VECS], 0)
+    };
     // Run-length encoding: one past the tile position of the warp's last head (0: none).
     if runs {
         let mut last = 0u32;
@@ -481,7 +518,31 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     }
     // The warp's region as a shared address, computed once.
     let slots = unsafe { gpu::shared_slots(vals, v0) };
-    if !rest.is_null() {
+    if three {
+        // The second part after the warp's kept: element `(v, j)` at `warp_count + at2` (`at2`
+        // its second-part elements before it); the rest from the back, as above.
+        for v in 0..MAX_VECS {
+            if v < vecs {
+                let (mut at, mut at2) = (row_at[v], row_at2[v]);
+                for j in 0..8 {
+                    if j < per_vec {
+                        let b = v * per_vec + j;
+                        let (k1, k2) = (keep >> b & 1, keep2 >> b & 1);
+                        let s = if k1 != 0 {
+                            at
+                        } else if k2 != 0 {
+                            warp_count + at2
+                        } else {
+                            warp_elems - 1 - (local(v, j) - warp_first) + at + at2
+                        };
+                        unsafe { gpu::store_slot(slots, s, x[b]) };
+                        at += k1;
+                        at2 += k2;
+                    }
+                }
+            }
+        }
+    } else if !rest.is_null() {
         stage_each!(|v: usize, j: usize, s: u32| unsafe {
             gpu::store_slot(slots, s, x[v * per_vec + j])
         });
@@ -494,16 +555,27 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
 
     if lane == 0 {
         unsafe { warp_counts.write(warp, warp_count) };
+        if three {
+            unsafe { warp_counts2.write(warp, warp_count2) };
+        }
     }
     gpu::sync_threads();
     let mut warp_base = 0u32;
     let mut tile_count = 0u32;
+    let (mut warp_base2, mut tile_count2) = (0u32, 0u32);
     for w in 0..WARPS {
         let c = unsafe { warp_counts.read(w) };
         if w < warp {
             warp_base += c;
         }
         tile_count += c;
+        if three {
+            let c = unsafe { warp_counts2.read(w) };
+            if w < warp {
+                warp_base2 += c;
+            }
+            tile_count2 += c;
+        }
     }
 
     // 5. The count before the tile (warp 0): look-back over the tiles' counts (with the last
@@ -551,6 +623,45 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
                 if P::MODE == MODE_RUNS && all.count > 0 && all.count - 1 < capacity {
                     unsafe { counts.add(all.count as usize - 1).write(n - all.last) };
                 }
+            }
+        }
+    } else if warp == 0 && three {
+        // The two parts' counts, one look-back.
+        let st = TileStatus::<TwoCounts> {
+            flags: status,
+            aggregates: run_aggregates as *mut TwoCounts,
+            prefixes: run_prefixes as *mut TwoCounts,
+            epoch,
+            first_delay_ns: delay_ns,
+            two_word_slots: false,
+            fixed_order: false,
+        };
+        let mine = TwoCounts {
+            first: tile_count as u64,
+            second: tile_count2 as u64,
+        };
+        let before = if tile > 0 {
+            if lane == 0 {
+                unsafe { st.publish_aggregate(tile, mine) };
+            }
+            let p = unsafe { st.exclusive_prefix(tile, TwoCounts::default(), TwoCounts::add) };
+            if lane == 0 {
+                unsafe { st.publish_prefix(tile, TwoCounts::add(p, mine)) };
+            }
+            p
+        } else {
+            if lane == 0 {
+                unsafe { st.publish_prefix(0, mine) };
+            }
+            TwoCounts::default()
+        };
+        if lane == 0 {
+            unsafe { tile_base.write(0, before.first) };
+            unsafe { tile_base2.write(0, before.second) };
+            if tile as u32 == gpu::grid_dim_x() - 1 {
+                let all = TwoCounts::add(before, mine);
+                unsafe { num_selected.write(all.first) };
+                unsafe { num_selected.add(1).write(all.second) };
             }
         }
     } else if warp == 0 {
@@ -617,13 +728,30 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             |k: usize| unsafe { to.add(k).write(vals.read(v0 + k)) }
         );
     }
+    // A three-way partition's second part: from `base2 + warp_base2`, staged after the kept.
+    let (kept2, at2_out) = if three {
+        let base2 = unsafe { tile_base2.read(0) };
+        (warp_count2 as u64, base2 + warp_base2 as u64)
+    } else {
+        (0, 0)
+    };
+    if three && !second.is_null() {
+        let to = unsafe { second.add(at2_out as usize) };
+        let from = v0 + warp_count as usize;
+        each_out!(
+            second_capacity.saturating_sub(at2_out).min(kept2),
+            |k: usize| unsafe { to.add(k).write(vals.read(from + k)) }
+        );
+    }
     if !rest.is_null() {
         let valid = tile_len.saturating_sub(warp_first).min(warp_elems) as u64;
-        let rest_at = tile_start + warp_first as u64 - at_out;
+        let rest_at = tile_start + warp_first as u64 - at_out - at2_out;
         let to = unsafe { rest.add(rest_at as usize) };
         let last = v0 + warp_elems as usize - 1;
         each_out!(
-            rest_capacity.saturating_sub(rest_at).min(valid - kept),
+            rest_capacity
+                .saturating_sub(rest_at)
+                .min(valid - kept - kept2),
             |k: usize| unsafe { to.add(k).write(vals.read(last - k)) }
         );
     }
@@ -736,25 +864,44 @@ impl RunsAcc {
     }
 }
 
-impl gpu::ShflValue for RunsAcc {
-    const WORDS: usize = 4;
+/// A three-way partition's look-back value: the two parts' counts in a range.
+#[derive(Clone, Copy, Default)]
+pub struct TwoCounts {
+    pub first: u64,
+    pub second: u64,
+}
+
+impl TwoCounts {
     #[inline(always)]
-    fn to_words(self) -> [u32; 4] {
-        [
-            self.count as u32,
-            (self.count >> 32) as u32,
-            self.last as u32,
-            (self.last >> 32) as u32,
-        ]
-    }
-    #[inline(always)]
-    fn from_words(w: [u32; 4]) -> Self {
+    fn add(a: Self, b: Self) -> Self {
         Self {
-            count: w[0] as u64 | (w[1] as u64) << 32,
-            last: w[2] as u64 | (w[3] as u64) << 32,
+            first: a.first.wrapping_add(b.first),
+            second: a.second.wrapping_add(b.second),
         }
     }
 }
+
+/// A pair of `u64` fields as the four words a shuffle or a look-back slot moves.
+macro_rules! u64_pair_words {
+    ($($t:ident { $a:ident, $b:ident })*) => {$(
+        impl gpu::ShflValue for $t {
+            const WORDS: usize = 4;
+            #[inline(always)]
+            fn to_words(self) -> [u32; 4] {
+                let (a, b) = (self.$a, self.$b);
+                [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32]
+            }
+            #[inline(always)]
+            fn from_words(w: [u32; 4]) -> Self {
+                Self {
+                    $a: w[0] as u64 | (w[1] as u64) << 32,
+                    $b: w[2] as u64 | (w[3] as u64) << 32,
+                }
+            }
+        }
+    )*};
+}
+u64_pair_words! { RunsAcc { count, last } TwoCounts { first, second } }
 
 /// The simulator's entry point of a select kernel.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -797,7 +944,7 @@ macro_rules! select_kernels {
 
 /// The built-in select kernels of every element type: `select_if_{t}` (the [`Bounds`]
 /// predicate), `select_flagged_{t}`, `select_unique_{t}`, `select_runs_{t}`,
-/// `select_nontrivial_{t}`.
+/// `select_nontrivial_{t}`, `select_three_way_{t}` (two [`Bounds`]).
 macro_rules! builtin_select {
     ($t:ident { $($ops:tt)* }) => {
         $crate::select_kernels!(@emit concat!("select_if_", stringify!($t)),
@@ -810,6 +957,8 @@ macro_rules! builtin_select {
             $crate::builtin_elem!($t), Runs);
         $crate::select_kernels!(@emit concat!("select_nontrivial_", stringify!($t)),
             $crate::builtin_elem!($t), NonTrivialRuns);
+        $crate::select_kernels!(@emit concat!("select_three_way_", stringify!($t)),
+            $crate::builtin_elem!($t), ThreeWay<Bounds, Bounds>);
     };
 }
 

@@ -108,6 +108,9 @@ pub const MODE_RUNS: u32 = 3;
 /// Mode: the runs of two or more equal consecutive elements, their first indices to `indices`
 /// and their lengths to `counts` (CUB's `DeviceRunLengthEncode::NonTrivialRuns`).
 pub const MODE_NONTRIVIAL: u32 = 4;
+/// Mode: a three-way partition ([`ThreeWay`]): the elements `select` keeps, then of the others
+/// those [`Predicate::second`] keeps, then the rest, each in input order.
+pub const MODE_THREE_WAY: u32 = 5;
 
 /// A predicate over elements `T`: `select` keeps `x` when it returns true. `bound` is the
 /// launch's [`Bound`] (the built-in predicate's constants; a user predicate may ignore it).
@@ -115,6 +118,31 @@ pub trait Predicate<T>: Copy + 'static {
     /// What the flag of an element is ([`MODE_IF`]: `select`; [`Flagged`], [`Unique`]).
     const MODE: u32 = MODE_IF;
     fn select(x: T, bound: &Bound<T>) -> bool;
+    /// A three-way partition's second part ([`MODE_THREE_WAY`]): whether an element `select`
+    /// rejects goes there (`bound`: the launch's second bounds).
+    #[inline(always)]
+    fn second(x: T, bound: &Bound<T>) -> bool {
+        let _ = (x, bound);
+        false
+    }
+}
+
+/// A three-way partition by two predicates: `A`'s elements first, then `B`'s among the others,
+/// then the rest (CUB's three-way `DevicePartition::If`). `A` sees the launch's first bounds,
+/// `B` the second; both are [`MODE_IF`] predicates (the built-in [`Bounds`] or a user's).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ThreeWay<A, B>(pub A, pub B);
+
+impl<T, A: Predicate<T>, B: Predicate<T>> Predicate<T> for ThreeWay<A, B> {
+    const MODE: u32 = MODE_THREE_WAY;
+    #[inline(always)]
+    fn select(x: T, bound: &Bound<T>) -> bool {
+        A::select(x, bound)
+    }
+    #[inline(always)]
+    fn second(x: T, bound: &Bound<T>) -> bool {
+        B::select(x, bound)
+    }
 }
 
 /// Keep element `i` when the launch's byte `flags[i]` is not 0 (`masked_select`).

@@ -1,6 +1,6 @@
 //! Stress family "select": compaction by a built-in predicate (values, indices, both, a
-//! partition), by a byte mask, unique consecutive, run-length encoding and the non-trivial
-//! runs, every element type, against the CPU bit for bit.
+//! partition, three ways), by a byte mask, unique consecutive, run-length encoding and the
+//! non-trivial runs, every element type, against the CPU bit for bit.
 
 use gpu_reduce::{Context, Predicate, SelectElement};
 use rand::Rng;
@@ -37,13 +37,15 @@ fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
         Predicate::NotNan,
     ];
     let pred = preds[c.rng.random_range(0..preds.len())];
-    let call = c.rng.random_range(0..8u32);
+    // The second predicate of a three-way partition.
+    let q = preds[c.rng.random_range(0..preds.len())];
+    let call = c.rng.random_range(0..9u32);
     let keep_p = c.rng.random_range(0.0..1.0);
     let mask: Vec<u8> = (0..n)
         .map(|_| c.rng.random_bool(keep_p) as u8 * c.rng.random_range(1..=255u8))
         .collect();
     c.note(format!(
-        "{} n={n} offset={offset} {dist:?} call={call} {pred:?}",
+        "{} n={n} offset={offset} {dist:?} call={call} {pred:?} (then {q:?})",
         T::DTYPE
     ));
     // Values (and the rest, for a partition) as the CPU has them.
@@ -102,6 +104,21 @@ fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
                 v.extend(bytes(&ctx.dtoh(&ix).unwrap()[..k]));
                 v
             }
+            8 => {
+                let (mut mid, mut r) = (
+                    ctx.alloc_zeros::<T>(n.max(1)).unwrap(),
+                    ctx.alloc_zeros::<T>(n.max(1)).unwrap(),
+                );
+                let (a, b) = ctx
+                    .partition_three_way(dx, &mut out, &mut mid, &mut r, pred, q)
+                    .unwrap();
+                let (a, b) = (a as usize, b as usize);
+                let mut v = bytes(&[a as u64, b as u64]);
+                v.extend(bytes(&ctx.dtoh(&out).unwrap()[..a]));
+                v.extend(bytes(&ctx.dtoh(&mid).unwrap()[..b]));
+                v.extend(bytes(&ctx.dtoh(&r).unwrap()[..n - a - b]));
+                v
+            }
             7 => {
                 let mut offs = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
                 let mut lens = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
@@ -135,6 +152,25 @@ fn case<T: TestElem + SelectElement + PartialOrd>(c: &mut Case) -> u64 {
         6 => {
             let mut v = bytes(&want);
             v.extend(bytes(&want_ix));
+            v
+        }
+        8 => {
+            let part = |v: T| {
+                if keeps(pred, v) {
+                    0
+                } else if keeps(q, v) {
+                    1
+                } else {
+                    2
+                }
+            };
+            let parts: Vec<Vec<T>> = (0..3)
+                .map(|p| data.iter().copied().filter(|&v| part(v) == p).collect())
+                .collect();
+            let mut v = bytes(&[parts[0].len() as u64, parts[1].len() as u64]);
+            for p in &parts {
+                v.extend(bytes(p));
+            }
             v
         }
         7 => {
