@@ -10,8 +10,8 @@
 //                unsigned long long n, void* stream);
 // (`in` and `out` of different types for the sum_*_to_f32 ops: const __half* / const
 // __nv_bfloat16* in, float* out.) The segmented sums, the reduce and scan by key and the
-// compactions (select, partition, unique), further down, take more arguments; each says its two
-// signatures above it.
+// compactions (select, partition, unique, run-length encoding, unique by key; of u32, f32 and
+// u64), further down, take more arguments; each says its two signatures above it.
 // All return the cudaError_t as int (0 = success). `stream` is a cudaStream_t; a driver-API
 // CUstream is the same object. The call runs in the CUDA context current on the calling
 // thread (the runtime API adopts a context made current through the driver API).
@@ -426,53 +426,119 @@ extern "C" int cub_scan_by_key_sum_u32_f32(
   });
 }
 
-// Compaction of u32 elements, DeviceSelect::If / DevicePartition::If with the predicate
-// x < threshold, and DeviceSelect::Unique. CUB writes the count through NumSelectedIteratorT,
-// deduced from the pointer passed: here unsigned long long* (CUB assigns its offset type to
-// *num_selected, as for the reduce by key above). `out` needs room for n elements. select_if
-// keeps the selected elements in order; partition_if writes them in order at the front of
-// `out` and the rejected ones after them in reverse order (one output of n elements);
-// select_unique keeps the first element of each run of equal consecutive elements. The
-// queries need no threshold (the temp size does not depend on it).
-//   int cub_temp_bytes_select_if_lt_u32(unsigned long long n, size_t* bytes);
-//   int cub_select_if_lt_u32(void* temp, size_t temp_bytes, const unsigned int* in,
-//                            unsigned int* out, unsigned long long* num_selected,
-//                            unsigned long long n, unsigned int threshold, void* stream);
-//   int cub_temp_bytes_partition_if_lt_u32(unsigned long long n, size_t* bytes);
-//   int cub_partition_if_lt_u32(void* temp, size_t temp_bytes, const unsigned int* in,
-//                               unsigned int* out, unsigned long long* num_selected,
-//                               unsigned long long n, unsigned int threshold, void* stream);
-//   int cub_temp_bytes_select_unique_u32(unsigned long long n, size_t* bytes);
-//   int cub_select_unique_u32(void* temp, size_t temp_bytes, const unsigned int* in,
-//                             unsigned int* out, unsigned long long* num_selected,
-//                             unsigned long long n, void* stream);
+// Compactions (select, partition, unique, run-length encoding, unique by key) of u32, f32 and
+// u64 elements (unsigned int, float, unsigned long long): each op NAME_T below is one template
+// instantiated for the three types, exported as cub_NAME_T and queried by
+// cub_temp_bytes_NAME_T(unsigned long long n, size_t* bytes) (the temp size depends on neither
+// the thresholds nor the data). CUB writes every count through an unsigned long long*
+// (NumSelectedIteratorT / NumRunsOutputIteratorT deduced from the pointer passed: CUB assigns
+// its offset type to it); the run lengths and offsets of the run-length encodings are
+// unsigned long long too (64-bit, as this library's). n is passed as shim_dispatch passes it,
+// except for the run-length encodings with a CUB before 3.2 (their num_items is an int there):
+// n > INT_MAX is cudaErrorInvalidValue with those. Every output needs room for n elements
+// (non_trivial_runs: n / 2). T is unsigned int, float or unsigned long long and t the suffix
+// u32, f32 or u64:
+//
+//   DeviceSelect::If, the elements x < threshold, in order:
+//   int cub_select_if_lt_t(void* temp, size_t temp_bytes, const T* in, T* out,
+//                          unsigned long long* num_selected, unsigned long long n, T threshold,
+//                          void* stream);
+//   DeviceSelect::Flagged, the elements whose byte flag is not 0, in order:
+//   int cub_select_flagged_t(void* temp, size_t temp_bytes, const T* in,
+//                            const unsigned char* flags, T* out,
+//                            unsigned long long* num_selected, unsigned long long n,
+//                            void* stream);
+//   DevicePartition::If, two-way: those x < threshold in order at the front of `out`, the
+//   others after them in reverse order (one output of n elements):
+//   int cub_partition_if_lt_t(void* temp, size_t temp_bytes, const T* in, T* out,
+//                             unsigned long long* num_selected, unsigned long long n,
+//                             T threshold, void* stream);
+//   DevicePartition::If, three-way: x < t1 to first_out, the rest with x < t2 to second_out,
+//   all others to unselected_out, each in input order; num_selected[0] and num_selected[1]
+//   (two unsigned long long) the sizes of the first two:
+//   int cub_partition_three_way_lt_t(void* temp, size_t temp_bytes, const T* in, T* first_out,
+//                                    T* second_out, T* unselected_out,
+//                                    unsigned long long* num_selected, unsigned long long n,
+//                                    T t1, T t2, void* stream);
+//   DeviceSelect::Unique, the first element of each run of equal consecutive elements:
+//   int cub_select_unique_t(void* temp, size_t temp_bytes, const T* in, T* out,
+//                           unsigned long long* num_selected, unsigned long long n,
+//                           void* stream);
+//   DeviceRunLengthEncode::Encode, each run's first element and length, and the number of runs:
+//   int cub_run_length_encode_t(void* temp, size_t temp_bytes, const T* in, T* unique_out,
+//                               unsigned long long* counts_out,
+//                               unsigned long long* num_runs_out, unsigned long long n,
+//                               void* stream);
+//   DeviceRunLengthEncode::NonTrivialRuns, each run of two or more: its offset and length, and
+//   the number of such runs:
+//   int cub_non_trivial_runs_t(void* temp, size_t temp_bytes, const T* in,
+//                              unsigned long long* offsets_out,
+//                              unsigned long long* lengths_out,
+//                              unsigned long long* num_runs_out, unsigned long long n,
+//                              void* stream);
+//   DeviceSelect::UniqueByKey (T keys, u32 values), each run of equal consecutive keys' key and
+//   first value:
+//   int cub_select_unique_by_key_t_u32(void* temp, size_t temp_bytes, const T* keys_in,
+//                                      const unsigned int* values_in, T* keys_out,
+//                                      unsigned int* values_out,
+//                                      unsigned long long* num_selected, unsigned long long n,
+//                                      void* stream);
+//
+// The u32 select_if, partition_if and select_unique are the shim's first compactions (same
+// names and arguments); a shim built before the others lacks them (the loader resolves every
+// compaction as optional).
+
+// The element types by one-word names, for the macros below (`unsigned int{}` would not parse).
+using cub_shim_u32 = unsigned int;
+using cub_shim_f32 = float;
+using cub_shim_u64 = unsigned long long;
+
+// DeviceRunLengthEncode's num_items is a template parameter from CUB 3.1 (Encode) and 3.2
+// (NonTrivialRuns) on, an int before.
+#if CUB_VERSION >= 300200
+#  define CUB_SHIM_WIDE_RUNS 1
+#else
+#  define CUB_SHIM_WIDE_RUNS 0
+#endif
+
 namespace
 {
-// x < threshold, the predicate of select_if_lt_u32 and partition_if_lt_u32.
-struct shim_less_than_u32
+// x < threshold, the predicate of the select_if, partition_if and partition_three_way ops.
+template <class T>
+struct shim_less_than
 {
-  unsigned int threshold;
-  __host__ __device__ bool operator()(const unsigned int& x) const
+  T threshold;
+  __host__ __device__ bool operator()(const T& x) const
   {
     return x < threshold;
   }
 };
-} // namespace
 
-extern "C" int cub_temp_bytes_select_if_lt_u32(unsigned long long n, size_t* bytes)
+// shim_dispatch for the run-length encodings: an int num_items before CUB 3.2.
+template <class F>
+int shim_dispatch_runs(unsigned long long n, F&& f)
+{
+#if CUB_SHIM_WIDE_RUNS
+  return shim_dispatch(n, f);
+#else
+  if (n > static_cast<unsigned long long>(INT_MAX))
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return static_cast<int>(f(static_cast<int>(n)));
+#endif
+}
+
+// A query: `call(tb)` with a null temp (CUB then only sizes it); its size to *bytes.
+template <class F>
+int shim_query(size_t* bytes, F&& call)
 {
   if (bytes == nullptr)
   {
     return static_cast<int>(cudaErrorInvalidValue);
   }
-  void* temp                       = nullptr;
-  size_t tb                        = 0;
-  const unsigned int* in           = nullptr;
-  unsigned int* out                = nullptr;
-  unsigned long long* num_selected = nullptr;
-  int rc = shim_dispatch(n, [&](auto nn) {
-    return cub::DeviceSelect::If(temp, tb, in, out, num_selected, nn, shim_less_than_u32{0u}, cudaStream_t{});
-  });
+  size_t tb    = 0;
+  const int rc = call(tb);
   if (rc == 0)
   {
     *bytes = tb;
@@ -480,109 +546,374 @@ extern "C" int cub_temp_bytes_select_if_lt_u32(unsigned long long n, size_t* byt
   return rc;
 }
 
-extern "C" int cub_select_if_lt_u32(
-  void* temp,
-  size_t temp_bytes,
-  const unsigned int* in,
-  unsigned int* out,
-  unsigned long long* num_selected,
-  unsigned long long n,
-  unsigned int threshold,
-  void* stream)
+// A run: `call(tb)` with the caller's temp (a null one is rejected).
+template <class F>
+int shim_run(void* temp, size_t temp_bytes, F&& call)
 {
   if (temp == nullptr)
   {
     return static_cast<int>(cudaErrorInvalidValue);
   }
-  size_t tb      = temp_bytes;
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  size_t tb = temp_bytes;
+  return call(tb);
+}
+
+template <class T>
+int shim_select_if_lt(
+  void* temp, size_t& tb, const T* in, T* out, unsigned long long* num_selected, unsigned long long n, T threshold, cudaStream_t s)
+{
   return shim_dispatch(n, [&](auto nn) {
-    return cub::DeviceSelect::If(temp, tb, in, out, num_selected, nn, shim_less_than_u32{threshold}, s);
+    return cub::DeviceSelect::If(temp, tb, in, out, num_selected, nn, shim_less_than<T>{threshold}, s);
   });
 }
 
-extern "C" int cub_temp_bytes_partition_if_lt_u32(unsigned long long n, size_t* bytes)
-{
-  if (bytes == nullptr)
-  {
-    return static_cast<int>(cudaErrorInvalidValue);
-  }
-  void* temp                       = nullptr;
-  size_t tb                        = 0;
-  const unsigned int* in           = nullptr;
-  unsigned int* out                = nullptr;
-  unsigned long long* num_selected = nullptr;
-  int rc = shim_dispatch(n, [&](auto nn) {
-    return cub::DevicePartition::If(temp, tb, in, out, num_selected, nn, shim_less_than_u32{0u}, cudaStream_t{});
-  });
-  if (rc == 0)
-  {
-    *bytes = tb;
-  }
-  return rc;
-}
-
-extern "C" int cub_partition_if_lt_u32(
+template <class T>
+int shim_select_flagged(
   void* temp,
-  size_t temp_bytes,
-  const unsigned int* in,
-  unsigned int* out,
+  size_t& tb,
+  const T* in,
+  const unsigned char* flags,
+  T* out,
   unsigned long long* num_selected,
   unsigned long long n,
-  unsigned int threshold,
-  void* stream)
+  cudaStream_t s)
 {
-  if (temp == nullptr)
-  {
-    return static_cast<int>(cudaErrorInvalidValue);
-  }
-  size_t tb      = temp_bytes;
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
   return shim_dispatch(n, [&](auto nn) {
-    return cub::DevicePartition::If(temp, tb, in, out, num_selected, nn, shim_less_than_u32{threshold}, s);
+    return cub::DeviceSelect::Flagged(temp, tb, in, flags, out, num_selected, nn, s);
   });
 }
 
-extern "C" int cub_temp_bytes_select_unique_u32(unsigned long long n, size_t* bytes)
+template <class T>
+int shim_partition_if_lt(
+  void* temp, size_t& tb, const T* in, T* out, unsigned long long* num_selected, unsigned long long n, T threshold, cudaStream_t s)
 {
-  if (bytes == nullptr)
-  {
-    return static_cast<int>(cudaErrorInvalidValue);
-  }
-  void* temp                       = nullptr;
-  size_t tb                        = 0;
-  const unsigned int* in           = nullptr;
-  unsigned int* out                = nullptr;
-  unsigned long long* num_selected = nullptr;
-  int rc = shim_dispatch(n, [&](auto nn) {
-    return cub::DeviceSelect::Unique(temp, tb, in, out, num_selected, nn, cudaStream_t{});
+  return shim_dispatch(n, [&](auto nn) {
+    return cub::DevicePartition::If(temp, tb, in, out, num_selected, nn, shim_less_than<T>{threshold}, s);
   });
-  if (rc == 0)
-  {
-    *bytes = tb;
-  }
-  return rc;
 }
 
-extern "C" int cub_select_unique_u32(
+template <class T>
+int shim_partition_three_way_lt(
   void* temp,
-  size_t temp_bytes,
-  const unsigned int* in,
-  unsigned int* out,
+  size_t& tb,
+  const T* in,
+  T* first_out,
+  T* second_out,
+  T* unselected_out,
   unsigned long long* num_selected,
   unsigned long long n,
-  void* stream)
+  T t1,
+  T t2,
+  cudaStream_t s)
 {
-  if (temp == nullptr)
-  {
-    return static_cast<int>(cudaErrorInvalidValue);
-  }
-  size_t tb      = temp_bytes;
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  return shim_dispatch(n, [&](auto nn) {
+    return cub::DevicePartition::If(
+      temp,
+      tb,
+      in,
+      first_out,
+      second_out,
+      unselected_out,
+      num_selected,
+      nn,
+      shim_less_than<T>{t1},
+      shim_less_than<T>{t2},
+      s);
+  });
+}
+
+template <class T>
+int shim_select_unique(
+  void* temp, size_t& tb, const T* in, T* out, unsigned long long* num_selected, unsigned long long n, cudaStream_t s)
+{
   return shim_dispatch(n, [&](auto nn) {
     return cub::DeviceSelect::Unique(temp, tb, in, out, num_selected, nn, s);
   });
 }
+
+template <class T>
+int shim_run_length_encode(
+  void* temp,
+  size_t& tb,
+  const T* in,
+  T* unique_out,
+  unsigned long long* counts_out,
+  unsigned long long* num_runs_out,
+  unsigned long long n,
+  cudaStream_t s)
+{
+  return shim_dispatch_runs(n, [&](auto nn) {
+    return cub::DeviceRunLengthEncode::Encode(temp, tb, in, unique_out, counts_out, num_runs_out, nn, s);
+  });
+}
+
+template <class T>
+int shim_non_trivial_runs(
+  void* temp,
+  size_t& tb,
+  const T* in,
+  unsigned long long* offsets_out,
+  unsigned long long* lengths_out,
+  unsigned long long* num_runs_out,
+  unsigned long long n,
+  cudaStream_t s)
+{
+  return shim_dispatch_runs(n, [&](auto nn) {
+    return cub::DeviceRunLengthEncode::NonTrivialRuns(temp, tb, in, offsets_out, lengths_out, num_runs_out, nn, s);
+  });
+}
+
+template <class T>
+int shim_unique_by_key(
+  void* temp,
+  size_t& tb,
+  const T* keys_in,
+  const unsigned int* values_in,
+  T* keys_out,
+  unsigned int* values_out,
+  unsigned long long* num_selected,
+  unsigned long long n,
+  cudaStream_t s)
+{
+  return shim_dispatch(n, [&](auto nn) {
+    return cub::DeviceSelect::UniqueByKey(temp, tb, keys_in, values_in, keys_out, values_out, num_selected, nn, s);
+  });
+}
+} // namespace
+
+// The two exports of each op for element type T (one of the cub_shim_* names): cub_NAME and
+// cub_temp_bytes_NAME.
+#define CUB_SHIM_SELECT_IF_LT_OP(NAME, T)                                                           \
+  extern "C" int cub_temp_bytes_##NAME(unsigned long long n, size_t* bytes)                        \
+  {                                                                                                \
+    return shim_query(bytes, [&](size_t& tb) {                                                     \
+      return shim_select_if_lt<T>(nullptr, tb, nullptr, nullptr, nullptr, n, T{}, cudaStream_t{}); \
+    });                                                                                            \
+  }                                                                                                \
+  extern "C" int cub_##NAME(                                                                       \
+    void* temp,                                                                                    \
+    size_t temp_bytes,                                                                             \
+    const T* in,                                                                                   \
+    T* out,                                                                                        \
+    unsigned long long* num_selected,                                                              \
+    unsigned long long n,                                                                          \
+    T threshold,                                                                                   \
+    void* stream)                                                                                  \
+  {                                                                                                \
+    return shim_run(temp, temp_bytes, [&](size_t& tb) {                                            \
+      return shim_select_if_lt<T>(                                                                 \
+        temp, tb, in, out, num_selected, n, threshold, static_cast<cudaStream_t>(stream));         \
+    });                                                                                            \
+  }
+
+#define CUB_SHIM_SELECT_FLAGGED_OP(NAME, T)                                                           \
+  extern "C" int cub_temp_bytes_##NAME(unsigned long long n, size_t* bytes)                          \
+  {                                                                                                  \
+    return shim_query(bytes, [&](size_t& tb) {                                                       \
+      return shim_select_flagged<T>(nullptr, tb, nullptr, nullptr, nullptr, nullptr, n, cudaStream_t{}); \
+    });                                                                                              \
+  }                                                                                                  \
+  extern "C" int cub_##NAME(                                                                         \
+    void* temp,                                                                                      \
+    size_t temp_bytes,                                                                               \
+    const T* in,                                                                                     \
+    const unsigned char* flags,                                                                      \
+    T* out,                                                                                          \
+    unsigned long long* num_selected,                                                                \
+    unsigned long long n,                                                                            \
+    void* stream)                                                                                    \
+  {                                                                                                  \
+    return shim_run(temp, temp_bytes, [&](size_t& tb) {                                              \
+      return shim_select_flagged<T>(                                                                 \
+        temp, tb, in, flags, out, num_selected, n, static_cast<cudaStream_t>(stream));               \
+    });                                                                                              \
+  }
+
+#define CUB_SHIM_PARTITION_IF_LT_OP(NAME, T)                                                           \
+  extern "C" int cub_temp_bytes_##NAME(unsigned long long n, size_t* bytes)                           \
+  {                                                                                                   \
+    return shim_query(bytes, [&](size_t& tb) {                                                        \
+      return shim_partition_if_lt<T>(nullptr, tb, nullptr, nullptr, nullptr, n, T{}, cudaStream_t{}); \
+    });                                                                                               \
+  }                                                                                                   \
+  extern "C" int cub_##NAME(                                                                          \
+    void* temp,                                                                                       \
+    size_t temp_bytes,                                                                                \
+    const T* in,                                                                                      \
+    T* out,                                                                                           \
+    unsigned long long* num_selected,                                                                 \
+    unsigned long long n,                                                                             \
+    T threshold,                                                                                      \
+    void* stream)                                                                                     \
+  {                                                                                                   \
+    return shim_run(temp, temp_bytes, [&](size_t& tb) {                                               \
+      return shim_partition_if_lt<T>(                                                                 \
+        temp, tb, in, out, num_selected, n, threshold, static_cast<cudaStream_t>(stream));            \
+    });                                                                                               \
+  }
+
+#define CUB_SHIM_PARTITION_THREE_WAY_LT_OP(NAME, T)                                      \
+  extern "C" int cub_temp_bytes_##NAME(unsigned long long n, size_t* bytes)             \
+  {                                                                                     \
+    return shim_query(bytes, [&](size_t& tb) {                                          \
+      return shim_partition_three_way_lt<T>(                                            \
+        nullptr, tb, nullptr, nullptr, nullptr, nullptr, nullptr, n, T{}, T{}, cudaStream_t{}); \
+    });                                                                                 \
+  }                                                                                     \
+  extern "C" int cub_##NAME(                                                            \
+    void* temp,                                                                         \
+    size_t temp_bytes,                                                                  \
+    const T* in,                                                                        \
+    T* first_out,                                                                       \
+    T* second_out,                                                                      \
+    T* unselected_out,                                                                  \
+    unsigned long long* num_selected,                                                   \
+    unsigned long long n,                                                               \
+    T t1,                                                                               \
+    T t2,                                                                               \
+    void* stream)                                                                       \
+  {                                                                                     \
+    return shim_run(temp, temp_bytes, [&](size_t& tb) {                                 \
+      return shim_partition_three_way_lt<T>(                                            \
+        temp,                                                                           \
+        tb,                                                                             \
+        in,                                                                             \
+        first_out,                                                                      \
+        second_out,                                                                     \
+        unselected_out,                                                                 \
+        num_selected,                                                                   \
+        n,                                                                              \
+        t1,                                                                             \
+        t2,                                                                             \
+        static_cast<cudaStream_t>(stream));                                             \
+    });                                                                                 \
+  }
+
+#define CUB_SHIM_SELECT_UNIQUE_OP(NAME, T)                                                       \
+  extern "C" int cub_temp_bytes_##NAME(unsigned long long n, size_t* bytes)                     \
+  {                                                                                             \
+    return shim_query(bytes, [&](size_t& tb) {                                                  \
+      return shim_select_unique<T>(nullptr, tb, nullptr, nullptr, nullptr, n, cudaStream_t{}); \
+    });                                                                                         \
+  }                                                                                             \
+  extern "C" int cub_##NAME(                                                                    \
+    void* temp,                                                                                 \
+    size_t temp_bytes,                                                                          \
+    const T* in,                                                                                \
+    T* out,                                                                                     \
+    unsigned long long* num_selected,                                                           \
+    unsigned long long n,                                                                       \
+    void* stream)                                                                               \
+  {                                                                                             \
+    return shim_run(temp, temp_bytes, [&](size_t& tb) {                                         \
+      return shim_select_unique<T>(temp, tb, in, out, num_selected, n, static_cast<cudaStream_t>(stream)); \
+    });                                                                                         \
+  }
+
+#define CUB_SHIM_RUN_LENGTH_ENCODE_OP(NAME, T)                                                              \
+  extern "C" int cub_temp_bytes_##NAME(unsigned long long n, size_t* bytes)                                \
+  {                                                                                                        \
+    return shim_query(bytes, [&](size_t& tb) {                                                             \
+      return shim_run_length_encode<T>(nullptr, tb, nullptr, nullptr, nullptr, nullptr, n, cudaStream_t{}); \
+    });                                                                                                    \
+  }                                                                                                        \
+  extern "C" int cub_##NAME(                                                                               \
+    void* temp,                                                                                            \
+    size_t temp_bytes,                                                                                     \
+    const T* in,                                                                                           \
+    T* unique_out,                                                                                         \
+    unsigned long long* counts_out,                                                                        \
+    unsigned long long* num_runs_out,                                                                      \
+    unsigned long long n,                                                                                  \
+    void* stream)                                                                                          \
+  {                                                                                                        \
+    return shim_run(temp, temp_bytes, [&](size_t& tb) {                                                    \
+      return shim_run_length_encode<T>(                                                                    \
+        temp, tb, in, unique_out, counts_out, num_runs_out, n, static_cast<cudaStream_t>(stream));         \
+    });                                                                                                    \
+  }
+
+#define CUB_SHIM_NON_TRIVIAL_RUNS_OP(NAME, T)                                                              \
+  extern "C" int cub_temp_bytes_##NAME(unsigned long long n, size_t* bytes)                               \
+  {                                                                                                       \
+    return shim_query(bytes, [&](size_t& tb) {                                                            \
+      return shim_non_trivial_runs<T>(nullptr, tb, nullptr, nullptr, nullptr, nullptr, n, cudaStream_t{}); \
+    });                                                                                                   \
+  }                                                                                                       \
+  extern "C" int cub_##NAME(                                                                              \
+    void* temp,                                                                                           \
+    size_t temp_bytes,                                                                                    \
+    const T* in,                                                                                          \
+    unsigned long long* offsets_out,                                                                      \
+    unsigned long long* lengths_out,                                                                      \
+    unsigned long long* num_runs_out,                                                                     \
+    unsigned long long n,                                                                                 \
+    void* stream)                                                                                         \
+  {                                                                                                       \
+    return shim_run(temp, temp_bytes, [&](size_t& tb) {                                                   \
+      return shim_non_trivial_runs<T>(                                                                    \
+        temp, tb, in, offsets_out, lengths_out, num_runs_out, n, static_cast<cudaStream_t>(stream));      \
+    });                                                                                                   \
+  }
+
+#define CUB_SHIM_UNIQUE_BY_KEY_OP(NAME, T)                                                   \
+  extern "C" int cub_temp_bytes_##NAME(unsigned long long n, size_t* bytes)                 \
+  {                                                                                         \
+    return shim_query(bytes, [&](size_t& tb) {                                              \
+      return shim_unique_by_key<T>(                                                         \
+        nullptr, tb, nullptr, nullptr, nullptr, nullptr, nullptr, n, cudaStream_t{});       \
+    });                                                                                     \
+  }                                                                                         \
+  extern "C" int cub_##NAME(                                                                \
+    void* temp,                                                                             \
+    size_t temp_bytes,                                                                      \
+    const T* keys_in,                                                                       \
+    const unsigned int* values_in,                                                          \
+    T* keys_out,                                                                            \
+    unsigned int* values_out,                                                               \
+    unsigned long long* num_selected,                                                       \
+    unsigned long long n,                                                                   \
+    void* stream)                                                                           \
+  {                                                                                         \
+    return shim_run(temp, temp_bytes, [&](size_t& tb) {                                     \
+      return shim_unique_by_key<T>(                                                         \
+        temp,                                                                               \
+        tb,                                                                                 \
+        keys_in,                                                                            \
+        values_in,                                                                          \
+        keys_out,                                                                           \
+        values_out,                                                                         \
+        num_selected,                                                                       \
+        n,                                                                                  \
+        static_cast<cudaStream_t>(stream));                                                 \
+    });                                                                                     \
+  }
+
+// Every compaction of every type: COMPACTION_OPS in tools/cli/src/cub/symbols.rs, in its order.
+CUB_SHIM_SELECT_IF_LT_OP(select_if_lt_u32, cub_shim_u32)
+CUB_SHIM_SELECT_FLAGGED_OP(select_flagged_u32, cub_shim_u32)
+CUB_SHIM_PARTITION_IF_LT_OP(partition_if_lt_u32, cub_shim_u32)
+CUB_SHIM_PARTITION_THREE_WAY_LT_OP(partition_three_way_lt_u32, cub_shim_u32)
+CUB_SHIM_SELECT_UNIQUE_OP(select_unique_u32, cub_shim_u32)
+CUB_SHIM_RUN_LENGTH_ENCODE_OP(run_length_encode_u32, cub_shim_u32)
+CUB_SHIM_NON_TRIVIAL_RUNS_OP(non_trivial_runs_u32, cub_shim_u32)
+CUB_SHIM_UNIQUE_BY_KEY_OP(select_unique_by_key_u32_u32, cub_shim_u32)
+CUB_SHIM_SELECT_IF_LT_OP(select_if_lt_f32, cub_shim_f32)
+CUB_SHIM_SELECT_FLAGGED_OP(select_flagged_f32, cub_shim_f32)
+CUB_SHIM_PARTITION_IF_LT_OP(partition_if_lt_f32, cub_shim_f32)
+CUB_SHIM_PARTITION_THREE_WAY_LT_OP(partition_three_way_lt_f32, cub_shim_f32)
+CUB_SHIM_SELECT_UNIQUE_OP(select_unique_f32, cub_shim_f32)
+CUB_SHIM_RUN_LENGTH_ENCODE_OP(run_length_encode_f32, cub_shim_f32)
+CUB_SHIM_NON_TRIVIAL_RUNS_OP(non_trivial_runs_f32, cub_shim_f32)
+CUB_SHIM_UNIQUE_BY_KEY_OP(select_unique_by_key_f32_u32, cub_shim_f32)
+CUB_SHIM_SELECT_IF_LT_OP(select_if_lt_u64, cub_shim_u64)
+CUB_SHIM_SELECT_FLAGGED_OP(select_flagged_u64, cub_shim_u64)
+CUB_SHIM_PARTITION_IF_LT_OP(partition_if_lt_u64, cub_shim_u64)
+CUB_SHIM_PARTITION_THREE_WAY_LT_OP(partition_three_way_lt_u64, cub_shim_u64)
+CUB_SHIM_SELECT_UNIQUE_OP(select_unique_u64, cub_shim_u64)
+CUB_SHIM_RUN_LENGTH_ENCODE_OP(run_length_encode_u64, cub_shim_u64)
+CUB_SHIM_NON_TRIVIAL_RUNS_OP(non_trivial_runs_u64, cub_shim_u64)
+CUB_SHIM_UNIQUE_BY_KEY_OP(select_unique_by_key_u64_u32, cub_shim_u64)
 
 // CUB_VERSION: major * 100000 + minor * 100 + patch (e.g. 300000 for CUB 3.0.0).
 extern "C" int cub_version(void)

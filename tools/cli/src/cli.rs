@@ -166,7 +166,9 @@ pub struct BenchArgs {
     /// Operations to sweep.
     #[arg(long, value_delimiter = ',', value_enum, default_values_t = [gpu_reduce_tools::bench::Op::Reduce, gpu_reduce_tools::bench::Op::Scan])]
     pub ops: Vec<gpu_reduce_tools::bench::Op>,
-    /// Element types.
+    /// Element types. u32 and u64 are the compaction's (`--ops select`) only: naming one runs
+    /// its matrix, every --sizes size for each of u32, f32 and u64 named (without them select
+    /// runs its default cases, u32 at 2^28).
     #[arg(long, value_delimiter = ',', value_enum, default_values_t = [gpu_reduce_tools::bench::Dtype::F32, gpu_reduce_tools::bench::Dtype::I32])]
     pub dtypes: Vec<gpu_reduce_tools::bench::Dtype>,
     /// Sizes: numbers (1000, 1e6, 2^20) and power-of-two ranges (2^10..2^30), comma

@@ -200,8 +200,8 @@ impl<T: SweepElement> Cell<'_, T> {
             Dtype::F32 => crate::ladder::LadderDtype::F32,
             Dtype::F64 => crate::ladder::LadderDtype::F64,
             Dtype::I32 => crate::ladder::LadderDtype::I32,
-            // 16-bit types are swept by `halves`, never here.
-            Dtype::F16 | Dtype::Bf16 => {
+            // 16-bit types are swept by `halves`, the compaction's by `select`, never here.
+            Dtype::F16 | Dtype::Bf16 | Dtype::U32 | Dtype::U64 => {
                 return Err(Error::external("the reduction ladder has no 16-bit types"));
             }
         };

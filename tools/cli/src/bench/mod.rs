@@ -52,9 +52,13 @@ pub enum Op {
     /// Inclusive sum scan by key, u32 keys and f32 values (issue 16's by-key ratio, independent
     /// of `--sizes`), against CUB's DeviceScan::InclusiveSumByKey and the memory limit.
     ScanByKey,
-    /// Compaction of u32 (one size, independent of `--sizes`): select-if keeping 1%, 50% and
-    /// 99%, a 50% partition and the unique of runs of 8, against CUB's DeviceSelect::If,
-    /// DevicePartition::If and DeviceSelect::Unique and the device copy.
+    /// Compaction (issue 36): select-if keeping 1%, 50% and 99%, select-flagged and a partition
+    /// keeping 50%, and unique, run-length encode, non-trivial runs and unique by key of runs,
+    /// against CUB's DeviceSelect::If / Flagged / Unique / UniqueByKey, DevicePartition::If and
+    /// DeviceRunLengthEncode::Encode / NonTrivialRuns and the device copy. By default u32 at
+    /// one size (2^28; 2^14 on the simulator), runs of 8; when `--dtypes` names u32 or u64 (its
+    /// own types), the matrix: each of `--sizes`, each of u32, f32 and u64 named, runs of 1, 8
+    /// and 1000.
     Select,
     /// The sharded f32 sum over every GPU present (two simulated devices on the simulator)
     /// against one GPU holding the same total, at each of `--sizes` (`gpu_reduce::multi`).
@@ -74,6 +78,10 @@ pub enum Dtype {
     F16,
     /// bfloat16: the sum and the inclusive sum scan only ([`halves`]).
     Bf16,
+    /// Compaction (`select`) only: naming it runs select's matrix ([`select`]).
+    U32,
+    /// Compaction (`select`) only: naming it runs select's matrix ([`select`]).
+    U64,
 }
 
 impl Dtype {
@@ -84,7 +92,14 @@ impl Dtype {
             Dtype::I32 => "i32",
             Dtype::F16 => "f16",
             Dtype::Bf16 => "bf16",
+            Dtype::U32 => "u32",
+            Dtype::U64 => "u64",
         }
+    }
+
+    /// A type only the compaction (`select`) takes: u32, u64.
+    pub fn select_only(self) -> bool {
+        matches!(self, Dtype::U32 | Dtype::U64)
     }
 }
 

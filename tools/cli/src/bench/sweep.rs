@@ -43,6 +43,14 @@ pub fn run_sweep_cubs(
         skipped: Vec::new(),
         scan_accuracy: Vec::new(),
     };
+    let basic_ops = [Op::Reduce, Op::Scan, Op::Dot, Op::Variance];
+    if config.dtypes.iter().any(|d| d.select_only())
+        && config.ops.iter().any(|o| basic_ops.contains(o))
+    {
+        note(
+            "note: u32 and u64 are the compaction's (select) types only: no reduce, scan, dot or variance rows for them",
+        );
+    }
     for &n in &config.sizes {
         for (i, &dt) in config.dtypes.iter().enumerate() {
             let seed = config.seed ^ (n << 8) ^ i as u64;
@@ -64,6 +72,8 @@ pub fn run_sweep_cubs(
                 Dtype::Bf16 => {
                     halves::sweep_half::<half::bf16>(ctx, cubs, config, n, seed, &mut progress)
                 }
+                // The compaction's types: its matrix, below.
+                Dtype::U32 | Dtype::U64 => Ok(Vec::new()),
             };
             for a in &sweep.scan_accuracy[noted..] {
                 note(&a.to_string());
@@ -114,15 +124,10 @@ pub fn run_sweep_cubs(
         sweep.measurements.extend(rows);
     }
     if config.ops.contains(&Op::Select) {
-        let rows = select::select_cases(
-            ctx,
-            cubs,
-            config.iters,
-            config.warmup,
-            config.seed,
-            &mut progress,
-        )?;
+        let (rows, skipped) =
+            select::select_cases(ctx, cubs, config, &sweep.measurements, &mut progress)?;
         sweep.measurements.extend(rows);
+        sweep.skipped.extend(skipped);
     }
     Ok(sweep)
 }

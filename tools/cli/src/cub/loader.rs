@@ -69,27 +69,82 @@ pub(super) type ScanByKeyFn = unsafe extern "C" fn(
     *mut c_void,
 ) -> c_int;
 
-/// `int cub_select_if_lt_u32(void* temp, size_t temp_bytes, const unsigned int* in, unsigned
-/// int* out, unsigned long long* num_selected, unsigned long long n, unsigned int threshold,
-/// void* stream)`, and `cub_partition_if_lt_u32` with the same arguments (their queries are
-/// [`TempFn`]s)
-pub(super) type SelectIfFn = unsafe extern "C" fn(
+/// `int cub_select_if_lt_T(void* temp, size_t temp_bytes, const T* in, T* out, unsigned long
+/// long* num_selected, unsigned long long n, T threshold, void* stream)`, and
+/// `cub_partition_if_lt_T` with the same arguments (T: `unsigned int`, `float` or `unsigned long
+/// long`, as `u32`, `f32`, `u64`; the compactions' queries are [`TempFn`]s)
+pub(super) type SelectIfFn<T> = unsafe extern "C" fn(
     *mut c_void,
     usize,
     *const c_void,
     *mut c_void,
     *mut c_void,
     u64,
-    u32,
+    T,
     *mut c_void,
 ) -> c_int;
-/// `int cub_select_unique_u32(void* temp, size_t temp_bytes, const unsigned int* in, unsigned
-/// int* out, unsigned long long* num_selected, unsigned long long n, void* stream)` (its query
-/// is a [`TempFn`])
+/// `int cub_select_flagged_T(void* temp, size_t temp_bytes, const T* in, const unsigned char*
+/// flags, T* out, unsigned long long* num_selected, unsigned long long n, void* stream)`
+pub(super) type SelectFlaggedFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const c_void,
+    *const c_void,
+    *mut c_void,
+    *mut c_void,
+    u64,
+    *mut c_void,
+) -> c_int;
+/// `int cub_partition_three_way_lt_T(void* temp, size_t temp_bytes, const T* in, T* first_out,
+/// T* second_out, T* unselected_out, unsigned long long* num_selected, unsigned long long n, T
+/// t1, T t2, void* stream)`
+pub(super) type ThreeWayFn<T> = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    u64,
+    T,
+    T,
+    *mut c_void,
+) -> c_int;
+/// `int cub_select_unique_T(void* temp, size_t temp_bytes, const T* in, T* out, unsigned long
+/// long* num_selected, unsigned long long n, void* stream)`
 pub(super) type SelectUniqueFn = unsafe extern "C" fn(
     *mut c_void,
     usize,
     *const c_void,
+    *mut c_void,
+    *mut c_void,
+    u64,
+    *mut c_void,
+) -> c_int;
+/// `int cub_run_length_encode_T(void* temp, size_t temp_bytes, const T* in, T* unique_out,
+/// unsigned long long* counts_out, unsigned long long* num_runs_out, unsigned long long n, void*
+/// stream)`, and `cub_non_trivial_runs_T` with `unsigned long long* offsets_out, unsigned long
+/// long* lengths_out` for the two outputs
+pub(super) type RunsFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    u64,
+    *mut c_void,
+) -> c_int;
+/// `int cub_select_unique_by_key_T_u32(void* temp, size_t temp_bytes, const T* keys_in, const
+/// unsigned int* values_in, T* keys_out, unsigned int* values_out, unsigned long long*
+/// num_selected, unsigned long long n, void* stream)`
+pub(super) type UniqueByKeyFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const c_void,
+    *const c_void,
+    *mut c_void,
     *mut c_void,
     *mut c_void,
     u64,
@@ -113,10 +168,67 @@ pub(super) struct OtherOps {
     pub(super) reduce_by_key_temp: TempFn,
     /// `None` in a shim built before it.
     pub(super) scan_by_key: Option<(ScanByKeyFn, TempFn)>,
-    /// The compactions, each `None` in a shim built before them.
-    pub(super) select_if: Option<(SelectIfFn, TempFn)>,
-    pub(super) partition_if: Option<(SelectIfFn, TempFn)>,
-    pub(super) select_unique: Option<(SelectUniqueFn, TempFn)>,
+    /// The compactions of each element type.
+    pub(super) compact_u32: CompactFns<u32>,
+    pub(super) compact_f32: CompactFns<f32>,
+    pub(super) compact_u64: CompactFns<u64>,
+}
+
+/// The compactions ([`CompactOp`]) of element type `T`, each `None` in a shim built before it
+/// (an op counts as there only with both its run and its query).
+pub(super) struct CompactFns<T> {
+    /// Each op's query, at [`CompactOp::index`].
+    pub(super) temp: [Option<TempFn>; 8],
+    pub(super) select_if: Option<SelectIfFn<T>>,
+    pub(super) select_flagged: Option<SelectFlaggedFn>,
+    pub(super) partition_if: Option<SelectIfFn<T>>,
+    pub(super) partition_three_way: Option<ThreeWayFn<T>>,
+    pub(super) select_unique: Option<SelectUniqueFn>,
+    pub(super) run_length_encode: Option<RunsFn>,
+    pub(super) non_trivial_runs: Option<RunsFn>,
+    pub(super) unique_by_key: Option<UniqueByKeyFn>,
+}
+
+impl<T: CubCompact> CompactFns<T> {
+    /// Resolve every compaction of `T` that `lib` has.
+    ///
+    /// # Safety
+    /// `lib` is the shim: its `cub_*` symbols have the types above.
+    unsafe fn resolve(lib: &libloading::Library) -> CompactFns<T> {
+        let mut t = [None; 8];
+        // SAFETY (each below): the caller's; every field's type is its symbol's.
+        unsafe {
+            CompactFns {
+                select_if: both::<T, _>(lib, &mut t, CompactOp::SelectIfLt),
+                select_flagged: both::<T, _>(lib, &mut t, CompactOp::SelectFlagged),
+                partition_if: both::<T, _>(lib, &mut t, CompactOp::PartitionIfLt),
+                partition_three_way: both::<T, _>(lib, &mut t, CompactOp::PartitionThreeWayLt),
+                select_unique: both::<T, _>(lib, &mut t, CompactOp::SelectUnique),
+                run_length_encode: both::<T, _>(lib, &mut t, CompactOp::RunLengthEncode),
+                non_trivial_runs: both::<T, _>(lib, &mut t, CompactOp::NonTrivialRuns),
+                unique_by_key: both::<T, _>(lib, &mut t, CompactOp::UniqueByKey),
+                temp: t,
+            }
+        }
+    }
+}
+
+/// `T`'s `op` as a run of type `R`, if `lib` has both it and its query (the query then put at
+/// `temps[op.index()]`).
+///
+/// # Safety
+/// `R` is the type of the run symbol in `lib`.
+unsafe fn both<T: CubCompact, R: Copy>(
+    lib: &libloading::Library,
+    temps: &mut [Option<TempFn>; 8],
+    op: CompactOp,
+) -> Option<R> {
+    let (run, query) = T::SYMBOLS[op.index()];
+    // SAFETY: the caller's; a query is a TempFn.
+    let (r, q) = unsafe { (resolve::<R>(lib, run), resolve::<TempFn>(lib, query)) };
+    let (r, q) = (r.ok()?, q.ok()?);
+    temps[op.index()] = Some(q);
+    Some(r)
 }
 
 /// The loaded shim. Function pointers are resolved once, at load, and stay valid as long as
@@ -210,15 +322,9 @@ impl Cub {
                 scan_by_key: resolve::<ScanByKeyFn>(&lib, SCAN_BY_KEY_SYMBOL)
                     .ok()
                     .zip(resolve::<TempFn>(&lib, SCAN_BY_KEY_TEMP_SYMBOL).ok()),
-                select_if: resolve::<SelectIfFn>(&lib, SELECT_IF_SYMBOL)
-                    .ok()
-                    .zip(resolve::<TempFn>(&lib, SELECT_IF_TEMP_SYMBOL).ok()),
-                partition_if: resolve::<SelectIfFn>(&lib, PARTITION_IF_SYMBOL)
-                    .ok()
-                    .zip(resolve::<TempFn>(&lib, PARTITION_IF_TEMP_SYMBOL).ok()),
-                select_unique: resolve::<SelectUniqueFn>(&lib, SELECT_UNIQUE_SYMBOL)
-                    .ok()
-                    .zip(resolve::<TempFn>(&lib, SELECT_UNIQUE_TEMP_SYMBOL).ok()),
+                compact_u32: CompactFns::resolve(&lib),
+                compact_f32: CompactFns::resolve(&lib),
+                compact_u64: CompactFns::resolve(&lib),
             };
             Ok(Cub {
                 ops,
@@ -400,6 +506,7 @@ mod tests {
         let mut ops: Vec<_> = OPS.iter().chain(OTHER_OPS).collect();
         if optional {
             ops.extend(OPTIONAL_OPS.iter().chain(OPTIONAL_OTHER_OPS));
+            ops.extend(COMPACTION_OPS.iter());
         }
         for &&(run, temp) in &ops {
             c.push_str(&format!(
@@ -462,6 +569,18 @@ mod tests {
             }
             other => panic!("expected MissingSymbol, got {other:?}"),
         }
+        for op in CompactOp::ALL {
+            assert!(!cub.has_compaction::<u32>(op) && !cub.has_compaction::<u64>(op));
+        }
+        match cub.temp_bytes_compaction::<f32>(CompactOp::UniqueByKey, 12) {
+            Err(CubError::MissingSymbol { name, .. }) => {
+                assert_eq!(name, "cub_select_unique_by_key_f32_u32")
+            }
+            other => panic!("expected MissingSymbol, got {other:?}"),
+        }
+        // SAFETY: never reaches the shim (the op is missing): no device memory is touched.
+        let r = unsafe { cub.non_trivial_runs::<u64>(1, 1, 0, 0, 0, 0, 4, std::ptr::null_mut()) };
+        assert!(matches!(r, Err(CubError::MissingSymbol { .. })), "{r:?}");
         let cub = Cub::load(&new).unwrap();
         assert!(
             cub.has_select_if_lt_u32()
@@ -475,6 +594,14 @@ mod tests {
         assert_eq!(cub.temp_bytes_inclusive_sum::<f64>(12).unwrap(), 12);
         assert!(cub.has_scan_by_key_sum_u32_f32());
         assert_eq!(cub.temp_bytes_scan_by_key_sum_u32_f32(12).unwrap(), 12);
+        for op in CompactOp::ALL {
+            assert!(cub.has_compaction::<u32>(op));
+            assert!(cub.has_compaction::<f32>(op));
+            assert!(cub.has_compaction::<u64>(op));
+        }
+        let (rle, three) = (CompactOp::RunLengthEncode, CompactOp::PartitionThreeWayLt);
+        assert_eq!(cub.temp_bytes_compaction::<f32>(rle, 15).unwrap(), 15);
+        assert_eq!(cub.temp_bytes_compaction::<u64>(three, 16).unwrap(), 16);
         for lib in [old, new] {
             let _ = std::fs::remove_dir_all(lib.parent().unwrap());
         }

@@ -30,6 +30,7 @@
 //! # Ok(()) }
 //! ```
 
+mod compaction;
 mod compile;
 mod loader;
 mod ops;

@@ -1,10 +1,10 @@
 //! The ops with arguments of their own: segmented sums (by offsets, fixed rows), the by-key
-//! reduce and scan over u32 keys and f32 values, and the u32 compactions (select, partition,
-//! unique).
+//! reduce and scan over u32 keys and f32 values, and the first u32 compactions (select,
+//! partition, unique) under their own names (all compactions: `compaction.rs`).
 
 use std::ffi::c_void;
 
-use super::loader::{ScanByKeyFn, SelectIfFn, SelectUniqueFn, TempFn, mut_ptr, not_in_shim, ptr};
+use super::loader::{ScanByKeyFn, TempFn, mut_ptr, not_in_shim, ptr};
 use super::symbols::*;
 use super::{Cub, CubError};
 
@@ -209,28 +209,20 @@ impl Cub {
         self.check(SCAN_BY_KEY_SYMBOL, code)
     }
 
-    /// Whether the shim has [`Cub::select_if_lt_u32`] (one of [`OPTIONAL_OTHER_OPS`]: not in a
-    /// shim built before it).
+    /// Whether the shim has [`Cub::select_if_lt_u32`] (a compaction, [`COMPACTION_OPS`]: not in
+    /// a shim built before it).
     pub fn has_select_if_lt_u32(&self) -> bool {
-        self.other.select_if.is_some()
-    }
-
-    fn select_if_fns(&self) -> Result<(SelectIfFn, TempFn), CubError> {
-        self.other
-            .select_if
-            .ok_or_else(|| not_in_shim(SELECT_IF_SYMBOL))
+        self.has_compaction::<u32>(CompactOp::SelectIfLt)
     }
 
     /// Scratch bytes [`Cub::select_if_lt_u32`] needs for `n` elements (any threshold).
     pub fn temp_bytes_select_if_lt_u32(&self, n: u64) -> Result<usize, CubError> {
-        let (_, temp) = self.select_if_fns()?;
-        // SAFETY: the query only writes `bytes`; no device memory is touched.
-        self.query(SELECT_IF_TEMP_SYMBOL, |bytes| unsafe { temp(n, bytes) })
+        self.temp_bytes_compaction::<u32>(CompactOp::SelectIfLt, n)
     }
 
     /// The u32 elements of `input` below `threshold`, in order, to `out`, with
     /// `cub::DeviceSelect::If`, enqueued on `stream`; their number goes to `num_selected` as
-    /// one u64.
+    /// one u64 ([`Cub::select_if_lt`] of u32).
     ///
     /// # Safety
     /// `temp` (at least `temp_bytes` >= [`Cub::temp_bytes_select_if_lt_u32`] bytes), `input`
@@ -250,44 +242,35 @@ impl Cub {
         threshold: u32,
         stream: *mut c_void,
     ) -> Result<(), CubError> {
-        let (run, _) = self.select_if_fns()?;
         // SAFETY: forwarded from the caller.
-        let code = unsafe {
-            run(
-                mut_ptr(temp),
+        unsafe {
+            self.select_if_lt::<u32>(
+                temp,
                 temp_bytes,
-                ptr(input),
-                mut_ptr(out),
-                mut_ptr(num_selected),
+                input,
+                out,
+                num_selected,
                 n,
                 threshold,
                 stream,
             )
-        };
-        self.check(SELECT_IF_SYMBOL, code)
+        }
     }
 
-    /// Whether the shim has [`Cub::partition_if_lt_u32`] (one of [`OPTIONAL_OTHER_OPS`]).
+    /// Whether the shim has [`Cub::partition_if_lt_u32`] (a compaction, [`COMPACTION_OPS`]).
     pub fn has_partition_if_lt_u32(&self) -> bool {
-        self.other.partition_if.is_some()
-    }
-
-    fn partition_if_fns(&self) -> Result<(SelectIfFn, TempFn), CubError> {
-        self.other
-            .partition_if
-            .ok_or_else(|| not_in_shim(PARTITION_IF_SYMBOL))
+        self.has_compaction::<u32>(CompactOp::PartitionIfLt)
     }
 
     /// Scratch bytes [`Cub::partition_if_lt_u32`] needs for `n` elements (any threshold).
     pub fn temp_bytes_partition_if_lt_u32(&self, n: u64) -> Result<usize, CubError> {
-        let (_, temp) = self.partition_if_fns()?;
-        // SAFETY: the query only writes `bytes`; no device memory is touched.
-        self.query(PARTITION_IF_TEMP_SYMBOL, |bytes| unsafe { temp(n, bytes) })
+        self.temp_bytes_compaction::<u32>(CompactOp::PartitionIfLt, n)
     }
 
     /// A partition of the u32 elements of `input` with `cub::DevicePartition::If`, enqueued on
     /// `stream`: those below `threshold` in order at the front of `out`, the others after them
-    /// in reverse order; the number below goes to `num_selected` as one u64.
+    /// in reverse order; the number below goes to `num_selected` as one u64
+    /// ([`Cub::partition_if_lt`] of u32).
     ///
     /// # Safety
     /// As for [`Cub::select_if_lt_u32`], with [`Cub::temp_bytes_partition_if_lt_u32`] and
@@ -304,44 +287,34 @@ impl Cub {
         threshold: u32,
         stream: *mut c_void,
     ) -> Result<(), CubError> {
-        let (run, _) = self.partition_if_fns()?;
         // SAFETY: forwarded from the caller.
-        let code = unsafe {
-            run(
-                mut_ptr(temp),
+        unsafe {
+            self.partition_if_lt::<u32>(
+                temp,
                 temp_bytes,
-                ptr(input),
-                mut_ptr(out),
-                mut_ptr(num_selected),
+                input,
+                out,
+                num_selected,
                 n,
                 threshold,
                 stream,
             )
-        };
-        self.check(PARTITION_IF_SYMBOL, code)
+        }
     }
 
-    /// Whether the shim has [`Cub::select_unique_u32`] (one of [`OPTIONAL_OTHER_OPS`]).
+    /// Whether the shim has [`Cub::select_unique_u32`] (a compaction, [`COMPACTION_OPS`]).
     pub fn has_select_unique_u32(&self) -> bool {
-        self.other.select_unique.is_some()
-    }
-
-    fn select_unique_fns(&self) -> Result<(SelectUniqueFn, TempFn), CubError> {
-        self.other
-            .select_unique
-            .ok_or_else(|| not_in_shim(SELECT_UNIQUE_SYMBOL))
+        self.has_compaction::<u32>(CompactOp::SelectUnique)
     }
 
     /// Scratch bytes [`Cub::select_unique_u32`] needs for `n` elements.
     pub fn temp_bytes_select_unique_u32(&self, n: u64) -> Result<usize, CubError> {
-        let (_, temp) = self.select_unique_fns()?;
-        // SAFETY: the query only writes `bytes`; no device memory is touched.
-        self.query(SELECT_UNIQUE_TEMP_SYMBOL, |bytes| unsafe { temp(n, bytes) })
+        self.temp_bytes_compaction::<u32>(CompactOp::SelectUnique, n)
     }
 
     /// The first u32 of each run of equal consecutive elements of `input`, in order, to `out`,
     /// with `cub::DeviceSelect::Unique`, enqueued on `stream`; their number goes to
-    /// `num_selected` as one u64.
+    /// `num_selected` as one u64 ([`Cub::select_unique`] of u32).
     ///
     /// # Safety
     /// As for [`Cub::select_if_lt_u32`], with [`Cub::temp_bytes_select_unique_u32`].
@@ -356,19 +329,7 @@ impl Cub {
         n: u64,
         stream: *mut c_void,
     ) -> Result<(), CubError> {
-        let (run, _) = self.select_unique_fns()?;
         // SAFETY: forwarded from the caller.
-        let code = unsafe {
-            run(
-                mut_ptr(temp),
-                temp_bytes,
-                ptr(input),
-                mut_ptr(out),
-                mut_ptr(num_selected),
-                n,
-                stream,
-            )
-        };
-        self.check(SELECT_UNIQUE_SYMBOL, code)
+        unsafe { self.select_unique::<u32>(temp, temp_bytes, input, out, num_selected, n, stream) }
     }
 }

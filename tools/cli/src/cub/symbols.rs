@@ -9,6 +9,8 @@ mod sealed {
     impl Sealed for f32 {}
     impl Sealed for f64 {}
     impl Sealed for i32 {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
     impl Sealed for super::F16 {}
     impl Sealed for super::Bf16 {}
 }
@@ -148,7 +150,9 @@ pub const SCAN_BY_KEY_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_scan_by_key_sum_u32_
 
 /// `int cub_select_if_lt_u32(void* temp, size_t temp_bytes, const unsigned int* in, unsigned
 /// int* out, unsigned long long* num_selected, unsigned long long n, unsigned int threshold,
-/// void* stream)`
+/// void* stream)`: the u32 [`CompactOp::SelectIfLt`] (as are the two below the u32
+/// [`CompactOp::PartitionIfLt`] and [`CompactOp::SelectUnique`]; all three in
+/// [`COMPACTION_OPS`])
 pub const SELECT_IF_SYMBOL: &[u8] = b"cub_select_if_lt_u32\0";
 /// `int cub_temp_bytes_select_if_lt_u32(unsigned long long n, size_t* bytes)`
 pub const SELECT_IF_TEMP_SYMBOL: &[u8] = b"cub_temp_bytes_select_if_lt_u32\0";
@@ -172,14 +176,114 @@ pub const OTHER_OPS: &[(&[u8], &[u8])] = &[
 
 /// Ops of [`OTHER_OPS`]' kind (arguments of their own) that shims built before them lack:
 /// [`Cub::load`] resolves each that is there, as for [`OPTIONAL_OPS`]
-/// ([`Cub::has_scan_by_key_sum_u32_f32`], [`Cub::has_select_if_lt_u32`],
-/// [`Cub::has_partition_if_lt_u32`] and [`Cub::has_select_unique_u32`] say whether it was).
-pub const OPTIONAL_OTHER_OPS: &[(&[u8], &[u8])] = &[
-    (SCAN_BY_KEY_SYMBOL, SCAN_BY_KEY_TEMP_SYMBOL),
-    (SELECT_IF_SYMBOL, SELECT_IF_TEMP_SYMBOL),
-    (PARTITION_IF_SYMBOL, PARTITION_IF_TEMP_SYMBOL),
-    (SELECT_UNIQUE_SYMBOL, SELECT_UNIQUE_TEMP_SYMBOL),
-];
+/// ([`Cub::has_scan_by_key_sum_u32_f32`] says whether it was). The compactions, optional too,
+/// are [`COMPACTION_OPS`].
+pub const OPTIONAL_OTHER_OPS: &[(&[u8], &[u8])] = &[(SCAN_BY_KEY_SYMBOL, SCAN_BY_KEY_TEMP_SYMBOL)];
+
+/// The shim's compactions, each for every [`CubCompact`] element type (its symbols
+/// `cub_<op>_<type>`, `cub_temp_bytes_<op>_<type>`: [`CubCompact::SYMBOLS`]). All are
+/// optional: [`Cub::load`] resolves each that is there, [`Cub::has_compaction`] says whether
+/// it was (a shim built before an op lacks it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompactOp {
+    /// `cub::DeviceSelect::If` with `x < threshold` ([`Cub::select_if_lt`]): `select_if_lt`.
+    SelectIfLt,
+    /// `cub::DeviceSelect::Flagged`, byte flags ([`Cub::select_flagged`]): `select_flagged`.
+    SelectFlagged,
+    /// `cub::DevicePartition::If`, two-way, `x < threshold` ([`Cub::partition_if_lt`]):
+    /// `partition_if_lt`.
+    PartitionIfLt,
+    /// `cub::DevicePartition::If`, three-way, `x < t1` then `x < t2`
+    /// ([`Cub::partition_three_way_lt`]): `partition_three_way_lt`.
+    PartitionThreeWayLt,
+    /// `cub::DeviceSelect::Unique` ([`Cub::select_unique`]): `select_unique`.
+    SelectUnique,
+    /// `cub::DeviceRunLengthEncode::Encode`, u64 counts ([`Cub::run_length_encode`]):
+    /// `run_length_encode`.
+    RunLengthEncode,
+    /// `cub::DeviceRunLengthEncode::NonTrivialRuns`, u64 offsets and lengths
+    /// ([`Cub::non_trivial_runs`]): `non_trivial_runs`.
+    NonTrivialRuns,
+    /// `cub::DeviceSelect::UniqueByKey`, keys of the type and u32 values
+    /// ([`Cub::unique_by_key`]): `select_unique_by_key_<type>_u32`.
+    UniqueByKey,
+}
+
+impl CompactOp {
+    /// Every op, in the order of [`CubCompact::SYMBOLS`].
+    pub const ALL: [CompactOp; 8] = [
+        CompactOp::SelectIfLt,
+        CompactOp::SelectFlagged,
+        CompactOp::PartitionIfLt,
+        CompactOp::PartitionThreeWayLt,
+        CompactOp::SelectUnique,
+        CompactOp::RunLengthEncode,
+        CompactOp::NonTrivialRuns,
+        CompactOp::UniqueByKey,
+    ];
+
+    /// The op's place in [`CompactOp::ALL`] and [`CubCompact::SYMBOLS`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Element types of the shim's compactions ([`CompactOp`]): u32, f32 and u64 (CUDA's
+/// `unsigned int`, `float`, `unsigned long long`).
+pub trait CubCompact: Copy + sealed::Sealed + 'static {
+    /// "u32", "f32" or "u64": the symbols' suffix.
+    const NAME: &'static str;
+    /// (run symbol, temp-size symbol) of each op, in [`CompactOp::ALL`]'s order.
+    const SYMBOLS: [(&'static [u8], &'static [u8]); 8];
+}
+
+/// (`cub_<a><type><b>`, `cub_temp_bytes_<a><type><b>`), NUL-terminated.
+macro_rules! compact_pair {
+    ($a:literal, $t:literal, $b:literal) => {
+        (
+            concat!("cub_", $a, $t, $b, "\0").as_bytes(),
+            concat!("cub_temp_bytes_", $a, $t, $b, "\0").as_bytes(),
+        )
+    };
+}
+
+macro_rules! cub_compact {
+    ($($ty:ty => $t:literal),*) => {$(
+        impl CubCompact for $ty {
+            const NAME: &'static str = $t;
+            const SYMBOLS: [(&'static [u8], &'static [u8]); 8] = [
+                compact_pair!("select_if_lt_", $t, ""),
+                compact_pair!("select_flagged_", $t, ""),
+                compact_pair!("partition_if_lt_", $t, ""),
+                compact_pair!("partition_three_way_lt_", $t, ""),
+                compact_pair!("select_unique_", $t, ""),
+                compact_pair!("run_length_encode_", $t, ""),
+                compact_pair!("non_trivial_runs_", $t, ""),
+                compact_pair!("select_unique_by_key_", $t, "_u32"),
+            ];
+        }
+    )*};
+}
+
+cub_compact!(u32 => "u32", f32 => "f32", u64 => "u64");
+
+/// Every compaction of every type as (run symbol, temp-size symbol): u32's ops, then f32's, then
+/// u64's, each in [`CompactOp::ALL`]'s order. All optional (see [`CompactOp`]).
+pub const COMPACTION_OPS: [(&[u8], &[u8]); 24] = {
+    let per_type = [
+        <u32 as CubCompact>::SYMBOLS,
+        <f32 as CubCompact>::SYMBOLS,
+        <u64 as CubCompact>::SYMBOLS,
+    ];
+    let empty: &[u8] = &[];
+    let mut all = [(empty, empty); 24];
+    let mut i = 0;
+    while i < 24 {
+        all[i] = per_type[i / 8][i % 8];
+        i += 1;
+    }
+    all
+};
 
 /// `int cub_version(void)`
 pub const VERSION_SYMBOL: &[u8] = b"cub_version\0";
@@ -199,6 +303,7 @@ mod tests {
             .chain(OPTIONAL_OPS)
             .chain(OTHER_OPS)
             .chain(OPTIONAL_OTHER_OPS)
+            .chain(&COMPACTION_OPS)
             .flat_map(|&(r, t)| [r, t])
             .collect();
         v.extend([
@@ -213,7 +318,7 @@ mod tests {
     #[test]
     fn symbol_names_are_nul_terminated_and_distinct() {
         let syms = all_symbols();
-        assert_eq!(syms.len(), 2 * (14 + 1 + 3 + 4) + 4);
+        assert_eq!(syms.len(), 2 * (14 + 1 + 3 + 1 + 24) + 4);
         for s in &syms {
             assert_eq!(s.last(), Some(&0u8), "{s:?} lacks its NUL");
             assert_eq!(
@@ -239,7 +344,7 @@ mod tests {
         // CUB_SHIM_OP(NAME, ...) exports cub_NAME and cub_temp_bytes_NAME; the other ops are
         // named the same way.
         let ops = OPS.iter().chain(OPTIONAL_OPS).chain(OTHER_OPS);
-        for &(run, temp) in ops.chain(OPTIONAL_OTHER_OPS) {
+        for &(run, temp) in ops.chain(OPTIONAL_OTHER_OPS).chain(&COMPACTION_OPS) {
             let run = symbol_name(run);
             let op = run.strip_prefix("cub_").unwrap();
             assert_eq!(symbol_name(temp), format!("cub_temp_bytes_{op}"));
@@ -247,13 +352,15 @@ mod tests {
     }
 
     /// Every symbol the loader resolves is defined in the shim's source: by CUB_SHIM_OP /
-    /// CUB_SHIM_OP_IO (its op's run and query), or written out as an `extern "C"` function.
+    /// CUB_SHIM_OP_IO or a compaction's CUB_SHIM_*_OP macro (its op's run and query), or
+    /// written out as an `extern "C"` function.
     #[test]
     fn every_symbol_is_in_the_shim_source() {
         let macro_op = |op: &str| {
             SHIM_SOURCE.lines().any(|l| {
                 l.starts_with(&format!("CUB_SHIM_OP({op},"))
                     || l.starts_with(&format!("CUB_SHIM_OP_IO({op},"))
+                    || (l.starts_with("CUB_SHIM_") && l.contains(&format!("_OP({op}, ")))
             })
         };
         for sym in all_symbols() {
@@ -276,6 +383,62 @@ mod tests {
             .filter(|l| l.starts_with("CUB_SHIM_OP(") || l.starts_with("CUB_SHIM_OP_IO("))
             .count();
         assert_eq!(macro_ops, OPS.len() + OPTIONAL_OPS.len());
+        // The compaction macros' uses are exactly COMPACTION_OPS, in its order, each with the
+        // element type its name says.
+        let uses: Vec<&str> = SHIM_SOURCE
+            .lines()
+            .filter(|l| l.starts_with("CUB_SHIM_") && l.contains("_OP(") && !l.contains('\\'))
+            .filter(|l| !l.starts_with("CUB_SHIM_OP(") && !l.starts_with("CUB_SHIM_OP_IO("))
+            .collect();
+        assert_eq!(uses.len(), COMPACTION_OPS.len(), "{uses:?}");
+        for (i, (l, &(run, _))) in uses.iter().zip(&COMPACTION_OPS).enumerate() {
+            let op = symbol_name(run);
+            let op = op.strip_prefix("cub_").unwrap();
+            assert!(l.contains(&format!("_OP({op}, ")), "{l} is not {op}");
+            let ty = ["u32", "f32", "u64"][i / CompactOp::ALL.len()];
+            assert!(l.ends_with(&format!(", cub_shim_{ty})")), "{l}");
+        }
+    }
+
+    #[test]
+    fn compaction_symbols_are_per_type_and_the_first_u32_ones_keep_their_names() {
+        for (t, syms) in [
+            ("u32", <u32 as CubCompact>::SYMBOLS),
+            ("f32", <f32 as CubCompact>::SYMBOLS),
+            ("u64", <u64 as CubCompact>::SYMBOLS),
+        ] {
+            for op in CompactOp::ALL {
+                let run = symbol_name(syms[op.index()].0);
+                assert!(run.contains(&format!("_{t}")), "{run}");
+            }
+        }
+        let u32s = <u32 as CubCompact>::SYMBOLS;
+        let pair = |op: CompactOp| u32s[op.index()];
+        assert_eq!(
+            pair(CompactOp::SelectIfLt),
+            (SELECT_IF_SYMBOL, SELECT_IF_TEMP_SYMBOL)
+        );
+        assert_eq!(
+            pair(CompactOp::PartitionIfLt),
+            (PARTITION_IF_SYMBOL, PARTITION_IF_TEMP_SYMBOL)
+        );
+        assert_eq!(
+            pair(CompactOp::SelectUnique),
+            (SELECT_UNIQUE_SYMBOL, SELECT_UNIQUE_TEMP_SYMBOL)
+        );
+        assert_eq!(
+            symbol_name(pair(CompactOp::UniqueByKey).0),
+            "cub_select_unique_by_key_u32_u32"
+        );
+        assert_eq!(
+            symbol_name(<f32 as CubCompact>::SYMBOLS[CompactOp::PartitionThreeWayLt.index()].1),
+            "cub_temp_bytes_partition_three_way_lt_f32"
+        );
+        assert_eq!(COMPACTION_OPS[8], <f32 as CubCompact>::SYMBOLS[0]);
+        assert_eq!(COMPACTION_OPS[23], <u64 as CubCompact>::SYMBOLS[7]);
+        for (i, op) in CompactOp::ALL.into_iter().enumerate() {
+            assert_eq!(op.index(), i);
+        }
     }
 
     #[test]

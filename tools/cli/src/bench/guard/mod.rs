@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::report::{of_limit, size_label, vs_cub};
-use super::{CUB, Family, Machine, Sweep, SweepConfig};
+use super::{CUB, Family, Machine, Op, Sweep, SweepConfig};
 use gpu_reduce::{Error, Result};
 
 mod compare;
@@ -231,6 +231,11 @@ pub fn config_for(config: &SweepConfig, cells: &[Cell]) -> SweepConfig {
         .map(|c| config.dtypes.iter().copied().find(|d| d.name() == c.dtype))
         .collect();
     let mut dtypes = dtypes.unwrap_or_else(|| config.dtypes.clone());
+    // Select's matrix runs only when a type of its own (u32, u64) is named: the config's stay
+    // while select's cells are measured again (its f32 cells alone included).
+    if ops.contains(&Op::Select) && !dtypes.iter().any(|d| d.select_only()) {
+        dtypes.extend(config.dtypes.iter().filter(|d| d.select_only()));
+    }
     dtypes.sort_by_key(|d| config.dtypes.iter().position(|x| x == d));
     dtypes.dedup();
     let mut sizes: Vec<u64> = cells.iter().filter(sized).map(|c| c.n).collect();

@@ -285,6 +285,18 @@ fn measuring_again_takes_the_slower_cells_ops_types_and_sizes() {
     assert_eq!(c.ops, config.ops);
     let c = config_for(&config, &[cell("scan", "u8", N)]);
     assert_eq!(c.dtypes, config.dtypes);
+    // Select's matrix (a u32 or u64 named) stays the matrix for its f32 cells alone.
+    let config = SweepConfig {
+        ops: vec![Op::Reduce, Op::Select],
+        dtypes: vec![Dtype::U32, Dtype::F32, Dtype::U64, Dtype::I32],
+        ..config
+    };
+    let c = config_for(&config, &[cell("select", "f32", N)]);
+    assert_eq!(c.ops, [Op::Select]);
+    assert_eq!(c.dtypes, [Dtype::U32, Dtype::F32, Dtype::U64]);
+    assert_eq!(c.sizes, [N]);
+    let c = config_for(&config, &[cell("reduce", "f32", N)]);
+    assert_eq!(c.dtypes, [Dtype::F32], "no select cell: no select type");
 }
 
 #[test]
