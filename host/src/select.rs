@@ -27,8 +27,8 @@ use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::select::predicate::{NEGATE, Ordered};
 use kernels::select::{
-    BLOCK, Bounds, DELAY_NS, Flagged, NonTrivialRuns, PREFETCH_BYTES, Runs, SelectInstance,
-    SelectParams, SimSelectFn, ThreeWay, Unique, tile_elems,
+    BLOCK, Bounds, DELAY_NS, Flagged, NonTrivialRuns, PREFETCH_BYTES, PREFETCH_FLAGGED_BYTES, Runs,
+    SelectInstance, SelectParams, SimSelectFn, ThreeWay, Unique, tile_elems,
 };
 
 use crate::error::{Error, Result, plural};
@@ -1194,7 +1194,12 @@ impl Context {
             let prefetch = match (ws.prefetch, &self.backend) {
                 (Some(p), _) => p,
                 (None, Backend::Cuda(_)) => {
-                    (PREFETCH_BYTES / (tile_elems(size_of::<T>()) * size_of::<T>() as u64)) as u32
+                    let ahead = if flags.is_some() {
+                        PREFETCH_FLAGGED_BYTES
+                    } else {
+                        PREFETCH_BYTES
+                    };
+                    (ahead / (tile_elems(size_of::<T>()) * size_of::<T>() as u64)) as u32
                 }
                 (None, _) => 0,
             };

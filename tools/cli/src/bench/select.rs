@@ -49,6 +49,8 @@ enum Kind {
     Flagged,
     /// The 50% partition (`x < ` the middle of the values).
     Partition,
+    /// The three-way partition: `x <` the first third's end, then `x <` the second's, the rest.
+    ThreeWay,
     /// The first of each run of equal consecutive elements.
     Unique { run: usize },
     /// Each run's first element and length.
@@ -74,6 +76,7 @@ impl Kind {
             Kind::RunLengthEncode { run },
             Kind::NonTrivialRuns { run },
             Kind::UniqueByKey { run },
+            Kind::ThreeWay,
         ]
     }
 
@@ -85,6 +88,7 @@ impl Kind {
             Kind::SelectIf { percent: 99 },
             Kind::Flagged,
             Kind::Partition,
+            Kind::ThreeWay,
         ];
         for run in RUNS {
             cases.extend([
@@ -105,6 +109,7 @@ impl Kind {
             Kind::Partition => "partition 50% kept (ours 2 outputs in order, CUB 1 with the \
                                 rest reversed at its back; same bytes)"
                 .into(),
+            Kind::ThreeWay => "three-way partition 33% / 34% / 33% (each part in order)".into(),
             Kind::Unique { run } => format!("unique, runs of {run}"),
             Kind::RunLengthEncode { run } => format!("run-length encode, runs of {run}"),
             Kind::NonTrivialRuns { run } => format!("non-trivial runs, runs of {run}"),
@@ -118,6 +123,7 @@ impl Kind {
             Kind::SelectIf { .. } => "DeviceSelect::If",
             Kind::Flagged => "DeviceSelect::Flagged",
             Kind::Partition => "DevicePartition::If",
+            Kind::ThreeWay => "DevicePartition::If (two predicates)",
             Kind::Unique { .. } => "DeviceSelect::Unique",
             Kind::RunLengthEncode { .. } => "DeviceRunLengthEncode::Encode",
             Kind::NonTrivialRuns { .. } => "DeviceRunLengthEncode::NonTrivialRuns",
@@ -131,6 +137,7 @@ impl Kind {
             Kind::SelectIf { .. } => CompactOp::SelectIfLt,
             Kind::Flagged => CompactOp::SelectFlagged,
             Kind::Partition => CompactOp::PartitionIfLt,
+            Kind::ThreeWay => CompactOp::PartitionThreeWayLt,
             Kind::Unique { .. } => CompactOp::SelectUnique,
             Kind::RunLengthEncode { .. } => CompactOp::RunLengthEncode,
             Kind::NonTrivialRuns { .. } => CompactOp::NonTrivialRuns,
@@ -154,8 +161,14 @@ impl Kind {
     fn threshold<T: Elem>(self) -> T {
         match self {
             Kind::SelectIf { percent } => T::threshold(percent),
+            Kind::ThreeWay => T::threshold(33),
             _ => T::threshold(50),
         }
+    }
+
+    /// The three-way partition's second threshold.
+    fn threshold2<T: Elem>(self) -> T {
+        T::threshold(67)
     }
 
     /// Bytes the case moves: every element read once (and its flag, its value), each element
@@ -165,7 +178,7 @@ impl Kind {
         match self {
             Kind::SelectIf { .. } | Kind::Unique { .. } => s * (n + k),
             Kind::Flagged => s * (n + k) + n,
-            Kind::Partition => 2 * s * n,
+            Kind::Partition | Kind::ThreeWay => 2 * s * n,
             Kind::RunLengthEncode { .. } => s * n + (s + 8) * k,
             Kind::NonTrivialRuns { .. } => s * n + 16 * k,
             Kind::UniqueByKey { .. } => (s + 4) * (n + k),
@@ -397,6 +410,8 @@ enum Want<T: Elem> {
     Values(Vec<T>),
     /// The kept and the others, each in order.
     Partition { kept: Vec<T>, rest: Vec<T> },
+    /// The three parts, each in order.
+    ThreeWay([Vec<T>; 3]),
     /// Each run's first element and length.
     Encoded { unique: Vec<T>, counts: Vec<u64> },
     /// Each run of two or more's offset and length.
@@ -414,6 +429,7 @@ impl<T: Elem> Want<T> {
         match self {
             Want::Values(v) => v.len(),
             Want::Partition { kept, .. } => kept.len(),
+            Want::ThreeWay(p) => p[0].len(),
             Want::Encoded { unique, .. } => unique.len(),
             Want::Runs { offsets, .. } => offsets.len(),
             Want::ByKey { keys, .. } => keys.len(),
@@ -437,6 +453,19 @@ fn reference<T: Elem>(kind: Kind, x: &[T], flags: &[u8], values: &[u32]) -> Want
         Kind::Partition => {
             let (kept, rest) = x.iter().partition(|&&v| v < t);
             Want::Partition { kept, rest }
+        }
+        Kind::ThreeWay => {
+            let t2 = kind.threshold2::<T>();
+            let part = |v: T| {
+                if v < t {
+                    0
+                } else if v < t2 {
+                    1
+                } else {
+                    2
+                }
+            };
+            Want::ThreeWay([0, 1, 2].map(|p| x.iter().copied().filter(|&v| part(v) == p).collect()))
         }
         Kind::Unique { .. } => Want::Values(runs(x).map(|(s, _)| x[s]).collect()),
         Kind::RunLengthEncode { .. } => Want::Encoded {
@@ -466,6 +495,7 @@ enum Got<T: Elem> {
     Partition(Vec<T>, Vec<T>),
     /// CUB's: the kept at the front, the others reversed after them, and the count kept.
     CubPartition(Vec<T>, usize),
+    ThreeWay([Vec<T>; 3]),
     Encoded(Vec<T>, Vec<u64>),
     Runs(Vec<u64>, Vec<u64>),
     ByKey(Vec<T::Key>, Vec<u32>),
@@ -482,6 +512,7 @@ fn agrees<T: Elem>(want: &Want<T>, got: &Got<T>) -> bool {
                 && out[..*k] == **kept
                 && out[*k..k + rest.len()].iter().rev().eq(rest.iter())
         }
+        (Want::ThreeWay(w), Got::ThreeWay(g)) => w == g,
         (Want::Encoded { unique, counts }, Got::Encoded(u, c)) => unique == u && counts == c,
         (Want::Runs { offsets, lengths }, Got::Runs(o, l)) => offsets == o && lengths == l,
         (Want::ByKey { keys, values }, Got::ByKey(k, v)) => keys == k && values == v,
@@ -590,6 +621,8 @@ struct Outputs<T: Elem> {
     out: DeviceBuffer<T>,
     /// The partition's others; the device copy's destination.
     other: DeviceBuffer<T>,
+    /// The three-way partition's second part.
+    second: DeviceBuffer<T>,
     /// The run lengths (run-length encode), the offsets (non-trivial runs).
     wide: DeviceBuffer<u64>,
     /// The non-trivial runs' lengths.
@@ -604,11 +637,13 @@ impl<T: Elem> Outputs<T> {
         Ok(Outputs {
             out: ctx.alloc_zeros(n)?,
             other: ctx.alloc_zeros(n)?,
+            second: ctx.alloc_zeros(n)?,
             wide: ctx.alloc_zeros(n)?,
             wide2: ctx.alloc_zeros((n / 2).max(1))?,
             keys: ctx.alloc_zeros(n)?,
             values: ctx.alloc_zeros(n)?,
-            count: ctx.alloc_zeros(1)?,
+            // Two: the three-way partition's two counts.
+            count: ctx.alloc_zeros(2)?,
         })
     }
 
@@ -621,6 +656,11 @@ impl<T: Elem> Outputs<T> {
             }
             Kind::Partition => {
                 ctx.memset_zeros(&mut self.out)?;
+                ctx.memset_zeros(&mut self.other)
+            }
+            Kind::ThreeWay => {
+                ctx.memset_zeros(&mut self.out)?;
+                ctx.memset_zeros(&mut self.second)?;
                 ctx.memset_zeros(&mut self.other)
             }
             Kind::RunLengthEncode { .. } => {
@@ -678,6 +718,18 @@ impl<T: Elem> Outputs<T> {
             Kind::Partition => {
                 Got::Partition(first(ctx, &self.out, k)?, first(ctx, &self.other, n - k)?)
             }
+            Kind::ThreeWay => {
+                // The second part's size: the count's second word.
+                let k2 = ctx.dtoh(&self.count)?[1] as usize;
+                if k + k2 > n {
+                    return Ok(None);
+                }
+                Got::ThreeWay([
+                    first(ctx, &self.out, k)?,
+                    first(ctx, &self.second, k2)?,
+                    first(ctx, &self.other, n - k - k2)?,
+                ])
+            }
             Kind::RunLengthEncode { .. } => {
                 Got::Encoded(first(ctx, &self.out, k)?, first(ctx, &self.wide, k)?)
             }
@@ -705,6 +757,15 @@ fn ours<T: Elem>(
         Kind::SelectIf { .. } => ctx.select_into(x, &mut o.out, &mut o.count, pred),
         Kind::Flagged => ctx.select_flagged_into(x, &ins.flags.bufs[i], &mut o.out, &mut o.count),
         Kind::Partition => ctx.partition_into(x, &mut o.out, &mut o.other, &mut o.count, pred),
+        Kind::ThreeWay => ctx.partition_three_way_into(
+            x,
+            &mut o.out,
+            &mut o.second,
+            &mut o.other,
+            &mut o.count,
+            pred,
+            Predicate::Lt(kind.threshold2::<T>()),
+        ),
         Kind::Unique { .. } => ctx.unique_into(x, &mut o.out, &mut o.count),
         Kind::RunLengthEncode { .. } => {
             ctx.run_length_encode_into(x, &mut o.out, &mut o.wide, &mut o.count)
@@ -726,6 +787,8 @@ fn ours<T: Elem>(
 /// The outputs' device addresses, for CUB.
 struct OutAddrs {
     out: u64,
+    other: u64,
+    second: u64,
     wide: u64,
     wide2: u64,
     keys: u64,
@@ -737,6 +800,8 @@ impl OutAddrs {
     fn of<T: Elem>(ctx: &Context, o: &Outputs<T>) -> Result<OutAddrs> {
         Ok(OutAddrs {
             out: ctx.device_addr(&o.out)?,
+            other: ctx.device_addr(&o.other)?,
+            second: ctx.device_addr(&o.second)?,
             wide: ctx.device_addr(&o.wide)?,
             wide2: ctx.device_addr(&o.wide2)?,
             keys: ctx.device_addr(&o.keys)?,
@@ -776,6 +841,13 @@ unsafe fn cub_call<T: Elem>(
             }
             Kind::Partition => {
                 cub.partition_if_lt::<T>(temp, temp_bytes, x, o.out, o.count, n, t, stream)
+            }
+            Kind::ThreeWay => {
+                let (a, b, c) = (o.out, o.second, o.other);
+                let t2 = kind.threshold2::<T>();
+                cub.partition_three_way_lt::<T>(
+                    temp, temp_bytes, x, a, b, c, o.count, n, t, t2, stream,
+                )
             }
             Kind::Unique { .. } => {
                 cub.select_unique::<T>(temp, temp_bytes, x, o.out, o.count, n, stream)
