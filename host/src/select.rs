@@ -11,14 +11,16 @@
 //! | [`Context::nonzero`]`(x, indices)` | `x[i] != 0` (a NaN counts) | their indices |
 //! | [`Context::select_flagged`]`(x, flags, out)` | `flags[i] != 0` (`masked_select`) | the values |
 //! | [`Context::partition`]`(x, selected, rest, pred)` | `pred(x[i])` | the kept values, the others (both in order) |
-//! | [`Context::partition_three_way`]`(x, a, b, rest, p, q)` | `p(x[i])`, else `q(x[i])` | the three parts, each in order |
+//! | [`Context::partition_three_way`]`(x, first_out, second_out, rest, first, second)` | `first(x[i])`, else `second(x[i])` | the three parts, each in order |
 //! | [`Context::unique`]`(x, out)` | the first of each run of equal elements | the values |
 //! | [`Context::run_length_encode`]`(x, unique, counts)` | the same | the values and each run's length |
 //! | [`Context::non_trivial_runs`]`(x, offsets, lengths)` | the runs of two or more | their first indices and lengths |
 //! | [`Context::select_custom`]`::<T, P>(lib, x, out)` | a user predicate `P` | the values |
 //!
-//! Each returns the number kept (blocking); its `_into` form leaves it in a device `u64`
-//! (never blocks; capturable in a CUDA graph), its `_async` form returns a [`Pending`]. An output too small is an
+//! Each returns the number kept (blocking; the three-way partition: the sizes of its first two
+//! parts); its `_into` form leaves it in a device `u64` (the three-way partition: two) (never
+//! blocks; capturable in a CUDA graph), its `_async` form returns a [`Pending`]. An output too
+//! small is an
 //! [`Error::OutputTooSmall`] naming how many were needed, after what fits was written; nothing
 //! is written past an output's end. Element types: i32, u32, i64, u64, f32, f64 (and f16, bf16
 //! with the `f16` feature); indices and counts are `u64`.
@@ -27,8 +29,9 @@ use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::select::predicate::{NEGATE, Ordered};
 use kernels::select::{
-    BLOCK, Bounds, DELAY_NS, Flagged, NonTrivialRuns, PREFETCH_BYTES, PREFETCH_FLAGGED_BYTES, Runs,
-    SelectInstance, SelectParams, SimSelectFn, ThreeWay, Unique, tile_elems,
+    BLOCK, Bounds, DELAY_NS, Flagged, MODE_IF, NonTrivialRuns, PREFETCH_BYTES,
+    PREFETCH_FLAGGED_BYTES, Runs, SelectInstance, SelectParams, SimSelectFn, ThreeWay, Unique,
+    tile_elems,
 };
 
 use crate::error::{Error, Result, plural};
@@ -176,7 +179,11 @@ fn check_counts(call: &str, n: u64, kept: [u64; 2], lens: [Option<u64>; 5]) -> R
         check(kept2, len, "the second part")?;
     }
     if let Some(len) = lens[2] {
-        check(n - kept - kept2, len, "the rest")?;
+        check(
+            n.saturating_sub(kept).saturating_sub(kept2),
+            len,
+            "the rest",
+        )?;
     }
     Ok([kept, kept2])
 }
@@ -291,8 +298,8 @@ impl Context {
         ws.lock().unwrap_or_else(|p| p.into_inner()).delay_ns = ns;
     }
 
-    /// Override how many tiles ahead each compaction block asks L2 for (`None`: the default;
-    /// 0: none). For tuning runs; results do not depend on it.
+    /// Override how many tiles ahead each compaction block asks L2 for (`None`: the default,
+    /// `PREFETCH_BYTES` ahead, `PREFETCH_FLAGGED_BYTES` with a byte mask; 0: none). For tuning runs; results do not depend on it.
     pub fn set_select_prefetch(&self, tiles: Option<u32>) {
         let ws = self.workspace::<SelectWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).prefetch = tiles;
@@ -885,7 +892,8 @@ impl Context {
 
     /// A user predicate's selection: `P`'s kernel over `T`, exported by
     /// `kernels::select_kernels!` in a kernel crate whose PTX `lib` embeds. As
-    /// [`Context::select`] otherwise.
+    /// [`Context::select`] otherwise. `P` selects by its `select` (`MODE_IF`, the trait's
+    /// default); another mode (a mask, runs, a three-way pair) is an [`Error::Unsupported`].
     pub fn select_custom<'a, 'b, T, P>(
         &self,
         lib: &'static KernelLibrary,
@@ -896,6 +904,14 @@ impl Context {
         T: DeviceElement,
         P: SelectInstance<T>,
     {
+        if P::MODE != MODE_IF {
+            return Err(Error::Unsupported {
+                op: "select_custom".into(),
+                dtype: T::DTYPE,
+                reason: "the predicate's kernel is not a selection by predicate (its MODE is \
+                         not MODE_IF: a mask, runs or a three-way pair need their own outputs)",
+            });
+        }
         let outs = Outputs::values(out.into());
         self.select_run(
             lib,
@@ -1037,7 +1053,9 @@ impl Context {
             Count::Scratch(addr),
         )?;
         self.pending_on_device(count, k.name, move |w: [u64; ACC_WORDS]| {
-            check_counts(call, n, [w[0], w[1]], lens).map(pick)
+            // The second word is a three-way partition's only (a second output).
+            let second = if lens[4].is_some() { w[1] } else { 0 };
+            check_counts(call, n, [w[0], second], lens).map(pick)
         })
     }
 

@@ -195,6 +195,10 @@ fn check_one<T: TestElem + SelectElement + PartialOrd>(
         let want3: Vec<Vec<T>> = (0..3)
             .map(|w| x.iter().copied().filter(|&v| part(v) == w).collect())
             .collect();
+        // Fresh outputs: the partition above left the first part in `out` already.
+        for o in [&mut out, &mut second, &mut rest] {
+            ctx.memset_zeros(o).unwrap();
+        }
         let (a, b) = ctx
             .partition_three_way(dx, &mut out, &mut second, &mut rest, pred, q)
             .unwrap();
@@ -505,73 +509,93 @@ pub fn check_select_edges(ctx: &Context) {
         .unwrap();
     assert_eq!(p.wait().unwrap(), 3333);
     assert_eq!(ctx.non_trivial_runs(&dx, &mut offs, &mut all).unwrap(), 0);
-    // Three ways over 0..10,000: < 3000, then < 7000, then the 3,000 others; each part short
-    // in turn (its error, what fits written, nothing past the end).
-    let (lt3, lt7) = (Predicate::Lt(3000u32), Predicate::Lt(7000));
+    // Three ways over 0..10,000: < 3000, then < 9500 (across the first tile's end, 8192), then
+    // the 500 others; each part short in turn with the others whole (its error, what fits
+    // written, nothing past the end, the others complete).
+    let (lt3, lt95) = (Predicate::Lt(3000u32), Predicate::Lt(9500));
     let mut mid = ctx.alloc_zeros::<u32>(n).unwrap();
-    let mut fenced = ctx.htod(&[u32::MAX; 200]).unwrap();
-    let e = ctx
-        .partition_three_way(
-            &dx,
-            fenced.view_mut(0..100).unwrap(),
-            &mut mid,
-            &mut rest,
-            lt3,
-            lt7,
-        )
-        .unwrap_err();
-    assert_too_small(&e, 3000, 100);
-    let f = ctx.dtoh(&fenced).unwrap();
-    assert_eq!(f[..100], x[..100]);
-    assert!(
-        f[100..].iter().all(|&v| v == u32::MAX),
-        "nothing past the end"
-    );
-    let mut fenced = ctx.htod(&[u32::MAX; 200]).unwrap();
     let mut rest3 = ctx.alloc_zeros::<u32>(n).unwrap();
+    let fence = |ctx: &Context| ctx.htod(&[u32::MAX; 200]).unwrap();
+    let fenced_holds = |f: &[u32], want: &[u32]| {
+        assert_eq!(f[..100], *want, "what fits is written");
+        assert!(
+            f[100..].iter().all(|&v| v == u32::MAX),
+            "nothing past the end"
+        );
+    };
+    let mut f = fence(ctx);
     let e = ctx
         .partition_three_way(
             &dx,
-            &mut sel,
-            fenced.view_mut(0..100).unwrap(),
+            f.view_mut(0..100).unwrap(),
+            &mut mid,
             &mut rest3,
             lt3,
-            lt7,
+            lt95,
         )
         .unwrap_err();
-    assert_too_small(&e, 4000, 100);
-    let f = ctx.dtoh(&fenced).unwrap();
-    assert_eq!(f[..100], x[3000..3100]);
-    assert!(
-        f[100..].iter().all(|&v| v == u32::MAX),
-        "nothing past the end"
-    );
-    let mut fenced = ctx.htod(&[u32::MAX; 200]).unwrap();
+    assert_too_small(&e, 3000, 100);
+    fenced_holds(&ctx.dtoh(&f).unwrap(), &x[..100]);
+    assert_eq!(ctx.dtoh(&mid).unwrap()[..6500], x[3000..9500]);
+    assert_eq!(ctx.dtoh(&rest3).unwrap()[..500], x[9500..]);
+    let mut f = fence(ctx);
+    ctx.memset_zeros(&mut rest3).unwrap();
+    let e = ctx
+        .partition_three_way(
+            &dx,
+            &mut sel,
+            f.view_mut(0..100).unwrap(),
+            &mut rest3,
+            lt3,
+            lt95,
+        )
+        .unwrap_err();
+    assert_too_small(&e, 6500, 100);
+    fenced_holds(&ctx.dtoh(&f).unwrap(), &x[3000..3100]);
+    assert_eq!(ctx.dtoh(&sel).unwrap()[..3000], x[..3000]);
+    assert_eq!(ctx.dtoh(&rest3).unwrap()[..500], x[9500..]);
+    let mut f = fence(ctx);
+    ctx.memset_zeros(&mut mid).unwrap();
     let e = ctx
         .partition_three_way(
             &dx,
             &mut sel,
             &mut mid,
-            fenced.view_mut(0..100).unwrap(),
+            f.view_mut(0..100).unwrap(),
             lt3,
-            lt7,
+            lt95,
         )
         .unwrap_err();
-    assert_too_small(&e, 3000, 100);
-    let f = ctx.dtoh(&fenced).unwrap();
-    assert_eq!(f[..100], x[7000..7100]);
-    assert!(
-        f[100..].iter().all(|&v| v == u32::MAX),
-        "nothing past the end"
-    );
-    // The counts on the device (two words; one is too few), and pending.
+    assert_too_small(&e, 500, 100);
+    fenced_holds(&ctx.dtoh(&f).unwrap(), &x[9500..9600]);
+    assert_eq!(ctx.dtoh(&mid).unwrap()[..6500], x[3000..9500]);
+    // The counts on the device (two words; one is too few): all three parts whole, or with a
+    // short rest the counts still and nothing past its end; pending: the counts, an error.
     let mut two = ctx.alloc_zeros::<u64>(2).unwrap();
-    ctx.partition_three_way_into(&dx, &mut sel, &mut mid, &mut rest3, &mut two, lt3, lt7)
+    for o in [&mut sel, &mut mid, &mut rest3] {
+        ctx.memset_zeros(o).unwrap();
+    }
+    ctx.partition_three_way_into(&dx, &mut sel, &mut mid, &mut rest3, &mut two, lt3, lt95)
         .unwrap();
-    assert_eq!(ctx.dtoh(&two).unwrap(), [3000, 4000]);
-    assert_eq!(ctx.dtoh(&rest3).unwrap()[..3000], x[7000..]);
+    assert_eq!(ctx.dtoh(&two).unwrap(), [3000, 6500]);
+    assert_eq!(ctx.dtoh(&sel).unwrap()[..3000], x[..3000]);
+    assert_eq!(ctx.dtoh(&mid).unwrap()[..6500], x[3000..9500]);
+    assert_eq!(ctx.dtoh(&rest3).unwrap()[..500], x[9500..]);
+    let mut f = fence(ctx);
+    ctx.partition_three_way_into(
+        &dx,
+        &mut sel,
+        &mut mid,
+        f.view_mut(0..100).unwrap(),
+        &mut two,
+        lt95,
+        lt3,
+    )
+    .unwrap();
+    assert_eq!(ctx.dtoh(&two).unwrap(), [9500, 0]);
+    fenced_holds(&ctx.dtoh(&f).unwrap(), &x[9500..9600]);
     assert!(matches!(
-        ctx.partition_three_way_into(&dx, &mut sel, &mut mid, &mut rest3, &mut count, lt3, lt7),
+        ctx.partition_three_way_into(&dx, &mut sel, &mut mid, &mut rest3, &mut count, lt3, lt95),
         Err(Error::OutputTooSmall {
             needed: 2,
             got: 1,
@@ -590,9 +614,29 @@ pub fn check_select_edges(ctx: &Context) {
         .unwrap();
     assert_eq!(p.wait().unwrap(), (1000, 3000));
     assert_eq!(ctx.dtoh(&mid).unwrap()[..3000], x[..3000]);
-    let nothing = ctx.alloc_zeros::<u32>(0).unwrap();
-    ctx.partition_three_way_into(&nothing, &mut sel, &mut mid, &mut rest3, &mut two, lt3, lt7)
+    let p = ctx
+        .partition_three_way_async(
+            &dx,
+            &mut sel,
+            mid.view_mut(0..10).unwrap(),
+            &mut rest3,
+            lt3,
+            lt95,
+        )
         .unwrap();
+    assert!(matches!(
+        p.wait(),
+        Err(Error::OutputTooSmall {
+            needed: 6500,
+            got: 10,
+            ..
+        })
+    ));
+    let nothing = ctx.alloc_zeros::<u32>(0).unwrap();
+    ctx.partition_three_way_into(
+        &nothing, &mut sel, &mut mid, &mut rest3, &mut two, lt3, lt95,
+    )
+    .unwrap();
     assert_eq!(ctx.dtoh(&two).unwrap(), [0, 0]);
     // All kept, none kept, empty.
     assert_eq!(
@@ -686,6 +730,9 @@ pub fn check_select_half(ctx: &Context, n: usize) {
                     "rest {what}"
                 );
                 let (q, keep_q) = cases[(i + 3) % cases.len()];
+                for o in [&mut out, &mut second, &mut rest] {
+                    ctx.memset_zeros(o).unwrap();
+                }
                 let (a, b) = ctx
                     .partition_three_way(&dx, &mut out, &mut second, &mut rest, pred, q)
                     .unwrap();

@@ -129,7 +129,8 @@ pub trait Predicate<T>: Copy + 'static {
 
 /// A three-way partition by two predicates: `A`'s elements first, then `B`'s among the others,
 /// then the rest (CUB's three-way `DevicePartition::If`). `A` sees the launch's first bounds,
-/// `B` the second; both are [`MODE_IF`] predicates (the built-in [`Bounds`] or a user's).
+/// `B` the second; both are [`MODE_IF`] predicates. The built-in kernels use two [`Bounds`];
+/// the host has no call for a user's pair yet.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ThreeWay<A, B>(pub A, pub B);
 
