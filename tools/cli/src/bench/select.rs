@@ -1,8 +1,10 @@
 //! Compaction (issue 36): select-if keeping 1%, 50% and 99% (`x < t` over values uniform on the
-//! type), select-flagged and a partition keeping 50%, and unique, run-length encode, non-trivial
-//! runs and unique by key (u32 values) of runs of equal values; ours (the `_into` forms, the
+//! type), select-flagged and a partition keeping 50%, a three-way partition (a third each), and
+//! unique, run-length encode, non-trivial runs and unique by key (u32 values) of runs of equal
+//! values; ours (the `_into` forms, the
 //! count left on the device) against CUB's `DeviceSelect::If` / `Flagged` / `Unique` /
-//! `UniqueByKey`, `DevicePartition::If` and `DeviceRunLengthEncode::Encode` / `NonTrivialRuns`
+//! `UniqueByKey`, `DevicePartition::If` (two- and three-way) and `DeviceRunLengthEncode::Encode`
+//! / `NonTrivialRuns`
 //! (each loaded shim that has the call; an older one's rows are left out and the column says
 //! "not available") and the device copy in the same run.
 //!
@@ -1225,7 +1227,7 @@ mod tests {
             ]
         );
         let matrix = Kind::matrix_cases();
-        assert_eq!(matrix.len(), 17);
+        assert_eq!(matrix.len(), 18);
         let mut names: Vec<String> = matrix.iter().map(|k| k.name()).collect();
         for k in Kind::default_cases() {
             assert!(matrix.contains(&k), "{k:?}");
