@@ -8,13 +8,12 @@
 //! | [`Context::reduce_by_key_into`]`(keys, values, unique_out, aggregates_out, num_runs, op)` | left in `num_runs[0]` (never blocks) |
 //! | [`Context::reduce_by_key_async`]`(keys, values, unique_out, aggregates_out, op)` | a [`Pending`] |
 //! | [`Context::reduce_by_key_custom`]`::<K, T, O>(lib, keys, values, unique_out, aggregates_out)` | returned, for a user operator |
-//! | [`Context::unique_by_key`]`(keys, values, unique_out, first_out)` | returned: each run's key and first value (also `_into`, `_async`) |
 //!
 //! Operators: [`Reduction::SCAN`] (sum, min, max); keys u32 or u64, values i32, u32, i64, u64,
 //! f32, f64 ([`ReduceByKeyElement`]). The scan by key is [`Context::scan_by_key`].
 
 use kernels::Kernel;
-use kernels::reduce::by_key::{First, ReduceByKeyInstance, ReduceByKeyParams, SimReduceByKeyFn};
+use kernels::reduce::by_key::{ReduceByKeyInstance, ReduceByKeyParams, SimReduceByKeyFn};
 use kernels::scan::Headed;
 use kernels::scan::policy::ACTIVE;
 
@@ -39,8 +38,6 @@ pub trait ReduceByKeyElement<K>: ScanElement {
     /// The built-in kernel of `op`; `None` for an operator the family lacks (it offers
     /// [`Reduction::SCAN`]: sum, min and max).
     fn reduce_by_key_kernel(op: Reduction) -> Option<ReduceByKeyKernel<K, Self>>;
-    /// The unique-by-key kernel (reduce by key with `kernels::reduce::by_key::First`).
-    fn unique_by_key_kernel() -> ReduceByKeyKernel<K, Self>;
 }
 
 /// [`ReduceByKeyElement`] of every (key, value) pair of the kernels' built-in table.
@@ -53,9 +50,6 @@ macro_rules! reduce_by_key_element {
             fn reduce_by_key_kernel(op: Reduction) -> Option<ReduceByKeyKernel<$k, $t>> {
                 $( scan_arm!(op, $op, <$Op as ReduceByKeyInstance<$k, $t>>::KERNEL); )*
                 None
-            }
-            fn unique_by_key_kernel() -> ReduceByKeyKernel<$k, $t> {
-                <First as ReduceByKeyInstance<$k, $t>>::KERNEL
             }
         }
     };
@@ -316,75 +310,6 @@ impl Context {
         self.pending_on_device(count, k.name, finish)
     }
 
-    /// Unique by key (CUB's `DeviceSelect::UniqueByKey`): every maximal run of equal
-    /// consecutive `keys` gives its key to `unique_keys[r]` and its first value to
-    /// `first_values[r]`, in order; returns the number of runs. Reduce by key with the "first"
-    /// operator: one pass, the same arguments, errors and forms (`_into`, `_async`) as
-    /// [`Context::reduce_by_key`]; a NaN value comes back as the canonical NaN, as every
-    /// by-key result.
-    ///
-    /// ```
-    /// # fn main() -> gpu_reduce::Result<()> {
-    /// let ctx = gpu_reduce::Context::sim()?;
-    /// let keys = ctx.htod(&[7u32, 7, 2, 2, 2, 7])?;
-    /// let x = ctx.htod(&[1i64, 2, 3, 4, 5, 6])?;
-    /// let (mut uk, mut first) = (ctx.alloc_zeros::<u32>(6)?, ctx.alloc_zeros::<i64>(6)?);
-    /// let runs = ctx.unique_by_key(&keys, &x, &mut uk, &mut first)? as usize;
-    /// assert_eq!((&ctx.dtoh(&uk)?[..runs], &ctx.dtoh(&first)?[..runs]), (&[7, 2, 7][..], &[1, 3, 6][..]));
-    /// # Ok(()) }
-    /// ```
-    pub fn unique_by_key<'a, 'b, 'c, 'd, K: DeviceElement, T: ReduceByKeyElement<K>>(
-        &self,
-        keys: impl Into<DeviceView<'a, K>>,
-        values: impl Into<DeviceView<'b, T>>,
-        unique_keys: impl Into<DeviceViewMut<'c, K>>,
-        first_values: impl Into<DeviceViewMut<'d, T>>,
-    ) -> Result<u64> {
-        self.reduce_by_key_to_host(
-            &crate::BUILTIN,
-            T::unique_by_key_kernel(),
-            keys.into(),
-            values.into(),
-            unique_keys.into(),
-            first_values.into(),
-        )
-    }
-
-    /// [`Context::unique_by_key`] in stream order (the run count to `num_runs[0]`), as
-    /// [`Context::reduce_by_key_into`].
-    pub fn unique_by_key_into<'a, 'b, 'c, 'd, 'e, K: DeviceElement, T: ReduceByKeyElement<K>>(
-        &self,
-        keys: impl Into<DeviceView<'a, K>>,
-        values: impl Into<DeviceView<'b, T>>,
-        unique_keys: impl Into<DeviceViewMut<'c, K>>,
-        first_values: impl Into<DeviceViewMut<'d, T>>,
-        num_runs: impl Into<DeviceViewMut<'e, u64>>,
-    ) -> Result<()> {
-        let k = T::unique_by_key_kernel();
-        let (keys, values) = (keys.into(), values.into());
-        self.by_key_into(
-            k,
-            keys,
-            values,
-            unique_keys.into(),
-            first_values.into(),
-            num_runs.into(),
-        )
-    }
-
-    /// [`Context::unique_by_key`] without blocking, as [`Context::reduce_by_key_async`].
-    pub fn unique_by_key_async<'a, 'b, 'c, 'd, K: DeviceElement, T: ReduceByKeyElement<K>>(
-        &self,
-        keys: impl Into<DeviceView<'a, K>>,
-        values: impl Into<DeviceView<'b, T>>,
-        unique_keys: impl Into<DeviceViewMut<'c, K>>,
-        first_values: impl Into<DeviceViewMut<'d, T>>,
-    ) -> Result<Pending<'_, u64>> {
-        let k = T::unique_by_key_kernel();
-        let (keys, values) = (keys.into(), values.into());
-        self.by_key_async(k, keys, values, unique_keys.into(), first_values.into())
-    }
-
     fn check_by_key<K, T>(keys: &DeviceView<'_, K>, values: &DeviceView<'_, T>) -> Result<()> {
         if keys.len() != values.len() {
             return Err(Error::LengthMismatch {
@@ -506,8 +431,6 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
             names.extend(<T as ReduceByKeyElement<u32>>::reduce_by_key_kernel(op).map(|k| k.name));
             names.extend(<T as ReduceByKeyElement<u64>>::reduce_by_key_kernel(op).map(|k| k.name));
         }
-        names.push(<T as ReduceByKeyElement<u32>>::unique_by_key_kernel().name);
-        names.push(<T as ReduceByKeyElement<u64>>::unique_by_key_kernel().name);
     }
     let mut names = Vec::new();
     macro_rules! each {

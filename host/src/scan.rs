@@ -173,8 +173,8 @@ pub(crate) struct ScanWorkspace {
 
 struct ScanBuffers {
     counter: DeviceBuffer<u32>,
-    /// 16 bytes per tile: a status word, a status word and a 4-byte value packed in a u64, or
-    /// a 16-byte slot of two such words (`TileStatus::two_word_slots`).
+    /// [`STATUS_BYTES`] per tile: a status word, a status word and a 4-byte value packed in a
+    /// u64, or a 16- or 32-byte slot of two or four such words (`TileStatus::tagged_slots`).
     flags: DeviceBuffer<u32>,
     /// Aggregates then prefixes (the look-back), or range slots (fixed-order prefixes):
     /// [`VALUE_BYTES`] per tile.
@@ -185,6 +185,8 @@ struct ScanBuffers {
 /// 16-byte accumulators (`fixed_order_bytes_per_tile`), which also hold the look-back's aggregates
 /// and prefixes.
 const VALUE_BYTES: usize = kernels::scan::fixed_order::fixed_order_bytes_per_tile(4) as usize;
+/// Bytes per tile of a scan's status area.
+const STATUS_BYTES: usize = kernels::scan::lookback::STATUS_BYTES_PER_TILE;
 
 /// The addresses one scan launch needs.
 pub(crate) struct ScanArgs {
@@ -203,19 +205,19 @@ impl Context {
         let too_many = || Error::TooLarge {
             what: "the tiles of a scan (its workspace in bytes overflows the address space)".into(),
             size: tiles,
-            limit: ((usize::MAX - 16) / (16 + VALUE_BYTES)) as u64,
+            limit: ((usize::MAX - 16) / (STATUS_BYTES + VALUE_BYTES)) as u64,
         };
         let t = usize::try_from(tiles).map_err(|_| too_many())?;
         let graph_bytes = t
-            .checked_mul(16 + VALUE_BYTES)
+            .checked_mul(STATUS_BYTES + VALUE_BYTES)
             .and_then(|b| b.checked_add(16))
             .ok_or_else(too_many)?;
         if let Some(base) = self.graph_scratch(graph_bytes)? {
-            // counter (16 bytes), flags (16 per tile), values (VALUE_BYTES per tile). All is
+            // counter (16 bytes), flags (STATUS_BYTES per tile), values (VALUE_BYTES per tile). All is
             // cleared in the graph: the epoch is fixed there, and a replay must meet neither
             // the last replay's status words nor its range slots.
             self.memset_raw(base, graph_bytes)?;
-            let values = base + 16 + 16 * tiles;
+            let values = base + 16 + STATUS_BYTES as u64 * tiles;
             return Ok(ScanArgs {
                 counter: base,
                 flags: base + 16,
@@ -241,7 +243,7 @@ impl Context {
                 ws.epoch = 0;
                 slot.insert(ScanBuffers {
                     counter: self.alloc_zeros::<u32>(1)?,
-                    flags: self.alloc_zeros::<u32>(4 * len)?,
+                    flags: self.alloc_zeros::<u32>(STATUS_BYTES / 4 * len)?,
                     values: self.alloc_zeros::<u64>(VALUE_BYTES / 8 * len)?,
                 })
             }

@@ -15,6 +15,7 @@
 //! | [`Context::unique`]`(x, out)` | the first of each run of equal elements | the values |
 //! | [`Context::run_length_encode`]`(x, unique, counts)` | the same | the values and each run's length |
 //! | [`Context::non_trivial_runs`]`(x, offsets, lengths)` | the runs of two or more | their first indices and lengths |
+//! | [`Context::unique_by_key`]`(keys, values, unique_keys, first_values)` | the first of each run of equal keys | its key and value |
 //! | [`Context::select_custom`]`::<T, P>(lib, x, out)` | a user predicate `P` | the values |
 //!
 //! Each returns the number kept (blocking; the three-way partition: the sizes of its first two
@@ -31,7 +32,7 @@ use kernels::select::predicate::{NEGATE, Ordered};
 use kernels::select::{
     BLOCK, Bounds, DELAY_NS, Flagged, MODE_IF, NonTrivialRuns, PREFETCH_BYTES,
     PREFETCH_FLAGGED_BYTES, Runs, SelectInstance, SelectParams, SimSelectFn, ThreeWay, Unique,
-    tile_elems,
+    UniqueByKey, tile_elems,
 };
 
 use crate::error::{Error, Result, plural};
@@ -54,14 +55,14 @@ pub trait SelectElement: DeviceElement + ShflValue + Ordered {
     /// A float type (NaN and infinities exist).
     const FLOAT: bool;
     #[doc(hidden)]
-    fn select_kernels() -> [SelectKernel<Self>; 6];
+    fn select_kernels() -> [SelectKernel<Self>; 7];
 }
 
 macro_rules! select_element {
     ($float:literal $t:ident $ops:tt) => {
         impl SelectElement for kernels::builtin_elem!($t) {
             const FLOAT: bool = $float;
-            fn select_kernels() -> [SelectKernel<Self>; 6] {
+            fn select_kernels() -> [SelectKernel<Self>; 7] {
                 type T = kernels::builtin_elem!($t);
                 [
                     <Bounds as SelectInstance<T>>::KERNEL,
@@ -70,6 +71,7 @@ macro_rules! select_element {
                     <Runs as SelectInstance<T>>::KERNEL,
                     <NonTrivialRuns as SelectInstance<T>>::KERNEL,
                     <ThreeWay<Bounds, Bounds> as SelectInstance<T>>::KERNEL,
+                    <UniqueByKey as SelectInstance<T>>::KERNEL,
                 ]
             }
         }
@@ -149,9 +151,9 @@ enum Count<'c> {
 }
 
 /// `kept` (the kept, and a three-way partition's second part) if the outputs (`lens`: values,
-/// indices, rest, run lengths, second part; `None` when not asked for) had room, else the
-/// error naming how many were needed.
-fn check_counts(call: &str, n: u64, kept: [u64; 2], lens: [Option<u64>; 5]) -> Result<[u64; 2]> {
+/// indices, rest, run lengths, second part, unique by key's values; `None` when not asked
+/// for) had room, else the error naming how many were needed.
+fn check_counts(call: &str, n: u64, kept: [u64; 2], lens: [Option<u64>; 6]) -> Result<[u64; 2]> {
     let [kept, kept2] = kept;
     let check = |needed: u64, got: u64, what: &str| -> Result<()> {
         if needed > got {
@@ -174,6 +176,9 @@ fn check_counts(call: &str, n: u64, kept: [u64; 2], lens: [Option<u64>; 5]) -> R
     }
     if let Some(len) = lens[3] {
         check(kept, len, "the run lengths")?;
+    }
+    if let Some(len) = lens[5] {
+        check(kept, len, "the first values")?;
     }
     if let Some(len) = lens[4] {
         check(kept2, len, "the second part")?;
@@ -198,6 +203,18 @@ struct Outputs<'v, 'i, 'r, 'l, T> {
     lengths: Option<DeviceViewMut<'l, u64>>,
     /// A three-way partition's second part.
     second: Option<DeviceViewMut<'r, T>>,
+    /// Unique by key: the values beside the keys (`x`), and each run's first value.
+    gather: Option<Gather>,
+}
+
+/// Unique by key's values: their device addresses (the caller holds their stream-order
+/// guards through the launch), the output's length and a value's bytes.
+#[derive(Clone, Copy)]
+struct Gather {
+    src: u64,
+    dst: u64,
+    len: u64,
+    bytes: u32,
 }
 
 impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
@@ -208,6 +225,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             rest: None,
             lengths: None,
             second: None,
+            gather: None,
         }
     }
     fn indices(indices: DeviceViewMut<'i, u64>) -> Self {
@@ -217,6 +235,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             rest: None,
             lengths: None,
             second: None,
+            gather: None,
         }
     }
     fn values_and_indices(values: DeviceViewMut<'v, T>, indices: DeviceViewMut<'i, u64>) -> Self {
@@ -226,6 +245,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             rest: None,
             lengths: None,
             second: None,
+            gather: None,
         }
     }
     fn partition(selected: DeviceViewMut<'v, T>, rest: DeviceViewMut<'r, T>) -> Self {
@@ -235,6 +255,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             rest: Some(rest),
             lengths: None,
             second: None,
+            gather: None,
         }
     }
     fn runs(unique: DeviceViewMut<'v, T>, lengths: DeviceViewMut<'l, u64>) -> Self {
@@ -244,6 +265,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             rest: None,
             lengths: Some(lengths),
             second: None,
+            gather: None,
         }
     }
     fn three_way(
@@ -257,16 +279,18 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             rest: Some(rest),
             lengths: None,
             second: Some(second),
+            gather: None,
         }
     }
     /// Each output's length (`None`: not asked for), as [`check_counts`] takes them.
-    fn lens(&self) -> [Option<u64>; 5] {
+    fn lens(&self) -> [Option<u64>; 6] {
         [
             self.values.as_ref().map(|v| v.len() as u64),
             self.indices.as_ref().map(|v| v.len() as u64),
             self.rest.as_ref().map(|v| v.len() as u64),
             self.lengths.as_ref().map(|v| v.len() as u64),
             self.second.as_ref().map(|v| v.len() as u64),
+            self.gather.map(|g| g.len),
         ]
     }
     fn nontrivial_runs(offsets: DeviceViewMut<'i, u64>, lengths: DeviceViewMut<'l, u64>) -> Self {
@@ -276,6 +300,7 @@ impl<'v, 'i, 'r, 'l, T> Outputs<'v, 'i, 'r, 'l, T> {
             rest: None,
             lengths: Some(lengths),
             second: None,
+            gather: None,
         }
     }
 }
@@ -1001,6 +1026,139 @@ impl Context {
         self.select_pending(k, "unique_async", x.into(), None, outs, (0, 0, 0))
     }
 
+    /// Unique by key (CUB's `DeviceSelect::UniqueByKey`): every maximal run of equal
+    /// consecutive `keys` gives its key to `unique_keys[r]` and its first value to
+    /// `first_values[r]` (the value's bits, copied), in order; returns the number of runs.
+    /// One pass: [`Context::unique`] over the keys (any compaction type, compared as there:
+    /// IEEE `==`, so each NaN key is a run of its own), each run's value read at its first
+    /// element; values of any element type. `keys` and `values` of one length; each output
+    /// needs room for every run (the input length always suffices), else
+    /// [`Error::OutputTooSmall`] naming how many were needed, after what fits was written.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let keys = ctx.htod(&[7u32, 7, 2, 2, 2, 7])?;
+    /// let x = ctx.htod(&[1i64, 2, 3, 4, 5, 6])?;
+    /// let (mut uk, mut first) = (ctx.alloc_zeros::<u32>(6)?, ctx.alloc_zeros::<i64>(6)?);
+    /// let runs = ctx.unique_by_key(&keys, &x, &mut uk, &mut first)? as usize;
+    /// assert_eq!((&ctx.dtoh(&uk)?[..runs], &ctx.dtoh(&first)?[..runs]), (&[7, 2, 7][..], &[1, 3, 6][..]));
+    /// # Ok(()) }
+    /// ```
+    pub fn unique_by_key<'a, 'b, 'c, 'd, K: SelectElement, T: DeviceElement>(
+        &self,
+        keys: impl Into<DeviceView<'a, K>>,
+        values: impl Into<DeviceView<'b, T>>,
+        unique_keys: impl Into<DeviceViewMut<'c, K>>,
+        first_values: impl Into<DeviceViewMut<'d, T>>,
+    ) -> Result<u64> {
+        let call = "unique_by_key";
+        let (values, first) = (values.into(), first_values.into());
+        self.with_gather(
+            call,
+            keys.into(),
+            values,
+            unique_keys.into(),
+            first,
+            |keys, outs| {
+                let k = K::select_kernels()[6];
+                self.select_run(
+                    &crate::BUILTIN,
+                    k,
+                    call,
+                    keys,
+                    None,
+                    outs,
+                    (0, 0, 0),
+                    Count::Host,
+                )
+            },
+        )
+    }
+
+    /// [`Context::unique_by_key`] in stream order (the number of runs to `num_runs[0]`).
+    pub fn unique_by_key_into<'a, 'b, 'c, 'd, 'e, K: SelectElement, T: DeviceElement>(
+        &self,
+        keys: impl Into<DeviceView<'a, K>>,
+        values: impl Into<DeviceView<'b, T>>,
+        unique_keys: impl Into<DeviceViewMut<'c, K>>,
+        first_values: impl Into<DeviceViewMut<'d, T>>,
+        num_runs: impl Into<DeviceViewMut<'e, u64>>,
+    ) -> Result<()> {
+        let call = "unique_by_key_into";
+        let (values, first, count) = (values.into(), first_values.into(), num_runs.into());
+        self.with_gather(
+            call,
+            keys.into(),
+            values,
+            unique_keys.into(),
+            first,
+            |keys, outs| {
+                let k = K::select_kernels()[6];
+                let count = Count::Device(count);
+                self.select_run(&crate::BUILTIN, k, call, keys, None, outs, (0, 0, 0), count)
+                    .map(drop)
+            },
+        )
+    }
+
+    /// [`Context::unique_by_key`] without blocking (see [`Context::select_async`]).
+    pub fn unique_by_key_async<'a, 'b, 'c, 'd, K: SelectElement, T: DeviceElement>(
+        &self,
+        keys: impl Into<DeviceView<'a, K>>,
+        values: impl Into<DeviceView<'b, T>>,
+        unique_keys: impl Into<DeviceViewMut<'c, K>>,
+        first_values: impl Into<DeviceViewMut<'d, T>>,
+    ) -> Result<Pending<'_, u64>> {
+        let call = "unique_by_key_async";
+        let (values, first) = (values.into(), first_values.into());
+        self.with_gather(
+            call,
+            keys.into(),
+            values,
+            unique_keys.into(),
+            first,
+            |keys, outs| {
+                let k = K::select_kernels()[6];
+                self.select_pending(k, call, keys, None, outs, (0, 0, 0))
+            },
+        )
+    }
+
+    /// Unique by key's outputs: the keys' and, read at each kept key's position, the values'
+    /// (their stream-order guards held through `run`, the launch).
+    fn with_gather<'k, 'u, K: DeviceElement, T: DeviceElement, R>(
+        &self,
+        call: &'static str,
+        keys: DeviceView<'k, K>,
+        values: DeviceView<'_, T>,
+        unique_keys: DeviceViewMut<'u, K>,
+        mut first: DeviceViewMut<'_, T>,
+        run: impl FnOnce(DeviceView<'k, K>, Outputs<'u, 'u, 'u, 'u, K>) -> Result<R>,
+    ) -> Result<R> {
+        if keys.len() != values.len() {
+            return Err(Error::LengthMismatch {
+                what: format!("{call}: the keys (one per value)"),
+                expected: values.len() as u64,
+                got: keys.len() as u64,
+            });
+        }
+        let mut outs = Outputs::values(unique_keys);
+        let len = first.len() as u64;
+        if values.is_empty() {
+            return run(keys, outs);
+        }
+        let (src, _read) = self.read(&values)?;
+        let (dst, _write) = self.write(&mut first)?;
+        outs.gather = Some(Gather {
+            src,
+            dst,
+            len,
+            bytes: size_of::<T>() as u32,
+        });
+        run(keys, outs)
+    }
+
     /// One launch whose count comes back through a [`Pending`].
     fn select_pending<T: DeviceElement>(
         &self,
@@ -1107,7 +1265,7 @@ impl Context {
         }
         let lens = outs.lens();
         // Room in every output of the kept (values, indices, lengths).
-        let capacity = [lens[0], lens[1], lens[3]]
+        let capacity = [lens[0], lens[1], lens[3], lens[5]]
             .into_iter()
             .flatten()
             .min()
@@ -1233,6 +1391,9 @@ impl Context {
                     rest: rp as *mut T,
                     second: sp as *mut T,
                     counts: lp as *mut u64,
+                    values: outs.gather.map_or(0, |g| g.src) as *const u8,
+                    values_out: outs.gather.map_or(0, |g| g.dst) as *mut u8,
+                    value_bytes: outs.gather.map_or(0, |g| g.bytes),
                     capacity,
                     rest_capacity,
                     second_capacity,
@@ -1246,8 +1407,6 @@ impl Context {
                     mode2: bounds[1].2,
                     counter: a.counter as *mut u32,
                     status: a.flags as *mut u32,
-                    run_aggregates: a.aggregates as *mut u64,
-                    run_prefixes: a.prefixes as *mut u64,
                     epoch: a.epoch,
                     delay_ns: ws.delay_ns.unwrap_or(DELAY_NS),
                     prefetch,

@@ -46,7 +46,7 @@ fn run_lengths<K: PartialEq>(keys: &[K]) -> Vec<usize> {
 pub fn check_reduce_by_key(ctx: &Context, sizes: &[usize]) {
     fn each<K, T>(ctx: &Context, sizes: &[usize])
     where
-        K: gpu_reduce::DeviceElement + From<u32> + PartialEq,
+        K: gpu_reduce::SelectElement + From<u32> + PartialEq,
         T: TestElem + ReduceByKeyElement<K>,
     {
         for (s, &n) in sizes.iter().enumerate() {

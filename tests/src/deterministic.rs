@@ -671,9 +671,19 @@ pub fn check_nan_results_canonical(ctx: &Context, n: usize) {
         .reduce_by_key(&keys, &d32, &mut uk, &mut agg32, Reduction::Max)
         .unwrap() as usize;
     assert!(canonical_f32(&ctx.dtoh(&agg32).unwrap()[..runs], "reduce by key max") > 0);
-    // The first value of each run is a copy, yet comes back canonical as every by-key result.
+    // The first value of each run is a copy, as every compaction's: its bits, NaN payloads
+    // and all.
     let runs = ctx.unique_by_key(&keys, &d32, &mut uk, &mut agg32).unwrap() as usize;
-    canonical_f32(&ctx.dtoh(&agg32).unwrap()[..runs], "unique by key");
+    let hk = ctx.dtoh(&keys).unwrap();
+    let heads: Vec<u32> = (0..n)
+        .filter(|&i| i == 0 || hk[i] != hk[i - 1])
+        .map(|i| x32[i].to_bits())
+        .collect();
+    let got: Vec<u32> = ctx.dtoh(&agg32).unwrap()[..runs]
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(got, heads, "unique by key: the first values' bits");
     let offsets = ctx.htod(&csr_offsets(n, 3000, 53)).unwrap();
     let segs = offsets.len() - 1;
     let mut out = ctx.alloc_zeros::<f32>(segs).unwrap();

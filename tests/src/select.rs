@@ -254,6 +254,28 @@ fn check_one<T: TestElem + SelectElement + PartialOrd>(
         "{}",
         what("unique")
     );
+    // Unique by key: the keys `x`, each run's first index as its value (8-byte values).
+    let idx: Vec<u64> = (0..n as u64).map(|i| i * 3 + seed).collect();
+    let want_v: Vec<u64> = (0..n)
+        .filter(|&i| i == 0 || !(x[i] == x[i - 1]))
+        .map(|i| idx[i])
+        .collect();
+    let mut first = ctx.alloc_zeros::<u64>(n.max(1)).unwrap();
+    let k = ctx
+        .unique_by_key(dx, &ctx.htod(&idx).unwrap(), &mut out, &mut first)
+        .unwrap() as usize;
+    assert_eq!(
+        bits(&ctx.dtoh(&out).unwrap()[..k]),
+        bits(&want),
+        "{}",
+        what("unique_by_key keys")
+    );
+    assert_eq!(
+        ctx.dtoh(&first).unwrap()[..k],
+        want_v[..],
+        "{}",
+        what("unique_by_key values")
+    );
 
     let (u, c) = runs_ref(x);
     let k = ctx.run_length_encode(dx, &mut out, &mut ix).unwrap() as usize;
@@ -663,6 +685,58 @@ pub fn check_select_edges(ctx: &Context) {
         ctx.select_flagged(&dx, &mask, &mut sel),
         Err(Error::LengthMismatch { .. })
     ));
+    // Unique by key (the values read at each run's first key): runs of 3 across tile ends,
+    // each output short in turn, the pending and stream-ordered forms, bad lengths, empty.
+    let keys: Vec<u64> = (0..n as u64).map(|i| i / 3).collect();
+    let vals: Vec<u64> = (0..n as u64).map(|i| i * 10 + 1).collect();
+    let (dk, dv) = (ctx.htod(&keys).unwrap(), ctx.htod(&vals).unwrap());
+    let runs = n.div_ceil(3);
+    let want_v: Vec<u64> = (0..runs as u64).map(|r| r * 30 + 1).collect();
+    let mut uk = ctx.alloc_zeros::<u64>(n).unwrap();
+    let mut first = ctx.htod(&vec![u64::MAX; n + 5]).unwrap();
+    assert_eq!(
+        ctx.unique_by_key(&dk, &dv, &mut uk, first.view_mut(0..runs).unwrap())
+            .unwrap(),
+        runs as u64
+    );
+    let got = ctx.dtoh(&first).unwrap();
+    assert_eq!(got[..runs], want_v[..], "unique by key: first values");
+    assert_untouched(&got[runs..]);
+    assert_eq!(
+        ctx.dtoh(&uk).unwrap()[..runs],
+        (0..runs as u64).collect::<Vec<_>>()[..]
+    );
+    let mut first = ctx.htod(&vec![u64::MAX; 100]).unwrap();
+    let e = ctx
+        .unique_by_key(&dk, &dv, &mut uk, first.view_mut(0..40).unwrap())
+        .unwrap_err();
+    assert_too_small(&e, runs as u64, 40);
+    let got = ctx.dtoh(&first).unwrap();
+    assert_eq!(got[..40], want_v[..40], "what fits is written");
+    assert_untouched(&got[40..]);
+    let mut short_k = ctx.htod(&vec![u64::MAX; 100]).unwrap();
+    let mut all = ctx.alloc_zeros::<u64>(n).unwrap();
+    let e = ctx
+        .unique_by_key_async(&dk, &dv, short_k.view_mut(0..50).unwrap(), &mut all)
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert_too_small(&e, runs as u64, 50);
+    assert_untouched(&ctx.dtoh(&short_k).unwrap()[50..]);
+    ctx.unique_by_key_into(&dk, &dv, &mut uk, &mut all, &mut count)
+        .unwrap();
+    assert_eq!(ctx.dtoh(&count).unwrap(), [runs as u64]);
+    assert!(matches!(
+        ctx.unique_by_key(&dk, dv.view(1..n).unwrap(), &mut uk, &mut all),
+        Err(Error::LengthMismatch { .. })
+    ));
+    let (ek, ev) = (
+        ctx.alloc_zeros::<u64>(0).unwrap(),
+        ctx.alloc_zeros::<u64>(0).unwrap(),
+    );
+    ctx.unique_by_key_into(&ek, &ev, &mut uk, &mut all, &mut count)
+        .unwrap();
+    assert_eq!(ctx.dtoh(&count).unwrap(), [0]);
 }
 
 /// f16 and bf16: every call and built-in predicate against the CPU on the values widened to
@@ -778,6 +852,25 @@ pub fn check_select_half(ctx: &Context, n: usize) {
                 bits(&ctx.dtoh(&out).unwrap()[..k]),
                 bits(&want),
                 "unique {}",
+                stringify!($h)
+            );
+            // Unique by key with 2-byte values: the keys' bits reversed, each run's first.
+            let vals: Vec<$h> = x.iter().rev().copied().collect();
+            let want_v: Vec<$h> = (0..n)
+                .filter(|&i| i == 0 || w[i] != w[i - 1])
+                .map(|i| vals[i])
+                .collect();
+            let mut first = ctx.alloc_zeros::<$h>(n.max(1)).unwrap();
+            let k = ctx
+                .unique_by_key(&dx, &ctx.htod(&vals).unwrap(), &mut out, &mut first)
+                .unwrap() as usize;
+            assert_eq!(
+                (
+                    bits(&ctx.dtoh(&out).unwrap()[..k]),
+                    bits(&ctx.dtoh(&first).unwrap()[..k])
+                ),
+                (bits(&want), bits(&want_v)),
+                "unique_by_key {}",
                 stringify!($h)
             );
         }};

@@ -82,6 +82,22 @@ fn regression_sums_of_infinities() {
     );
 }
 
+/// Found by the GPU stress (session 13; the reference, not the library): `min_max` of input
+/// with a NaN returns the library's one NaN (f32: `0x7fffffff`), not the input's payload. The
+/// two cases it found, replayed.
+#[test]
+fn regression_min_max_nan_is_canonical() {
+    use integration_tests::stress::{Contexts, replay};
+    let contexts = Contexts::new(&sim, false);
+    for seed in ["0x279491e825eead6b", "0x9619802ee4913725"] {
+        replay(&format!("transform:{seed}"), &contexts, 1 << 14);
+    }
+    let ctx = sim();
+    let x = [1.0f32, f32::from_bits(0x7fc0_1234), -3.0];
+    let (lo, hi) = ctx.min_max(&ctx.htod(&x).unwrap()).unwrap().unwrap();
+    assert_eq!((lo.to_bits(), hi.to_bits()), (0x7fff_ffff, 0x7fff_ffff));
+}
+
 /// Found by the stress (issue 35): a float sum scan over several ranks must give the bits of
 /// the one-rank scan, whatever the shards (each shard's total used to seed its shard's scan, so
 /// the rounding followed the cuts). The first case found, then f32 and f64 sums over every

@@ -676,6 +676,32 @@ pub unsafe fn shared_slots<T>(a: super::SharedArray<T>, i: usize) -> SharedSlots
     }
 }
 
+/// Load slot `k` of `s`: `ld.shared` (a generic load of shared memory pays the address
+/// space check and a 64-bit address each).
+/// # Safety
+/// Slot `k` lies inside the array, and no other thread writes it between the same two barriers.
+#[inline(always)]
+pub unsafe fn load_slot<T: ShflValue>(s: SharedSlots<T>, k: u32) -> T {
+    let p = s.addr + k * core::mem::size_of::<T>() as u32;
+    let mut w = [0u32; 4];
+    unsafe {
+        match core::mem::size_of::<T>() {
+            2 => {
+                let v: u16;
+                asm!("ld.shared.b16 {v}, [{p}];", v = out(reg16) v, p = in(reg32) p, options(pure, readonly, nostack));
+                w[0] = v as u32;
+            }
+            4 => {
+                asm!("ld.shared.b32 {v}, [{p}];", v = out(reg32) w[0], p = in(reg32) p, options(pure, readonly, nostack))
+            }
+            _ => {
+                asm!("ld.shared.v2.b32 {{{a}, {b}}}, [{p}];", a = out(reg32) w[0], b = out(reg32) w[1], p = in(reg32) p, options(pure, readonly, nostack))
+            }
+        }
+    }
+    T::from_words(w)
+}
+
 /// Store `v` at slot `k` of `s`: `st.shared`.
 /// # Safety
 /// Slot `k` lies inside the array, and no other thread accesses it between the same two

@@ -464,7 +464,7 @@ pub unsafe fn reduce_by_key_device<
             prefixes: core::ptr::null_mut(),
             epoch,
             first_delay_ns: delay_ns,
-            two_word_slots: true,
+            tagged_slots: true,
             fixed_order: false,
         };
         let heads = aggregate.head as u64;
@@ -493,7 +493,7 @@ pub unsafe fn reduce_by_key_device<
             prefixes: core::ptr::null_mut(),
             epoch,
             first_delay_ns: 0,
-            two_word_slots: false,
+            tagged_slots: false,
             fixed_order: true,
         };
         if lane == 0 {
@@ -588,32 +588,6 @@ pub unsafe fn reduce_by_key_device<
     }
 }
 
-/// The first value of each run: reduce by key with it is unique by key (CUB's
-/// `DeviceSelect::UniqueByKey`: each run's key and its first value). It has no identity; none is
-/// needed: this kernel never combines anything into a value from its left except within a run
-/// (a run starts at its head, and [`counted`] keeps the right side's value past a head): the
-/// window lanes before a head tile stand on its left (absorbed), and slots past `n` on the
-/// right (`combine(a, _) = a` keeps `a`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct First;
-
-impl<T: Element> ReduceOp<T> for First {
-    type Acc = T;
-    /// Any value (never combined into a result; see [`First`]).
-    #[inline(always)]
-    fn identity() -> T {
-        T::from_words([0; 4])
-    }
-    #[inline(always)]
-    fn lift(x: T, _: u64) -> T {
-        x
-    }
-    #[inline(always)]
-    fn combine(a: T, _: T) -> T {
-        a
-    }
-}
-
 /// The simulator's entry point of a reduce-by-key kernel.
 #[cfg(not(target_arch = "nvptx64"))]
 pub type SimReduceByKeyFn<K, T> = unsafe fn(ReduceByKeyParams<K, T>);
@@ -686,19 +660,3 @@ macro_rules! builtin_reduce_by_key {
 
 #[cfg(feature = "builtin")]
 crate::builtin_table!(keys builtin_reduce_by_key! {});
-
-/// Unique by key ([`First`]) of every key type and value type of the table:
-/// `unique_by_key_{key}_{type}`.
-macro_rules! builtin_unique_by_key {
-    ([$($k:ident)*]) => {
-        $( crate::builtin_table!(types builtin_unique_by_key! { @key $k } int float); )*
-    };
-    (@key $k:ident $t:ident $ops:tt) => {
-        $crate::reduce_by_key_kernels!(@emit
-            concat!("unique_by_key_", stringify!($k), "_", stringify!($t)),
-            $k, $crate::builtin_elem!($t), First);
-    };
-}
-
-#[cfg(feature = "builtin")]
-crate::builtin_table!(keys builtin_unique_by_key! {});

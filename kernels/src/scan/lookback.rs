@@ -8,11 +8,13 @@
 //! needs clearing between launches (the host clears it only when the 30-bit epoch wraps).
 //! A 4-byte accumulator travels in the same 64-bit word as its status (value low, status
 //! high): one load per predecessor, no ordering between two locations to get right. An
-//! 8-byte accumulator may do the same in a 16-byte slot ([`TileStatus::two_word_slots`]):
-//! each 64-bit half is `status word << 32 | one value word`, written by one 16-byte store and
-//! read by one 16-byte load; only each half is read whole, so a slot counts as published
-//! only when both halves carry the same current status word (a half-done overwrite of an
-//! aggregate by the prefix reads as "not yet" and is polled again). Other accumulators live in
+//! 8- or 16-byte accumulator may do the same in a 16- or 32-byte slot
+//! ([`TileStatus::tagged_slots`]): each 64-bit quarter is `status word << 32 | one value
+//! word`, written by one or two 16-byte stores and read by as many 16-byte loads; only each
+//! quarter is read whole, so a slot counts as published only when all of them carry the same
+//! current status word (a part-done overwrite of an aggregate by the prefix reads as "not yet"
+//! and is polled again; each status is written once a launch, so equal tags are one write's).
+//! Other accumulators live in
 //! two arrays beside the status words; a value is written before its status word with release
 //! semantics and read after the word with acquire semantics (two dependent loads per
 //! look-back window instead of one).
@@ -46,7 +48,11 @@ pub const LOOKBACK_WINDOW: u64 = 32 * PER_LANE as u64;
 /// Epochs are 30-bit: `epoch << 2` must fit a u32.
 pub const EPOCH_MASK: u32 = (1 << 30) - 1;
 
-/// The tile-status arrays of one launch. `flags` has room for 16 bytes per tile.
+/// Bytes of `flags` per tile: the 32-byte tagged slot of a 16-byte accumulator.
+pub const STATUS_BYTES_PER_TILE: usize = 32;
+
+/// The tile-status arrays of one launch. `flags` has room for [`STATUS_BYTES_PER_TILE`] bytes
+/// per tile.
 #[derive(Clone, Copy)]
 pub struct TileStatus<A> {
     pub flags: *mut u32,
@@ -58,10 +64,11 @@ pub struct TileStatus<A> {
     /// [`ScanPolicy::first_delay_ns`](super::policy::ScanPolicy::first_delay_ns)); the kernel's
     /// choice, as the best wait depends on how long its tiles take.
     pub first_delay_ns: u32,
-    /// Publish 2-word accumulators with their status in one 16-byte slot of `flags` per tile
-    /// (see the module comment): one load per predecessor instead of two dependent ones. The
-    /// kernel's choice, so that the kernels measured with the two-array layout keep it.
-    pub two_word_slots: bool,
+    /// Publish 2- and 4-word accumulators with their status in one 16- or 32-byte slot of
+    /// `flags` per tile (see the module comment): no dependent load of the value after its
+    /// status, no fence before a publish. The kernel's choice, so that the kernels measured
+    /// with the two-array layout keep it.
+    pub tagged_slots: bool,
     /// Combine the cross-tile prefix in a fixed order instead of looking back
     /// ([`fixed_order`](super::fixed_order)): the same bits on every run; `aggregates` then
     /// holds its slots
@@ -80,7 +87,7 @@ impl<A> TileStatus<A> {
             prefixes,
             epoch,
             first_delay_ns: super::policy::ACTIVE.first_delay_ns,
-            two_word_slots: false,
+            tagged_slots: false,
             fixed_order: true,
         }
     }
@@ -90,16 +97,16 @@ impl<A: ShflValue> TileStatus<A> {
     /// Value and status share one 64-bit word.
     const PACKED: bool = A::WORDS == 1;
 
-    /// Value and status share one 16-byte slot, the status in each half.
+    /// Value and status share one 16- or 32-byte slot, the status in each 64-bit quarter.
     #[inline(always)]
     fn slots(&self) -> bool {
-        A::WORDS == 2 && self.two_word_slots
+        (A::WORDS == 2 || A::WORDS == 4) && self.tagged_slots
     }
 
-    /// The 16-byte slot of `tile` (two-word slots).
+    /// The slot of `tile` (tagged slots): `A::WORDS` 64-bit words.
     #[inline(always)]
     fn slot(&self, tile: usize) -> *mut u64 {
-        unsafe { (self.flags as *mut u64).add(2 * tile) }
+        unsafe { (self.flags as *mut u64).add(A::WORDS * tile) }
     }
 
     #[inline(always)]
@@ -113,10 +120,11 @@ impl<A: ShflValue> TileStatus<A> {
             if self.slots() {
                 let tag = (self.word(status) as u64) << 32;
                 let v = value.to_words();
-                gpu::store_relaxed_v2_u64(
-                    self.slot(tile as usize),
-                    [tag | v[0] as u64, tag | v[1] as u64],
-                );
+                let at = self.slot(tile as usize);
+                gpu::store_relaxed_v2_u64(at, [tag | v[0] as u64, tag | v[1] as u64]);
+                if A::WORDS == 4 {
+                    gpu::store_relaxed_v2_u64(at.add(2), [tag | v[2] as u64, tag | v[3] as u64]);
+                }
             } else if Self::PACKED {
                 let w = ((self.word(status) as u64) << 32) | value.to_words()[0] as u64;
                 gpu::store_release_u64((self.flags as *mut u64).add(tile as usize), w);
@@ -127,20 +135,27 @@ impl<A: ShflValue> TileStatus<A> {
         }
     }
 
-    /// The status (0 while not published) and value of `tile`'s two-word slot: published once
-    /// both halves carry this launch's same status word.
+    /// The status (0 while not published) and value words of `tile`'s tagged slot: published
+    /// once every quarter carries this launch's same status word.
     /// # Safety
-    /// `tile` is within `flags`; two-word slots.
+    /// `tile` is within `flags`; tagged slots.
     #[inline(always)]
-    unsafe fn read_slot(&self, tile: usize) -> (u32, A) {
-        let [lo, hi] = unsafe { gpu::load_relaxed_v2_u64(self.slot(tile)) };
-        let (a, b) = ((lo >> 32) as u32, (hi >> 32) as u32);
-        let status = if a == b && a >> 2 == self.epoch {
-            a & 3
+    unsafe fn read_slot(&self, tile: usize) -> (u32, [u32; 4]) {
+        let at = self.slot(tile);
+        let [q0, q1] = unsafe { gpu::load_relaxed_v2_u64(at) };
+        let [q2, q3] = if A::WORDS == 4 {
+            unsafe { gpu::load_relaxed_v2_u64(at.add(2)) }
+        } else {
+            [q0, q1]
+        };
+        let tag = (q0 >> 32) as u32;
+        let same = tag == (q1 >> 32) as u32 && tag == (q2 >> 32) as u32 && tag == (q3 >> 32) as u32;
+        let status = if same && tag >> 2 == self.epoch {
+            tag & 3
         } else {
             0
         };
-        (status, A::from_words([lo as u32, hi as u32, 0, 0]))
+        (status, [q0 as u32, q1 as u32, q2 as u32, q3 as u32])
     }
 
     /// Publish `tile`'s aggregate (one thread).
@@ -185,8 +200,8 @@ impl<A: ShflValue> TileStatus<A> {
             let valid = |j: usize| end > dist(j);
             let pred = |j: usize| end.wrapping_sub(1 + dist(j)) as usize;
             let mut status = [0u32; PER_LANE];
-            let mut packed = [0u32; PER_LANE];
-            let mut packed_hi = [0u32; PER_LANE];
+            // The value words read with the status (packed or tagged slots).
+            let mut packed = [[0u32; 4]; PER_LANE];
             // Ready once every predecessor nearer than the nearest inclusive prefix has
             // published (farther ones do not matter); with no prefix in the window, once all
             // have. CUB waits for the whole window; a late block far behind the prefix front
@@ -198,17 +213,15 @@ impl<A: ShflValue> TileStatus<A> {
                     status[j] = if !valid(j) {
                         STATUS_PREFIX
                     } else if self.slots() {
-                        let (st, v) = unsafe { self.read_slot(pred(j)) };
-                        let w = v.to_words();
-                        packed[j] = w[0];
-                        packed_hi[j] = w[1];
+                        let (st, w) = unsafe { self.read_slot(pred(j)) };
+                        packed[j] = w;
                         st
                     } else if Self::PACKED {
                         // Relaxed is enough: the value travels in the word it is read with.
                         let w = unsafe {
                             gpu::load_relaxed_u64((self.flags as *const u64).add(pred(j)))
                         };
-                        packed[j] = w as u32;
+                        packed[j][0] = w as u32;
                         let hi = (w >> 32) as u32;
                         if hi >> 2 == self.epoch { hi & 3 } else { 0 }
                     } else {
@@ -240,10 +253,8 @@ impl<A: ShflValue> TileStatus<A> {
                         if !seen_prefix && status[j] != 0 {
                             let v = if !valid(j) {
                                 identity
-                            } else if self.slots() {
-                                A::from_words([packed[j], packed_hi[j], 0, 0])
-                            } else if Self::PACKED {
-                                A::from_words([packed[j], 0, 0, 0])
+                            } else if self.slots() || Self::PACKED {
+                                A::from_words(packed[j])
                             } else if status[j] == STATUS_PREFIX {
                                 unsafe { core::ptr::read_volatile(self.prefixes.add(pred(j))) }
                             } else {

@@ -22,6 +22,7 @@
 pub mod predicate;
 
 use crate::gpu::{self, FULL_MASK};
+use crate::half::{F16, HalfFloat};
 use crate::ops::Element;
 use crate::scan::lookback::TileStatus;
 use crate::scan::next_tile;
@@ -29,7 +30,8 @@ use crate::scan::policy::ACTIVE;
 use crate::scan::tile::prefetch_stretch;
 pub use predicate::{
     Bound, Bounds, Flagged, MODE_FLAGGED, MODE_IF, MODE_NONTRIVIAL, MODE_RUNS, MODE_THREE_WAY,
-    MODE_UNIQUE, NonTrivialRuns, Ordered, Predicate, Runs, ThreeWay, Unique,
+    MODE_UNIQUE, MODE_UNIQUE_BY_KEY, NonTrivialRuns, Ordered, Predicate, Runs, ThreeWay, Unique,
+    UniqueByKey,
 };
 
 /// Threads per block (one tile per block).
@@ -58,7 +60,12 @@ const REGION_BYTES: usize = 32 * 128;
 /// for (`launch_bounds!`). Three spilled the 4- and 2-byte kernels (32 elements a thread) and
 /// the run lengths, and two without spills were faster; 8-byte elements (16) fit three.
 pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
-    if mode == MODE_RUNS || mode == MODE_NONTRIVIAL || mode == MODE_THREE_WAY || bytes < 8 {
+    if mode == MODE_RUNS
+        || mode == MODE_NONTRIVIAL
+        || mode == MODE_THREE_WAY
+        || mode == MODE_UNIQUE_BY_KEY
+        || bytes < 8
+    {
         2
     } else {
         3
@@ -96,6 +103,13 @@ macro_rules! select_params {
             second: *mut T,
             /// Run-length encoding: each run's length (the first `capacity`), else null.
             counts: *mut u64,
+            /// Unique by key (a [`UniqueByKey`] kernel over the keys): the values,
+            /// `value_bytes` each.
+            values: *const u8,
+            /// Unique by key: each run's first value (the first `capacity`).
+            values_out: *mut u8,
+            /// Bytes of a value: 2, 4 or 8.
+            value_bytes: u32,
             /// Room in `out` and `indices`.
             capacity: u64,
             /// Room in `rest`.
@@ -119,12 +133,8 @@ macro_rules! select_params {
             mode2: u32,
             /// The tile counter: 0 at launch, 0 again after.
             counter: *mut u32,
-            /// 16 bytes a tile: the counts' look-back.
+            /// 32 bytes a tile: the counts' look-back (tagged slots).
             status: *mut u32,
-            /// Run-length encoding: 16 bytes a tile for the (runs, last head) aggregates.
-            run_aggregates: *mut u64,
-            /// Run-length encoding: 16 bytes a tile for the inclusive prefixes.
-            run_prefixes: *mut u64,
             /// New for every launch.
             epoch: u32,
             /// The look-back's first wait in nanoseconds.
@@ -144,7 +154,7 @@ crate::select_params!(struct
 /// `out[k]` and its index to `indices[k]` for `k < capacity` (each output when not null), the
 /// `m`-th other element to `rest[m]` for `m < rest_capacity` (when not null), and the number
 /// kept to `num_selected[0]`. Launch `BLOCK` threads a block, `ceil(n / tile_elems)` blocks
-/// (`n > 0`), counter 0, a fresh epoch, 16 status bytes a tile. `prefetch`: how many tiles
+/// (`n > 0`), counter 0, a fresh epoch, 32 status bytes a tile. `prefetch`: how many tiles
 /// ahead each block asks L2 for a later block's data (0: none).
 ///
 /// # Safety
@@ -161,6 +171,9 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         rest,
         second,
         counts,
+        values,
+        values_out,
+        value_bytes,
         capacity,
         rest_capacity,
         second_capacity,
@@ -174,8 +187,6 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         mode2,
         counter,
         status,
-        run_aggregates,
-        run_prefixes,
         epoch,
         delay_ns,
         prefetch,
@@ -264,6 +275,22 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             prefetch_stretch(flags, pf, (32 * items) as u64);
         }
     }
+    // Unique by key (a unique kernel given values): this warp's values into L2 now, read by
+    // the kept elements' positions after the look-back (and a later tile's, as the input's).
+    let by_key = P::MODE == MODE_UNIQUE_BY_KEY && !values.is_null();
+    // Values of 4 bytes or fewer wait in registers through the look-back (one word an
+    // element); 8-byte ones (twice the registers) are read after it by position.
+    let small_values = by_key && value_bytes <= 4;
+    if by_key {
+        let vb = value_bytes as u64;
+        let span = 32 * items as u64 * vb;
+        if full && !small_values {
+            prefetch_stretch(values, stretch * vb, span);
+        }
+        if prefetch > 0 && tile_start + (prefetch as u64 + 1) * tile_elems <= n {
+            prefetch_stretch(values, (stretch + prefetch as u64 * tile_elems) * vb, span);
+        }
+    }
 
     // 2. The flags, one bit per element (bit `v * per_vec + j`); in a partial tile none past
     //    `n` (masked after, so that full tiles pay no bounds checks).
@@ -277,7 +304,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     // warp's first element is a head.
     let mut tails = 0u32;
     let mut warp_opens_on_head = true;
-    if P::MODE == MODE_UNIQUE || runs {
+    if P::MODE == MODE_UNIQUE || P::MODE == MODE_UNIQUE_BY_KEY || runs {
         // The element before each: the previous slot, the previous lane's last of the row, or
         // (lane 0) the last lane's of the row before; before the warp's first, from memory.
         let before_stretch = if lane == 0 && stretch > 0 && stretch <= n {
@@ -362,30 +389,36 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             tails = next & !heads;
         }
     } else if P::MODE == MODE_FLAGGED {
-        // A row's `per_vec` flag bytes are consecutive: one load of 2, 4 or 8 bytes (aligned).
-        let words = full && flags as usize & (per_vec - 1) == 0;
-        for v in 0..MAX_VECS {
-            if v < vecs {
-                let at = unsafe { flags.add(elem(v, 0) as usize) };
-                let bits = if words {
-                    let w = unsafe {
+        // A row's `per_vec` flag bytes are consecutive: one load of 2, 4 or 8 bytes (aligned),
+        // every row's issued before any is used (a branch per row waited on each in turn).
+        let row_bits = (1u32 << per_vec) - 1;
+        if full && flags as usize & (per_vec - 1) == 0 {
+            let mut w = [0u64; MAX_VECS];
+            for v in 0..MAX_VECS {
+                if v < vecs {
+                    let at = unsafe { flags.add(elem(v, 0) as usize) };
+                    w[v] = unsafe {
                         match per_vec {
                             2 => (at as *const u16).read() as u64,
                             4 => (at as *const u32).read() as u64,
                             _ => (at as *const u64).read(),
                         }
                     };
-                    nonzero_bytes(w) & ((1u32 << per_vec) - 1)
-                } else {
-                    let mut b = 0u32;
-                    for j in 0..8 {
-                        if j < per_vec && elem(v, j) < n {
-                            b |= ((unsafe { at.add(j).read() } != 0) as u32) << j;
-                        }
+                }
+            }
+            for v in 0..MAX_VECS {
+                if v < vecs {
+                    keep |= (nonzero_bytes(w[v]) & row_bits) << (v * per_vec);
+                }
+            }
+        } else {
+            for v in 0..MAX_VECS {
+                for j in 0..8 {
+                    if v < vecs && j < per_vec && elem(v, j) < n {
+                        let f = unsafe { flags.add(elem(v, j) as usize).read() } != 0;
+                        keep |= (f as u32) << (v * per_vec + j);
                     }
-                    b
-                };
-                keep |= bits << (v * per_vec);
+                }
             }
         }
     } else {
@@ -556,6 +589,35 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         });
     }
     let tile_len = n.saturating_sub(tile_start).min(tile_elems) as u32;
+    // Unique by key, small values: this thread's elements' values (4-byte values of 4-byte
+    // keys: a row's in one 16-byte load), in flight while the block waits in the look-back.
+    let mut vw = [0u32; MAX_ITEMS];
+    if small_values {
+        let rows_of_words = per_vec == 4 && value_bytes == 4;
+        for v in 0..MAX_VECS {
+            if v < vecs {
+                let e0 = elem(v, 0) as usize;
+                if full && rows_of_words && values as usize & 15 == 0 {
+                    let w = unsafe { gpu::load_nc_v4_b32((values as *const u32).add(e0)) };
+                    for j in 0..4 {
+                        vw[v * per_vec + j] = w[j];
+                    }
+                } else {
+                    for j in 0..8 {
+                        if j < per_vec && (full || elem(v, j) < n) {
+                            vw[v * per_vec + j] = unsafe {
+                                if value_bytes == 4 {
+                                    (values as *const u32).add(e0 + j).read()
+                                } else {
+                                    (values as *const u16).add(e0 + j).read() as u32
+                                }
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     if lane == 0 {
         unsafe { warp_counts.write(warp, warp_count) };
@@ -587,11 +649,11 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     if warp == 0 && runs {
         let st = TileStatus::<RunsAcc> {
             flags: status,
-            aggregates: run_aggregates as *mut RunsAcc,
-            prefixes: run_prefixes as *mut RunsAcc,
+            aggregates: core::ptr::null_mut(),
+            prefixes: core::ptr::null_mut(),
             epoch,
             first_delay_ns: delay_ns,
-            two_word_slots: false,
+            tagged_slots: true,
             fixed_order: false,
         };
         let mut last = 0u32;
@@ -633,11 +695,11 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         // The two parts' counts, one look-back.
         let st = TileStatus::<TwoCounts> {
             flags: status,
-            aggregates: run_aggregates as *mut TwoCounts,
-            prefixes: run_prefixes as *mut TwoCounts,
+            aggregates: core::ptr::null_mut(),
+            prefixes: core::ptr::null_mut(),
             epoch,
             first_delay_ns: delay_ns,
-            two_word_slots: false,
+            tagged_slots: true,
             fixed_order: false,
         };
         let mine = TwoCounts {
@@ -675,7 +737,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             prefixes: core::ptr::null_mut(),
             epoch,
             first_delay_ns: delay_ns,
-            two_word_slots: true,
+            tagged_slots: true,
             fixed_order: false,
         };
         let mine = tile_count as u64;
@@ -721,16 +783,58 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             }
         }};
     }
+    // `to[k] = slot from(k)` of the warp's region for this lane's `k < room`: the slot read
+    // for every `k` of the warp's (`from` stays inside its region), the store predicated.
+    macro_rules! copy_out {
+        ($slots:expr, $room:expr, $to:expr, $from:expr) => {{
+            let (slots, room, to, from) = ($slots, $room as u32, $to, $from);
+            for m in 0..MAX_ITEMS {
+                let first = m as u32 * 32;
+                if m >= items || first >= room {
+                    break; // the warp's rest of the loop writes nothing
+                }
+                let k = first + lane;
+                let v = unsafe { gpu::load_slot(slots, from(k)) };
+                if k < room {
+                    unsafe { to.add(k as usize).write(v) };
+                }
+            }
+        }};
+    }
     // This warp's kept elements go from `base + warp_base`, its others from the others before
     // it in the tile; its elements inside the input: `valid`.
     let kept = warp_count as u64;
     let at_out = base + warp_base as u64;
     if !out.is_null() {
         let to = unsafe { out.add(at_out as usize) };
-        each_out!(
+        copy_out!(
+            slots,
             capacity.saturating_sub(at_out).min(kept),
-            |k: usize| unsafe { to.add(k).write(vals.read(v0 + k)) }
+            to,
+            |k: u32| k
         );
+    }
+    if small_values {
+        // The kept elements' values through the warp's region, the keys gone from it.
+        gpu::sync_warp(FULL_MASK);
+        let room = capacity.saturating_sub(at_out).min(kept);
+        // 2-byte values staged as `F16` bits (a 2-byte shared slot; nothing is converted).
+        macro_rules! small {
+            ($v:ty, $from:expr) => {{
+                let vs = unsafe { gpu::shared_slots(stage.cast::<$v>(), region / size_of::<$v>()) };
+                stage_kept!(keep, row_at, |v: usize, j: usize, s: u32| unsafe {
+                    gpu::store_slot(vs, s, $from(vw[v * per_vec + j]))
+                });
+                gpu::sync_warp(FULL_MASK);
+                let to = unsafe { (values_out as *mut $v).add(at_out as usize) };
+                copy_out!(vs, room, to, |k: u32| k);
+            }};
+        }
+        if value_bytes == 4 {
+            small!(u32, |w: u32| w)
+        } else {
+            small!(F16, |w: u32| F16::from_bits_(w as u16))
+        }
     }
     // A three-way partition's second part: from `base2 + warp_base2`, staged after the kept.
     let (kept2, at2_out) = if three {
@@ -741,30 +845,32 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     };
     if three && !second.is_null() {
         let to = unsafe { second.add(at2_out as usize) };
-        let from = v0 + warp_count as usize;
-        each_out!(
+        copy_out!(
+            slots,
             second_capacity.saturating_sub(at2_out).min(kept2),
-            |k: usize| unsafe { to.add(k).write(vals.read(from + k)) }
+            to,
+            |k: u32| (warp_count + k) % warp_elems
         );
     }
     if !rest.is_null() {
         let valid = tile_len.saturating_sub(warp_first).min(warp_elems) as u64;
         let rest_at = tile_start + warp_first as u64 - at_out - at2_out;
         let to = unsafe { rest.add(rest_at as usize) };
-        let last = v0 + warp_elems as usize - 1;
-        each_out!(
+        copy_out!(
+            slots,
             rest_capacity
                 .saturating_sub(rest_at)
                 .min(valid - kept - kept2),
-            |k: usize| unsafe { to.add(k).write(vals.read(last - k)) }
+            to,
+            |k: u32| warp_elems - 1 - k
         );
     }
-    if !indices.is_null() || runs {
+    if !indices.is_null() || runs || (by_key && !small_values) {
         // Tile positions (u32) in the warp's region, after its values left it; non-trivial
         // runs' ends from the region's far end, reversed (kept and ends are other elements).
         let idx = unsafe { stage.cast::<u32>() };
         let i0 = region / 4;
-        let i_last = i0 + REGION_BYTES / 4 - 1;
+        let last_slot = (REGION_BYTES / 4 - 1) as u32;
         let (tail_at, warp_tails) = if P::MODE == MODE_NONTRIVIAL {
             positions(tails)
         } else {
@@ -777,7 +883,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         });
         if P::MODE == MODE_NONTRIVIAL {
             stage_kept!(tails, tail_at, |v: usize, j: usize, s: u32| unsafe {
-                gpu::store_slot(gpu::shared_slots(idx, i_last - s as usize), 0, local(v, j))
+                gpu::store_slot(idx_slots, last_slot - s, local(v, j))
             });
         }
         gpu::sync_warp(FULL_MASK);
@@ -806,11 +912,13 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             let first = at_out - open;
             let room = capacity.saturating_sub(first).min(warp_tails as u64);
             each_out!(room, |k: usize| {
-                let end = tile_start + unsafe { idx.read(i_last - k) } as u64;
+                let end =
+                    tile_start + unsafe { gpu::load_slot(idx_slots, last_slot - k as u32) } as u64;
                 let head = if (k as u64) < open {
                     last_before
                 } else {
-                    tile_start + unsafe { idx.read(i0 + k - open as usize) } as u64
+                    tile_start
+                        + unsafe { gpu::load_slot(idx_slots, (k - open as usize) as u32) } as u64
                 };
                 unsafe { counts.add(first as usize + k).write(end + 1 - head) };
             });
@@ -821,9 +929,9 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             let room = capacity.saturating_add(1).saturating_sub(at_out).min(kept);
             each_out!(room, |k: usize| {
                 if at_out + k as u64 > 0 {
-                    let at = unsafe { idx.read(i0 + k) };
+                    let at = unsafe { gpu::load_slot(idx_slots, k as u32) };
                     let len = if k > 0 {
-                        (at - unsafe { idx.read(i0 + k - 1) }) as u64
+                        (at - unsafe { gpu::load_slot(idx_slots, k as u32 - 1) }) as u64
                     } else {
                         tile_start + at as u64 - last_before
                     };
@@ -834,8 +942,37 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             let to = unsafe { indices.add(at_out as usize) };
             each_out!(
                 capacity.saturating_sub(at_out).min(kept),
-                |k: usize| unsafe { to.add(k).write(tile_start + idx.read(i0 + k) as u64) }
+                |k: usize| unsafe {
+                    to.add(k)
+                        .write(tile_start + gpu::load_slot(idx_slots, k as u32) as u64)
+                }
             );
+        }
+        if by_key && !small_values {
+            // Unique by key, 8-byte values: each kept key's value, read by its tile position
+            // (every load issued before the first store), copied as bits.
+            let room = capacity.saturating_sub(at_out).min(kept) as u32;
+            macro_rules! gather {
+                ($v:ty) => {{
+                    let src = values as *const $v;
+                    let dst = unsafe { (values_out as *mut $v).add(at_out as usize) };
+                    let mut g = [0 as $v; MAX_ITEMS];
+                    for m in 0..MAX_ITEMS {
+                        let k = m as u32 * 32 + lane;
+                        if m < items && k < room {
+                            let at = tile_start + unsafe { gpu::load_slot(idx_slots, k) } as u64;
+                            g[m] = unsafe { src.add(at as usize).read() };
+                        }
+                    }
+                    for m in 0..MAX_ITEMS {
+                        let k = m as u32 * 32 + lane;
+                        if m < items && k < room {
+                            unsafe { dst.add(k as usize).write(g[m]) };
+                        }
+                    }
+                }};
+            }
+            gather!(u64)
         }
     }
 }
@@ -948,7 +1085,7 @@ macro_rules! select_kernels {
 
 /// The built-in select kernels of every element type: `select_if_{t}` (the [`Bounds`]
 /// predicate), `select_flagged_{t}`, `select_unique_{t}`, `select_runs_{t}`,
-/// `select_nontrivial_{t}`, `select_three_way_{t}` (two [`Bounds`]).
+/// `select_nontrivial_{t}`, `select_three_way_{t}` (two [`Bounds`]), `select_unique_by_key_{t}`.
 macro_rules! builtin_select {
     ($t:ident { $($ops:tt)* }) => {
         $crate::select_kernels!(@emit concat!("select_if_", stringify!($t)),
@@ -963,6 +1100,8 @@ macro_rules! builtin_select {
             $crate::builtin_elem!($t), NonTrivialRuns);
         $crate::select_kernels!(@emit concat!("select_three_way_", stringify!($t)),
             $crate::builtin_elem!($t), ThreeWay<Bounds, Bounds>);
+        $crate::select_kernels!(@emit concat!("select_unique_by_key_", stringify!($t)),
+            $crate::builtin_elem!($t), UniqueByKey);
     };
 }
 

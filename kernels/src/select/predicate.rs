@@ -111,6 +111,9 @@ pub const MODE_NONTRIVIAL: u32 = 4;
 /// Mode: a three-way partition ([`ThreeWay`]): the elements `select` keeps, then of the others
 /// those [`Predicate::second`] keeps, then the rest, each in input order.
 pub const MODE_THREE_WAY: u32 = 5;
+/// Mode: as [`MODE_UNIQUE`] over keys, and each kept key's value (the launch's `values`) to
+/// `values_out` (unique by key; its own kernels, so that `unique` carries none of it).
+pub const MODE_UNIQUE_BY_KEY: u32 = 6;
 
 /// A predicate over elements `T`: `select` keeps `x` when it returns true. `bound` is the
 /// launch's [`Bound`] (the built-in predicate's constants; a user predicate may ignore it).
@@ -153,6 +156,18 @@ pub struct Flagged;
 /// Keep the first of every run of equal consecutive elements (IEEE `==`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Unique;
+
+/// Unique by key: [`Unique`]'s heads of the keys, and each one's value.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UniqueByKey;
+
+impl<T: Element> Predicate<T> for UniqueByKey {
+    const MODE: u32 = MODE_UNIQUE_BY_KEY;
+    #[inline(always)]
+    fn select(_: T, _: &Bound<T>) -> bool {
+        false
+    }
+}
 
 /// Run-length encoding: [`Unique`]'s heads, and each run's length.
 #[derive(Clone, Copy, Debug, Default)]

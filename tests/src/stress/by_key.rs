@@ -2,7 +2,9 @@
 //! (every run length 1, short, long, one run, power-law), u32 and u64 keys, every scan
 //! operator.
 
-use gpu_reduce::{Context, DeviceElement, ReduceByKeyElement, Reduction, ScanByKeyElement};
+use gpu_reduce::{
+    Context, DeviceElement, ReduceByKeyElement, Reduction, ScanByKeyElement, SelectElement,
+};
 use gpu_reduce_tools::cpu::cpu_scan_by_key;
 use rand::Rng;
 
@@ -66,7 +68,7 @@ fn values<T: TestElem>(c: &mut Case, n: usize, op: Reduction) -> Vec<T> {
 
 fn reduce_case<K, T>(c: &mut Case) -> u64
 where
-    K: DeviceElement + From<u32> + PartialEq,
+    K: SelectElement + From<u32> + PartialEq,
     T: TestElem + ReduceByKeyElement<K>,
 {
     let n = c.size(&scan_boundary_sizes(c.max));

@@ -89,7 +89,7 @@ pub unsafe fn test_lookback(
         prefixes,
         epoch,
         first_delay_ns: kernels::scan::policy::ACTIVE.first_delay_ns,
-        two_word_slots: false,
+        tagged_slots: false,
         fixed_order: false,
     };
     let identity = kernels::scan::Headed { head: 0, value: 0u32 };

@@ -506,6 +506,13 @@ pub unsafe fn store_slot<T: Copy>(s: SharedSlots<T>, k: u32, v: T) {
     unsafe { s.arr.write(s.first + k as usize, v) }
 }
 
+/// Load slot `k` of `s` (`ld.shared` on the GPU); bounds-checked.
+/// # Safety
+/// Slot `k` lies inside the array, and no other thread writes it between the same two barriers.
+pub unsafe fn load_slot<T: Copy>(s: SharedSlots<T>, k: u32) -> T {
+    unsafe { s.arr.read(s.first + k as usize) }
+}
+
 // Asynchronous copies: the source is read at issue, the shared destination written when the
 // copy's group retires (`cp_async_wait_group`).
 
