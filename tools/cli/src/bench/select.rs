@@ -189,36 +189,21 @@ impl Kind {
 
     /// Context settings the tuning sweeps of our row try, with their rows' suffixes:
     /// GPU_REDUCE_SELECT_DELAYS=0,500,... times ours with other first look-back waits,
-    /// GPU_REDUCE_SELECT_PREFETCH=0,64,... with other L2 prefetch distances (unique by key: the
-    /// by-key family's GPU_REDUCE_BY_KEY_DELAYS and GPU_REDUCE_BY_KEY_PREFETCH).
+    /// GPU_REDUCE_SELECT_PREFETCH=0,64,... with other L2 prefetch distances (every call,
+    /// unique by key included: one kernel family).
     fn sweeps(self) -> [(&'static str, Setter, &'static str); 2] {
-        if let Kind::UniqueByKey { .. } = self {
-            [
-                (
-                    "GPU_REDUCE_BY_KEY_DELAYS",
-                    Context::set_reduce_by_key_delay,
-                    "first wait {} ns",
-                ),
-                (
-                    "GPU_REDUCE_BY_KEY_PREFETCH",
-                    Context::set_reduce_by_key_prefetch,
-                    "prefetch {} tiles ahead",
-                ),
-            ]
-        } else {
-            [
-                (
-                    "GPU_REDUCE_SELECT_DELAYS",
-                    Context::set_select_delay,
-                    "first wait {} ns",
-                ),
-                (
-                    "GPU_REDUCE_SELECT_PREFETCH",
-                    Context::set_select_prefetch,
-                    "prefetch {} tiles",
-                ),
-            ]
-        }
+        [
+            (
+                "GPU_REDUCE_SELECT_DELAYS",
+                Context::set_select_delay,
+                "first wait {} ns",
+            ),
+            (
+                "GPU_REDUCE_SELECT_PREFETCH",
+                Context::set_select_prefetch,
+                "prefetch {} tiles",
+            ),
+        ]
     }
 }
 
