@@ -317,7 +317,8 @@ struct SelectWorkspace {
 
 impl Context {
     /// Override the compaction's first look-back wait in nanoseconds (`None`: the policy's
-    /// `kernels::select::DELAY_NS`). For tuning runs; results do not depend on it.
+    /// `kernels::select::DELAY_NS`; a tile that moves many bytes waits twice it). For tuning
+    /// runs; results do not depend on it.
     pub fn set_select_delay(&self, ns: Option<u32>) {
         let ws = self.workspace::<SelectWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).delay_ns = ns;

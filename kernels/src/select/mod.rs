@@ -79,7 +79,8 @@ pub const PREFETCH_BYTES: u64 = 6 << 20;
 /// for too): 1.5 MiB (48 tiles of 32 KiB) beat 6 MiB by 7% and 12 MiB by 20% on an H100
 /// (CHANGELOG.md, issue 36).
 pub const PREFETCH_FLAGGED_BYTES: u64 = 3 << 19;
-/// The look-back's first wait (ns) before a tile reads its predecessors.
+/// The look-back's first wait (ns) before a tile reads its predecessors (twice it for a tile
+/// that writes a quarter of its input's bytes or reads twice them).
 pub const DELAY_NS: u32 = 1000;
 
 /// The parameters of [`SelectParams`]'s kernels, written once: the struct and every kernel
@@ -290,6 +291,43 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         if prefetch > 0 && tile_start + (prefetch as u64 + 1) * tile_elems <= n {
             prefetch_stretch(values, (stretch + prefetch as u64 * tile_elems) * vb, span);
         }
+    }
+
+    // Unique by key, small values: this thread's elements' values, waiting in registers
+    // through the look-back. 4-byte values of 4-byte keys (a row's in one 16-byte load) are
+    // issued with the keys' (one load latency, not two: 3-5% faster on an H100); others
+    // after the keys are staged (issued early, 8-byte keys' were 7% slower).
+    let mut vw = [0u32; MAX_ITEMS];
+    let rows_of_words = per_vec == 4 && value_bytes == 4;
+    macro_rules! load_values {
+        () => {
+            for v in 0..MAX_VECS {
+                if v < vecs {
+                    let e0 = elem(v, 0) as usize;
+                    if full && rows_of_words && values as usize & 15 == 0 {
+                        let w = unsafe { gpu::load_nc_v4_b32((values as *const u32).add(e0)) };
+                        for j in 0..4 {
+                            vw[v * per_vec + j] = w[j];
+                        }
+                    } else {
+                        for j in 0..8 {
+                            if j < per_vec && (full || elem(v, j) < n) {
+                                vw[v * per_vec + j] = unsafe {
+                                    if value_bytes == 4 {
+                                        (values as *const u32).add(e0 + j).read()
+                                    } else {
+                                        (values as *const u16).add(e0 + j).read() as u32
+                                    }
+                                };
+                            }
+                        }
+                    }
+                }
+            }
+        };
+    }
+    if small_values && rows_of_words {
+        load_values!();
     }
 
     // 2. The flags, one bit per element (bit `v * per_vec + j`); in a partial tile none past
@@ -589,36 +627,9 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         });
     }
     let tile_len = n.saturating_sub(tile_start).min(tile_elems) as u32;
-    // Unique by key, small values: this thread's elements' values (4-byte values of 4-byte
-    // keys: a row's in one 16-byte load), in flight while the block waits in the look-back.
-    let mut vw = [0u32; MAX_ITEMS];
-    if small_values {
-        let rows_of_words = per_vec == 4 && value_bytes == 4;
-        for v in 0..MAX_VECS {
-            if v < vecs {
-                let e0 = elem(v, 0) as usize;
-                if full && rows_of_words && values as usize & 15 == 0 {
-                    let w = unsafe { gpu::load_nc_v4_b32((values as *const u32).add(e0)) };
-                    for j in 0..4 {
-                        vw[v * per_vec + j] = w[j];
-                    }
-                } else {
-                    for j in 0..8 {
-                        if j < per_vec && (full || elem(v, j) < n) {
-                            vw[v * per_vec + j] = unsafe {
-                                if value_bytes == 4 {
-                                    (values as *const u32).add(e0 + j).read()
-                                } else {
-                                    (values as *const u16).add(e0 + j).read() as u32
-                                }
-                            };
-                        }
-                    }
-                }
-            }
-        }
+    if small_values && !rows_of_words {
+        load_values!();
     }
-
     if lane == 0 {
         unsafe { warp_counts.write(warp, warp_count) };
         if three {
@@ -731,12 +742,37 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             }
         }
     } else if warp == 0 {
+        // A tile that writes a quarter of its input's bytes or more (the kept, indices, the
+        // rest, values), or reads twice them (a mask, values), waits twice as long before its
+        // first look-back read: 3-9% faster on an H100 for each such case, slower for the
+        // lighter ones (CHANGELOG.md).
+        let elem_bytes = size_of::<T>() as u32;
+        let (len, kept) = (tile_len, tile_count);
+        let (mut read, mut written) = (len * elem_bytes, 0u32);
+        if P::MODE == MODE_FLAGGED {
+            read += len;
+        }
+        if by_key {
+            read += len * value_bytes;
+            written += kept * value_bytes;
+        }
+        if !out.is_null() {
+            written += kept * elem_bytes;
+        }
+        if !indices.is_null() {
+            written += kept * 8;
+        }
+        if !rest.is_null() {
+            written += (len - kept) * elem_bytes;
+        }
+        let input = tile_elems * elem_bytes as u64;
+        let heavy = 4 * written as u64 >= input || read as u64 >= 2 * input;
         let counts = TileStatus::<u64> {
             flags: status,
             aggregates: core::ptr::null_mut(),
             prefixes: core::ptr::null_mut(),
             epoch,
-            first_delay_ns: delay_ns,
+            first_delay_ns: if heavy { 2 * delay_ns } else { delay_ns },
             tagged_slots: true,
             fixed_order: false,
         };
