@@ -1409,7 +1409,8 @@ impl Context {
                     counter: a.counter as *mut u32,
                     status: a.flags as *mut u32,
                     epoch: a.epoch,
-                    delay_ns: ws.delay_ns.unwrap_or(DELAY_NS),
+                    // At most 1 ms (`nanosleep`'s own bound), so the kernel may double it.
+                    delay_ns: ws.delay_ns.unwrap_or(DELAY_NS).min(1_000_000),
                     prefetch,
                 };
                 // SAFETY: addresses of this context's memory: the input (and mask) hold `n`

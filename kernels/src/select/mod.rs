@@ -293,10 +293,9 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         }
     }
 
-    // Unique by key, small values: this thread's elements' values, waiting in registers
-    // through the look-back. 4-byte values of 4-byte keys (a row's in one 16-byte load) are
-    // issued with the keys' (one load latency, not two: 3-5% faster on an H100); others
-    // after the keys are staged (issued early, 8-byte keys' were 7% slower).
+    // Unique by key, small values: held in registers through the look-back; 4-byte values of
+    // 4-byte keys loaded with the keys (one latency, not two), others after the staging
+    // (8-byte keys' were slower loaded early; CHANGELOG.md).
     let mut vw = [0u32; MAX_ITEMS];
     let rows_of_words = per_vec == 4 && value_bytes == 4;
     macro_rules! load_values {
@@ -742,10 +741,9 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
             }
         }
     } else if warp == 0 {
-        // A tile that writes a quarter of its input's bytes or more (the kept, indices, the
-        // rest, values), or reads twice them (a mask, values), waits twice as long before its
-        // first look-back read: 3-9% faster on an H100 for each such case, slower for the
-        // lighter ones (CHANGELOG.md).
+        // A tile that writes a quarter of its input's bytes or reads twice them (values) waits
+        // twice as long before its first look-back read: faster for those, slower for the
+        // others on an H100 (CHANGELOG.md).
         let elem_bytes = size_of::<T>() as u32;
         let (len, kept) = (tile_len, tile_count);
         let (mut read, mut written) = (len * elem_bytes, 0u32);
@@ -765,8 +763,8 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         if !rest.is_null() {
             written += (len - kept) * elem_bytes;
         }
-        let input = tile_elems * elem_bytes as u64;
-        let heavy = 4 * written as u64 >= input || read as u64 >= 2 * input;
+        let tile_bytes = tile_elems * elem_bytes as u64;
+        let heavy = 4 * written as u64 >= tile_bytes || read as u64 >= 2 * tile_bytes;
         let counts = TileStatus::<u64> {
             flags: status,
             aggregates: core::ptr::null_mut(),
