@@ -57,14 +57,13 @@ const STAGE_WORDS: usize = BLOCK as usize * 128 / 16;
 /// A warp's staging: 32 lanes x 128 bytes of elements, or their `u32` indices.
 const REGION_BYTES: usize = 32 * 128;
 /// Blocks per SM the registers of a kernel over `bytes`-byte elements in `mode` are capped
-/// for (`launch_bounds!`). Three spilled the 4- and 2-byte kernels (32 elements a thread) and
-/// the run lengths, and two without spills were faster; 8-byte elements (16) fit three.
+/// for (`launch_bounds!`): three (80 registers, no spills), a tile more in flight per SM than
+/// at two while the others wait in their look-back, faster in every cell (CHANGELOG.md, issue
+/// 36). Unique by key of keys under 8 bytes (values held in registers) and the 2-byte run
+/// encodings spill at three: two.
 pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
-    if mode == MODE_RUNS
-        || mode == MODE_NONTRIVIAL
-        || mode == MODE_THREE_WAY
-        || mode == MODE_UNIQUE_BY_KEY
-        || bytes < 8
+    if (mode == MODE_UNIQUE_BY_KEY && bytes < 8)
+        || ((mode == MODE_RUNS || mode == MODE_NONTRIVIAL) && bytes < 4)
     {
         2
     } else {
