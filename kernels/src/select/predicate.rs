@@ -149,64 +149,34 @@ impl<T, A: Predicate<T>, B: Predicate<T>> Predicate<T> for ThreeWay<A, B> {
     }
 }
 
-/// Keep element `i` when the launch's byte `flags[i]` is not 0 (`masked_select`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Flagged;
+/// Calls whose flags the kernel finds by its mode, not by a predicate (`select` is never
+/// called): each a unit type whose [`Predicate::MODE`] names it.
+macro_rules! mode_only {
+    ($($(#[$doc:meta])* $name:ident => $mode:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
 
-/// Keep the first of every run of equal consecutive elements (IEEE `==`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Unique;
-
-/// Unique by key: [`Unique`]'s heads of the keys, and each one's value.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct UniqueByKey;
-
-impl<T: Element> Predicate<T> for UniqueByKey {
-    const MODE: u32 = MODE_UNIQUE_BY_KEY;
-    #[inline(always)]
-    fn select(_: T, _: &Bound<T>) -> bool {
-        false
-    }
+        impl<T: Element> Predicate<T> for $name {
+            const MODE: u32 = $mode;
+            #[inline(always)]
+            fn select(_: T, _: &Bound<T>) -> bool {
+                false
+            }
+        }
+    )*};
 }
-
-/// Run-length encoding: [`Unique`]'s heads, and each run's length.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Runs;
-
-/// The runs of two or more: [`Runs`] without the runs of one.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NonTrivialRuns;
-
-impl<T: Element> Predicate<T> for NonTrivialRuns {
-    const MODE: u32 = MODE_NONTRIVIAL;
-    #[inline(always)]
-    fn select(_: T, _: &Bound<T>) -> bool {
-        false
-    }
-}
-
-impl<T: Element> Predicate<T> for Runs {
-    const MODE: u32 = MODE_RUNS;
-    #[inline(always)]
-    fn select(_: T, _: &Bound<T>) -> bool {
-        false
-    }
-}
-
-impl<T: Element> Predicate<T> for Flagged {
-    const MODE: u32 = MODE_FLAGGED;
-    #[inline(always)]
-    fn select(_: T, _: &Bound<T>) -> bool {
-        false
-    }
-}
-
-impl<T: Element> Predicate<T> for Unique {
-    const MODE: u32 = MODE_UNIQUE;
-    #[inline(always)]
-    fn select(_: T, _: &Bound<T>) -> bool {
-        false
-    }
+mode_only! {
+    /// Keep element `i` when the launch's byte `flags[i]` is not 0 (`masked_select`).
+    Flagged => MODE_FLAGGED;
+    /// Keep the first of every run of equal consecutive elements (IEEE `==`).
+    Unique => MODE_UNIQUE;
+    /// Unique by key: [`Unique`]'s heads of the keys, and each one's value.
+    UniqueByKey => MODE_UNIQUE_BY_KEY;
+    /// Run-length encoding: [`Unique`]'s heads, and each run's length.
+    Runs => MODE_RUNS;
+    /// The runs of two or more: [`Runs`] without the runs of one.
+    NonTrivialRuns => MODE_NONTRIVIAL;
 }
 
 /// The built-in predicate: `x` against the launch's [`Bound`].
