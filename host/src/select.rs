@@ -30,9 +30,8 @@ use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::select::predicate::{NEGATE, Ordered};
 use kernels::select::{
-    BLOCK, Bounds, DELAY_NS, Flagged, MODE_IF, NonTrivialRuns, PREFETCH_BYTES,
-    PREFETCH_FLAGGED_BYTES, Runs, SelectInstance, SelectParams, SimSelectFn, ThreeWay, Unique,
-    UniqueByKey, tile_elems,
+    BLOCK, Bounds, DELAY_NS, Flagged, MODE_IF, NonTrivialRuns, PREFETCH_BYTES, Runs,
+    SelectInstance, SelectParams, SimSelectFn, ThreeWay, Unique, UniqueByKey, tile_elems,
 };
 
 use crate::error::{Error, Result, plural};
@@ -325,7 +324,8 @@ impl Context {
     }
 
     /// Override how many tiles ahead each compaction block asks L2 for (`None`: the default,
-    /// `PREFETCH_BYTES` ahead, `PREFETCH_FLAGGED_BYTES` with a byte mask; 0: none). For tuning runs; results do not depend on it.
+    /// `PREFETCH_BYTES` of the tiles' traffic ahead; 0: none). For tuning runs; results do not
+    /// depend on it.
     pub fn set_select_prefetch(&self, tiles: Option<u32>) {
         let ws = self.workspace::<SelectWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).prefetch = tiles;
@@ -1324,6 +1324,17 @@ impl Context {
                     (self.scratch_addr(buf), None)
                 }
             };
+            // L2 is asked for a later tile `PREFETCH_BYTES` of element traffic ahead: an
+            // element's bytes read (with its flag, its value) and written were it kept or
+            // not (its copy, its value; the 8-byte indices and run lengths not counted:
+            // counting them made the run-length encoding slower on an H100).
+            let traffic = {
+                let s = size_of::<T>() as u64;
+                let value = outs.gather.map_or(0, |g| g.bytes as u64);
+                let kept = outs.values.is_some() as u64 * s + value;
+                let other = (outs.rest.is_some() || outs.second.is_some()) as u64 * s;
+                s + flags.is_some() as u64 + value + kept.max(other)
+            };
             let (xp, _x_read) = self.read(&x)?;
             let (fp, _f_read) = match &flags {
                 Some(f) => {
@@ -1371,12 +1382,7 @@ impl Context {
             let prefetch = match (ws.prefetch, &self.backend) {
                 (Some(p), _) => p,
                 (None, Backend::Cuda(_)) => {
-                    let ahead = if flags.is_some() {
-                        PREFETCH_FLAGGED_BYTES
-                    } else {
-                        PREFETCH_BYTES
-                    };
-                    (ahead / (tile_elems(size_of::<T>()) * size_of::<T>() as u64)) as u32
+                    (PREFETCH_BYTES / (tile_elems(size_of::<T>()) * traffic)).max(1) as u32
                 }
                 (None, _) => 0,
             };

@@ -70,14 +70,12 @@ pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
         3
     }
 }
-/// How far ahead (bytes of input) a block asks L2 for a later tile: 6 MiB (192 tiles of
-/// 32 KiB) beat 1.6 and 12.8 MiB and a quarter of the resident blocks (2 MiB) on an H100
-/// (CHANGELOG.md, issue 36).
+/// How far ahead a block asks L2 for a later tile, in the element bytes the tiles between
+/// may move (read, and written were every element kept): farther, the tiles' own writes evict
+/// the prefetched lines before they are read (unique by key read 1.6x its input's bytes from
+/// DRAM at 192 tiles). 6 MiB: 96 tiles of a selection of 4-byte elements, 48 of a unique by
+/// key with 4-byte values (CHANGELOG.md, issue 36).
 pub const PREFETCH_BYTES: u64 = 6 << 20;
-/// The same for a selection by a byte mask (the elements' bytes ahead; the mask's are asked
-/// for too): 1.5 MiB (48 tiles of 32 KiB) beat 6 MiB by 7% and 12 MiB by 20% on an H100
-/// (CHANGELOG.md, issue 36).
-pub const PREFETCH_FLAGGED_BYTES: u64 = 3 << 19;
 /// The look-back's first wait (ns) before a tile reads its predecessors (twice it for a tile
 /// that writes a quarter of its input's bytes or reads twice them).
 pub const DELAY_NS: u32 = 1000;
