@@ -26,8 +26,8 @@ pub mod prims;
 
 /// Device limits the simulator enforces: sm_90's. A block may have 227 KiB of shared memory
 /// (static + dynamic) as on an H100/H200 once the host raises the kernel's
-/// `MAX_DYNAMIC_SHARED_SIZE_BYTES` (the host does so at load for the kernels that need it);
-/// static arrays alone stay within 48 KiB, the most a module may declare.
+/// `MAX_DYNAMIC_SHARED_SIZE_BYTES` (no built-in kernel needs more than the default 48 KiB, so
+/// the host never does); static arrays alone stay within 48 KiB, the most a module may declare.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_threads_per_block: u32,
