@@ -71,10 +71,10 @@ pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
     }
 }
 /// How far ahead a block asks L2 for a later tile, in the element bytes the tiles between
-/// may move (read, and written were every element kept): farther, the tiles' own writes evict
-/// the prefetched lines before they are read (unique by key read 1.6x its input's bytes from
-/// DRAM at 192 tiles). 6 MiB: 96 tiles of a selection of 4-byte elements, 48 of a unique by
-/// key with 4-byte values (CHANGELOG.md, issue 36).
+/// may move (read, and written kept or not; the host counts them, indices and run lengths
+/// aside): farther, the tiles' own writes evict the prefetched lines before they are read
+/// (unique by key read 1.6x its input's bytes from DRAM at 192 tiles). 6 MiB: 96 tiles of a
+/// selection of u32, 48 of a unique by key of u32 keys and values (CHANGELOG.md, issue 36).
 pub const PREFETCH_BYTES: u64 = 6 << 20;
 /// The look-back's first wait (ns) before a tile reads its predecessors (twice it for a tile
 /// that writes a quarter of its input's bytes or reads twice them).
