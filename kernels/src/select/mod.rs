@@ -60,12 +60,21 @@ const REGION_BYTES: usize = 32 * 128;
 /// for (`launch_bounds!`): three (80 registers, no spills), a tile more in flight per SM than
 /// at two while the others wait in their look-back, faster in every cell (CHANGELOG.md, issue
 /// 36). Unique by key of keys under 8 bytes (values held in registers) and the 2-byte run
-/// encodings spill at three: two.
+/// encodings spill at three: two. 8-byte selections, partitions and unique (16 elements a
+/// thread) fit 64 registers: four, more of the input in flight (faster in every such u64 cell,
+/// CHANGELOG.md); the rest spill at four.
 pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
     if (mode == MODE_UNIQUE_BY_KEY && bytes < 8)
         || ((mode == MODE_RUNS || mode == MODE_NONTRIVIAL) && bytes < 4)
     {
         2
+    } else if bytes == 8
+        && (mode == MODE_IF
+            || mode == MODE_FLAGGED
+            || mode == MODE_UNIQUE
+            || mode == MODE_THREE_WAY)
+    {
+        4
     } else {
         3
     }
