@@ -98,6 +98,24 @@ fn regression_min_max_nan_is_canonical() {
     assert_eq!((lo.to_bits(), hi.to_bits()), (0x7fff_ffff, 0x7fff_ffff));
 }
 
+/// Found by the GPU stress (issue 36, session 17): unique by key copies each run's first value
+/// with its bits, NaN payloads and all (`deterministic`'s NaN test checks the same), and the
+/// stress's reference had made its NaNs canonical. The five cases of that run.
+#[test]
+fn regression_unique_by_key_keeps_nan_bits() {
+    use integration_tests::stress::{Contexts, replay};
+    let contexts = Contexts::new(&sim, false);
+    for seed in [
+        "0xa5c92faa32fe6f74",
+        "0xb1cbe87ded136866",
+        "0xf1950d21ce52f03c",
+        "0xc74cb1372c6d28a4",
+        "0x3bff4b964dccfcfc",
+    ] {
+        replay(&format!("reduce_by_key:{seed}"), &contexts, 1 << 27);
+    }
+}
+
 /// Found by the stress (issue 35): a float sum scan over several ranks must give the bits of
 /// the one-rank scan, whatever the shards (each shard's total used to seed its shard's scan, so
 /// the rounding followed the cuts). The first case found, then f32 and f64 sums over every

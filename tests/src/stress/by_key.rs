@@ -103,11 +103,10 @@ where
     };
     let (r, got_k, got_a) = run(c.ctx);
     let (want_k, want_a) = if unique {
-        // The first value of each run, as the device writes floats (a NaN canonical).
+        // The first value of each run: a copy, its bits kept (a NaN's payload too), as every
+        // compaction's (ARCHITECTURE.md, "One NaN").
         let first = (0..n).filter(|&i| i == 0 || keys[i - 1] != keys[i]);
-        first
-            .map(|i| (keys[i], kernels::gpu::ShflValue::canonical(vals[i])))
-            .unzip()
+        first.map(|i| (keys[i], vals[i])).unzip()
     } else {
         cpu_reduce_by_key(&keys, &vals, op)
     };
