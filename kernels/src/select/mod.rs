@@ -61,8 +61,8 @@ const REGION_BYTES: usize = 32 * 128;
 /// at two while the others wait in their look-back, faster in every cell (CHANGELOG.md, issue
 /// 36). Unique by key of keys under 8 bytes (values held in registers) and the 2-byte run
 /// encodings spill at three: two. 8-byte selections, partitions and unique (16 elements a
-/// thread) fit 64 registers: four, more of the input in flight (faster in every such u64 cell,
-/// CHANGELOG.md); the rest spill at four.
+/// thread) fit 64 registers (f64's select-if and unique spill 16 bytes): four, more of the
+/// input in flight (faster in every such u64 cell, CHANGELOG.md); the rest spill at four.
 pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
     if (mode == MODE_UNIQUE_BY_KEY && bytes < 8)
         || ((mode == MODE_RUNS || mode == MODE_NONTRIVIAL) && bytes < 4)
