@@ -30,8 +30,9 @@ use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::select::predicate::{NEGATE, Ordered};
 use kernels::select::{
-    BLOCK, Bounds, DELAY_NS, Flagged, MODE_IF, NonTrivialRuns, PREFETCH_BYTES, Runs,
-    SelectInstance, SelectParams, SimSelectFn, ThreeWay, Unique, UniqueByKey, tile_elems,
+    Bounds, DELAY_NS, Flagged, MODE_IF, NonTrivialRuns, PREFETCH_BYTES, Runs, SelectInstance,
+    SelectParams, SimSelectFn, ThreeWay, Unique, UniqueByKey, block_for, is_short, shared_bytes,
+    sized_by_launch, tile_elems,
 };
 
 use crate::error::{Error, Result, plural};
@@ -42,8 +43,23 @@ use crate::runtime::{
 
 use crate::scan::ScanWorkspace;
 
-/// A select kernel as the host calls it.
-pub type SelectKernel<T> = Kernel<SimSelectFn<T>>;
+/// A select kernel as the host calls it, with its predicate's mode (`kernels::select::MODE_*`),
+/// which picks the launch's block size (`kernels::select::block_for`).
+#[derive(Clone, Copy)]
+pub struct SelectKernel<T> {
+    kernel: Kernel<SimSelectFn<T>>,
+    mode: u32,
+}
+
+impl<T: DeviceElement> SelectKernel<T> {
+    /// `P`'s kernel.
+    fn of<P: SelectInstance<T>>() -> Self {
+        SelectKernel {
+            kernel: P::KERNEL,
+            mode: P::MODE,
+        }
+    }
+}
 
 /// Element types of the built-in compaction: every type of the kernels' built-in table.
 #[diagnostic::on_unimplemented(
@@ -62,15 +78,14 @@ macro_rules! select_element {
         impl SelectElement for kernels::builtin_elem!($t) {
             const FLOAT: bool = $float;
             fn select_kernels() -> [SelectKernel<Self>; 7] {
-                type T = kernels::builtin_elem!($t);
                 [
-                    <Bounds as SelectInstance<T>>::KERNEL,
-                    <Flagged as SelectInstance<T>>::KERNEL,
-                    <Unique as SelectInstance<T>>::KERNEL,
-                    <Runs as SelectInstance<T>>::KERNEL,
-                    <NonTrivialRuns as SelectInstance<T>>::KERNEL,
-                    <ThreeWay<Bounds, Bounds> as SelectInstance<T>>::KERNEL,
-                    <UniqueByKey as SelectInstance<T>>::KERNEL,
+                    SelectKernel::of::<Bounds>(),
+                    SelectKernel::of::<Flagged>(),
+                    SelectKernel::of::<Unique>(),
+                    SelectKernel::of::<Runs>(),
+                    SelectKernel::of::<NonTrivialRuns>(),
+                    SelectKernel::of::<ThreeWay<Bounds, Bounds>>(),
+                    SelectKernel::of::<UniqueByKey>(),
                 ]
             }
         }
@@ -312,6 +327,8 @@ struct SelectWorkspace {
     delay_ns: Option<u32>,
     /// Tuning override of the L2 prefetch distance in tiles (None: the default).
     prefetch: Option<u32>,
+    /// Tuning override of the threads per block (None: `block_for`'s).
+    block: Option<u32>,
 }
 
 impl Context {
@@ -329,6 +346,16 @@ impl Context {
     pub fn set_select_prefetch(&self, tiles: Option<u32>) {
         let ws = self.workspace::<SelectWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).prefetch = tiles;
+    }
+
+    /// Override the threads per block of select-if, the partitions and the flagged selection
+    /// (`None`: `kernels::select::block_for`'s, by length; else 32 to 256, a multiple of 32;
+    /// the other calls' kernels have a fixed block). For tuning runs; results do not depend
+    /// on it.
+    pub fn set_select_block(&self, threads: Option<u32>) {
+        let ws = self.workspace::<SelectWorkspace>();
+        ws.lock().unwrap_or_else(|p| p.into_inner()).block =
+            threads.map(|t| (t / 32).clamp(1, kernels::select::BLOCK / 32) * 32);
     }
 
     /// The elements of `x` that `pred` keeps, in order, to `out`; returns how many. `out` needs
@@ -941,7 +968,7 @@ impl Context {
         let outs = Outputs::values(out.into());
         self.select_run(
             lib,
-            P::KERNEL,
+            SelectKernel::of::<P>(),
             "select_custom",
             x.into(),
             None,
@@ -1189,7 +1216,7 @@ impl Context {
         let n = x.len() as u64;
         let lens = outs.lens();
         if n == 0 {
-            return Ok(self.pending_ready(k.name, Ok(pick([0, 0]))));
+            return Ok(self.pending_ready(k.kernel.name, Ok(pick([0, 0]))));
         }
         if self.capturing()? {
             return Err(Error::NotCapturable {
@@ -1211,7 +1238,7 @@ impl Context {
             bounds,
             Count::Scratch(addr),
         )?;
-        self.pending_on_device(count, k.name, move |w: [u64; ACC_WORDS]| {
+        self.pending_on_device(count, k.kernel.name, move |w: [u64; ACC_WORDS]| {
             // The second word is a three-way partition's only (a second output).
             let second = if lens[4].is_some() { w[1] } else { 0 };
             check_counts(call, n, [w[0], second], lens).map(pick)
@@ -1378,11 +1405,16 @@ impl Context {
                 }
                 None => (0, None),
             };
-            let grid = Self::scan_grid(n, tile_elems(size_of::<T>()))?;
+            let block = match ws.block {
+                Some(b) if sized_by_launch(k.mode) => b,
+                _ => block_for(n, size_of::<T>(), k.mode),
+            };
+            let tile = tile_elems(size_of::<T>(), block);
+            let grid = Self::scan_grid(n, tile)?;
             let prefetch = match (ws.prefetch, &self.backend) {
                 (Some(p), _) => p,
-                (None, Backend::Cuda(_)) => {
-                    (PREFETCH_BYTES / (tile_elems(size_of::<T>()) * traffic)).max(1) as u32
+                (None, Backend::Cuda(_)) if !is_short(n, size_of::<T>()) => {
+                    (PREFETCH_BYTES / (tile * traffic)).max(1) as u32
                 }
                 (None, _) => 0,
             };
@@ -1422,7 +1454,12 @@ impl Context {
                 // SAFETY: addresses of this context's memory: the input (and mask) hold `n`
                 // elements, the outputs `capacity` and `rest_capacity`.
                 unsafe {
-                    self.launch_kernel(lib, &k, LaunchShape::linear(grid, BLOCK, 0), params)?
+                    self.launch_kernel(
+                        lib,
+                        &k.kernel,
+                        LaunchShape::linear(grid, block, shared_bytes(block)),
+                        params,
+                    )?
                 };
             }
         }
@@ -1441,7 +1478,7 @@ impl Context {
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
     fn of<T: SelectElement>(names: &mut Vec<&'static str>) {
-        names.extend(T::select_kernels().map(|k| k.name));
+        names.extend(T::select_kernels().map(|k| k.kernel.name));
     }
     let mut names = Vec::new();
     macro_rules! each {

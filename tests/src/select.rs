@@ -7,9 +7,25 @@ use rand::{Rng, SeedableRng};
 
 use crate::reductions::TestElem;
 
-/// Elements per tile of the compaction kernels over `bytes`-byte elements.
+/// Elements per tile of the compaction kernels over `bytes`-byte elements ([`BLOCK`]
+/// threads: every kernel but select-if's and the flagged selection's on short inputs).
+///
+/// [`BLOCK`]: kernels::select::BLOCK
 pub fn tile(bytes: usize) -> usize {
-    kernels::select::tile_elems(bytes) as usize
+    kernels::select::tile_elems(bytes, kernels::select::BLOCK) as usize
+}
+
+/// [`check_select`] with select-if's and the flagged selection's blocks of each of `blocks`
+/// threads (`Context::set_select_block`), at each block's tile boundaries +- 1 and over
+/// several tiles: one warp, the short inputs' block and the full one give the same results.
+pub fn check_select_blocks(ctx: &Context, blocks: &[u32]) {
+    for &b in blocks {
+        ctx.set_select_block(Some(b));
+        let t = kernels::select::tile_elems(4, b) as usize;
+        let h = kernels::select::tile_elems(8, b) as usize;
+        check_select(ctx, &[h - 1, h + 1, t - 1, t + 1, 3 * t + 5]);
+    }
+    ctx.set_select_block(None);
 }
 
 /// The CPU's answer to `pred(x)` (IEEE comparisons).

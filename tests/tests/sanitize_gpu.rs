@@ -75,6 +75,7 @@ fn sanitizer_workload_compaction() {
         integration_tests::select::tile(8),
     );
     integration_tests::select::check_select(&ctx, &[1, h + 1, t - 1, t + 1, 3 * t + 5]);
+    integration_tests::select::check_select_blocks(&ctx, &[32, 128]);
     integration_tests::select::check_select_edges(&ctx);
     integration_tests::select::check_select_half(&ctx, 2 * integration_tests::select::tile(2) + 7);
 }

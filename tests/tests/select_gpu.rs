@@ -28,6 +28,12 @@ fn select_partition_unique_every_type_and_predicate() {
 
 #[test]
 #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn select_in_blocks_of_every_size() {
+    check_select_blocks(&gpu(), &[32, 64, 96, 128, 192, 256]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
 fn select_small_outputs_into_forms_and_bad_input() {
     check_select_edges(&gpu());
 }

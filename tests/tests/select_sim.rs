@@ -15,6 +15,11 @@ fn select_partition_unique_every_type_and_predicate() {
 }
 
 #[test]
+fn select_in_blocks_of_one_warp_and_of_the_full_tile() {
+    check_select_blocks(&sim(), &[32, kernels::select::BLOCK]);
+}
+
+#[test]
 fn select_small_outputs_into_forms_and_bad_input() {
     check_select_edges(&sim());
 }

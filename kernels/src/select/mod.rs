@@ -8,7 +8,8 @@
 //! partition), `flags[i] != 0` (a byte mask: `masked_select`), or `i == 0 || x[i] != x[i-1]`
 //! (unique consecutive; IEEE `!=`, so every NaN is kept, as CUB and PyTorch do).
 //!
-//! A tile is `BLOCK` threads × [`items`] elements. Each warp reads its stretch as rows of
+//! A tile is the block's threads ([`BLOCK`], or [`SMALL_BLOCK`] for short inputs:
+//! [`block_for`]) × [`items`] elements. Each warp reads its stretch as rows of
 //! coalesced 16-byte vectors (lane `l` of row `v` holds elements `(32 v + l) * PER_VEC ..`),
 //! so no L2 sector is fetched twice. The kept elements' positions come from one warp scan of
 //! each thread's per-row counts (packed into fields of one word), the warps' counts through
@@ -34,8 +35,19 @@ pub use predicate::{
     UniqueByKey,
 };
 
-/// Threads per block (one tile per block).
+/// Threads per block (one tile per block), the most a launch may use.
 pub const BLOCK: u32 = ACTIVE.block;
+/// Threads per block of short selections and partitions ([`block_for`]): half the tile,
+/// twice the tiles, so the last wave of blocks is a smaller share of the launch.
+pub const SMALL_BLOCK: u32 = BLOCK / 2;
+/// Whether the kernels of `mode` take their block size from the launch (else [`BLOCK`], a
+/// constant): select-if (and so the partitions) and the flagged selection, which gain from
+/// [`SMALL_BLOCK`] on short inputs. The others were no faster in small blocks, and a run-time
+/// tile costs the three-way partition and the run encodings registers (spills: the three-way
+/// partition 11% slower at 2^28; CHANGELOG.md, issue 36).
+pub const fn sized_by_launch(mode: u32) -> bool {
+    mode == MODE_IF || mode == MODE_FLAGGED
+}
 const WARPS: usize = BLOCK as usize / 32;
 /// Elements per thread for `bytes`-byte elements: eight 16-byte vectors (128 bytes a thread:
 /// tiles of 32 KiB, long enough to pay for their look-back), at most 32 (a thread's flags
@@ -44,16 +56,37 @@ pub const fn items(bytes: usize) -> usize {
     let i = 128 / bytes;
     if i > MAX_ITEMS { MAX_ITEMS } else { i }
 }
-/// Elements per tile for `bytes`-byte elements (the grid is `ceil(n / tile_elems)`).
-pub const fn tile_elems(bytes: usize) -> u64 {
-    BLOCK as u64 * items(bytes) as u64
+/// Elements per tile for `bytes`-byte elements in blocks of `block` threads (the grid is
+/// `ceil(n / tile_elems)`).
+pub const fn tile_elems(bytes: usize, block: u32) -> u64 {
+    block as u64 * items(bytes) as u64
+}
+/// A launch over fewer tiles of [`BLOCK`] threads than this (64 MiB of input) is short: it
+/// runs blocks of [`SMALL_BLOCK`] (where [`sized_by_launch`]) and no L2 prefetch (its tiles
+/// are mostly in flight at once, so the prefetches only add requests). At 2^22 elements of 4
+/// and 8 bytes each was faster, at 2^24 neither (CHANGELOG.md, issue 36).
+pub const SHORT_BELOW_TILES: u64 = 2048;
+/// Whether a launch over `n` elements of `bytes` bytes is short ([`SHORT_BELOW_TILES`]).
+pub const fn is_short(n: u64, bytes: usize) -> bool {
+    n.div_ceil(tile_elems(bytes, BLOCK)) < SHORT_BELOW_TILES
+}
+/// The block size of a launch in `mode` over `n` elements of `bytes` bytes: [`SMALL_BLOCK`]
+/// for short inputs, whose few tiles of [`BLOCK`] threads would leave a partial last wave of
+/// blocks (2^22 u32: 512 tiles on 396 block slots of an H100), else [`BLOCK`].
+pub const fn block_for(n: u64, bytes: usize, mode: u32) -> u32 {
+    if sized_by_launch(mode) && is_short(n, bytes) {
+        SMALL_BLOCK
+    } else {
+        BLOCK
+    }
+}
+/// Dynamic shared memory a launch of `block` threads needs: the staging, 128 bytes a thread.
+pub const fn shared_bytes(block: u32) -> u32 {
+    block * 128
 }
 const MAX_ITEMS: usize = 32;
 /// 16-byte vectors a thread, at most (rows of a warp's stretch).
 const MAX_VECS: usize = 8;
-/// Shared staging: one tile of values, or of their tile-local `u32` indices (32 KiB), a
-/// region of [`REGION_BYTES`] a warp.
-const STAGE_WORDS: usize = BLOCK as usize * 128 / 16;
 /// A warp's staging: 32 lanes x 128 bytes of elements, or their `u32` indices.
 const REGION_BYTES: usize = 32 * 128;
 /// Blocks per SM the registers of a kernel over `bytes`-byte elements in `mode` are capped
@@ -84,6 +117,7 @@ pub const fn min_blocks(bytes: usize, mode: u32) -> u32 {
 /// aside): farther, the tiles' own writes evict the prefetched lines before they are read
 /// (unique by key read 1.6x its input's bytes from DRAM at 192 tiles). 6 MiB: 96 tiles of a
 /// selection of u32, 48 of a unique by key of u32 keys and values (CHANGELOG.md, issue 36).
+/// None in a short launch ([`is_short`]).
 pub const PREFETCH_BYTES: u64 = 6 << 20;
 /// The look-back's first wait (ns) before a tile reads its predecessors (twice it for a tile
 /// that writes a quarter of its input's bytes or reads twice them).
@@ -160,7 +194,8 @@ crate::select_params!(struct
 /// [`Flagged`], [`Unique`]): kept element number `k` (in input order) goes to
 /// `out[k]` and its index to `indices[k]` for `k < capacity` (each output when not null), the
 /// `m`-th other element to `rest[m]` for `m < rest_capacity` (when not null), and the number
-/// kept to `num_selected[0]`. Launch `BLOCK` threads a block, `ceil(n / tile_elems)` blocks
+/// kept to `num_selected[0]`. Launch [`block_for`] threads a block (a multiple of 32, at most
+/// [`BLOCK`]; [`BLOCK`] unless [`sized_by_launch`]) with [`shared_bytes`] of dynamic shared memory, `ceil(n / tile_elems)` blocks
 /// (`n > 0`), counter 0, a fresh epoch, 32 status bytes a tile. `prefetch`: how many tiles
 /// ahead each block asks L2 for a later block's data (0: none).
 ///
@@ -211,7 +246,9 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     };
     // A three-way partition: a second part (`keep2`, its counts, its look-back) after the kept.
     let three = P::MODE == MODE_THREE_WAY;
-    let stage = crate::static_shared!(SEL_STAGE: [u128; STAGE_WORDS]);
+    // Staging (dynamic, [`shared_bytes`]): one tile of values, or of their tile-local `u32`
+    // indices, a region of [`REGION_BYTES`] a warp; sized by the launch's block.
+    let stage = gpu::dynamic_shared::<u128>();
     let warp_counts = crate::static_shared!(SEL_WARP_COUNTS: [u32; WARPS]);
     let tile_base = crate::static_shared!(SEL_TILE_BASE: [u64; 1]);
     let warp_last = crate::static_shared!(SEL_WARP_LAST: [u32; WARPS]);
@@ -223,7 +260,13 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     let warp = gpu::warp_id() as usize;
     let per_vec = T::PER_VEC;
     let items = items(size_of::<T>());
-    let tile_elems = tile_elems(size_of::<T>());
+    let block = if sized_by_launch(P::MODE) {
+        gpu::block_dim_x()
+    } else {
+        BLOCK
+    };
+    let warps = block as usize / 32;
+    let tile_elems = tile_elems(size_of::<T>(), block);
     // Rows: 16-byte vectors a thread (8, or 4 for 2-byte elements).
     let vecs = items / per_vec;
     let tile_start = tile * tile_elems;
@@ -646,6 +689,9 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     let mut tile_count = 0u32;
     let (mut warp_base2, mut tile_count2) = (0u32, 0u32);
     for w in 0..WARPS {
+        if w >= warps {
+            break;
+        }
         let c = unsafe { warp_counts.read(w) };
         if w < warp {
             warp_base += c;
@@ -674,7 +720,9 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
         };
         let mut last = 0u32;
         for w in 0..WARPS {
-            last = last.max(unsafe { warp_last.read(w) });
+            if w < warps {
+                last = last.max(unsafe { warp_last.read(w) });
+            }
         }
         let mine = RunsAcc {
             count: tile_count as u64,

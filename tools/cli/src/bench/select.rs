@@ -189,9 +189,10 @@ impl Kind {
 
     /// Context settings the tuning sweeps of our row try, with their rows' suffixes:
     /// GPU_REDUCE_SELECT_DELAYS=0,500,... times ours with other first look-back waits,
-    /// GPU_REDUCE_SELECT_PREFETCH=0,64,... with other L2 prefetch distances (every call,
-    /// unique by key included: one kernel family).
-    fn sweeps(self) -> [(&'static str, Setter, &'static str); 2] {
+    /// GPU_REDUCE_SELECT_PREFETCH=0,64,... with other L2 prefetch distances,
+    /// GPU_REDUCE_SELECT_BLOCK=128,256 with other block sizes (every call, unique by key
+    /// included: one kernel family).
+    fn sweeps(self) -> [(&'static str, Setter, &'static str); 3] {
         [
             (
                 "GPU_REDUCE_SELECT_DELAYS",
@@ -202,6 +203,11 @@ impl Kind {
                 "GPU_REDUCE_SELECT_PREFETCH",
                 Context::set_select_prefetch,
                 "prefetch {} tiles",
+            ),
+            (
+                "GPU_REDUCE_SELECT_BLOCK",
+                Context::set_select_block,
+                "block {} threads",
             ),
         ]
     }
