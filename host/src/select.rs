@@ -30,9 +30,9 @@ use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::select::predicate::{NEGATE, Ordered};
 use kernels::select::{
-    Bounds, DELAY_NS, Flagged, MODE_IF, NonTrivialRuns, PREFETCH_BYTES, Runs, SelectInstance,
-    SelectParams, SimSelectFn, ThreeWay, Unique, UniqueByKey, block_for, is_short, shared_bytes,
-    sized_by_launch, tile_elems,
+    Bounds, DELAY_NS, Flagged, MODE_IF, NonTrivialRuns, PREFETCH_BYTES, Runs, SMALL_BLOCK,
+    SelectInstance, SelectParams, Short, SimSelectFn, ThreeWay, Unique, UniqueByKey, block_for,
+    is_short, shared_bytes, sized_by_launch, tile_elems,
 };
 
 use crate::error::{Error, Result, plural};
@@ -49,6 +49,10 @@ use crate::scan::ScanWorkspace;
 pub struct SelectKernel<T> {
     kernel: Kernel<SimSelectFn<T>>,
     mode: u32,
+    /// Its threads per block where they are constant (`kernels::select::sized_by_launch`).
+    block: u32,
+    /// Its twin for short inputs (`kernels::select::Short`), if it has one.
+    short: Option<Kernel<SimSelectFn<T>>>,
 }
 
 impl<T: DeviceElement> SelectKernel<T> {
@@ -57,7 +61,40 @@ impl<T: DeviceElement> SelectKernel<T> {
         SelectKernel {
             kernel: P::KERNEL,
             mode: P::MODE,
+            block: P::BLOCK,
+            short: None,
         }
+    }
+
+    /// `P`'s kernel, with `Short<P>`'s for short inputs.
+    fn with_short<P: SelectInstance<T>>() -> Self
+    where
+        Short<P>: SelectInstance<T>,
+    {
+        SelectKernel {
+            short: Some(<Short<P> as SelectInstance<T>>::KERNEL),
+            ..Self::of::<P>()
+        }
+    }
+
+    /// The kernel and threads per block of a launch over `n` elements (`block`: the tuning
+    /// override, if any).
+    fn launch(self, n: u64, block: Option<u32>) -> (Kernel<SimSelectFn<T>>, u32) {
+        let bytes = size_of::<T>();
+        if sized_by_launch(self.mode) {
+            return (self.kernel, block.unwrap_or(block_for(n, bytes, self.mode)));
+        }
+        match (self.short, block) {
+            (Some(s), Some(SMALL_BLOCK)) => (s, SMALL_BLOCK),
+            (Some(s), None) if is_short(n, bytes) => (s, SMALL_BLOCK),
+            _ => (self.kernel, self.block),
+        }
+    }
+
+    /// Its kernels' names (the embedded-index test).
+    #[cfg(test)]
+    fn names(self) -> impl Iterator<Item = &'static str> {
+        std::iter::once(self.kernel.name).chain(self.short.map(|k| k.name))
     }
 }
 
@@ -84,7 +121,7 @@ macro_rules! select_element {
                     SelectKernel::of::<Unique>(),
                     SelectKernel::of::<Runs>(),
                     SelectKernel::of::<NonTrivialRuns>(),
-                    SelectKernel::of::<ThreeWay<Bounds, Bounds>>(),
+                    SelectKernel::with_short::<ThreeWay<Bounds, Bounds>>(),
                     SelectKernel::of::<UniqueByKey>(),
                 ]
             }
@@ -348,10 +385,11 @@ impl Context {
         ws.lock().unwrap_or_else(|p| p.into_inner()).prefetch = tiles;
     }
 
-    /// Override the threads per block of select-if, the partitions and the flagged selection
-    /// (`None`: `kernels::select::block_for`'s, by length; else 32 to 256, a multiple of 32;
-    /// the other calls' kernels have a fixed block). For tuning runs; results do not depend
-    /// on it.
+    /// Override the threads per block of select-if, the partition and the flagged selection
+    /// (`None`: `kernels::select::block_for`'s, by length; else 32 to 256, a multiple of 32),
+    /// and pick the three-way partition's kernel (128: its short-input twin, else its own).
+    /// The other calls' kernels have a fixed block. For tuning runs; results do not depend on
+    /// it.
     pub fn set_select_block(&self, threads: Option<u32>) {
         let ws = self.workspace::<SelectWorkspace>();
         ws.lock().unwrap_or_else(|p| p.into_inner()).block =
@@ -1405,10 +1443,7 @@ impl Context {
                 }
                 None => (0, None),
             };
-            let block = match ws.block {
-                Some(b) if sized_by_launch(k.mode) => b,
-                _ => block_for(n, size_of::<T>(), k.mode),
-            };
+            let (kernel, block) = k.launch(n, ws.block);
             let tile = tile_elems(size_of::<T>(), block);
             let grid = Self::scan_grid(n, tile)?;
             let prefetch = match (ws.prefetch, &self.backend) {
@@ -1456,7 +1491,7 @@ impl Context {
                 unsafe {
                     self.launch_kernel(
                         lib,
-                        &k.kernel,
+                        &kernel,
                         LaunchShape::linear(grid, block, shared_bytes(block)),
                         params,
                     )?
@@ -1478,7 +1513,7 @@ impl Context {
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
     fn of<T: SelectElement>(names: &mut Vec<&'static str>) {
-        names.extend(T::select_kernels().map(|k| k.kernel.name));
+        names.extend(T::select_kernels().into_iter().flat_map(|k| k.names()));
     }
     let mut names = Vec::new();
     macro_rules! each {

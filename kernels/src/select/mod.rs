@@ -31,8 +31,8 @@ use crate::scan::policy::ACTIVE;
 use crate::scan::tile::prefetch_stretch;
 pub use predicate::{
     Bound, Bounds, Flagged, MODE_FLAGGED, MODE_IF, MODE_NONTRIVIAL, MODE_RUNS, MODE_THREE_WAY,
-    MODE_UNIQUE, MODE_UNIQUE_BY_KEY, NonTrivialRuns, Ordered, Predicate, Runs, ThreeWay, Unique,
-    UniqueByKey,
+    MODE_UNIQUE, MODE_UNIQUE_BY_KEY, NonTrivialRuns, Ordered, Predicate, Runs, Short, ThreeWay,
+    Unique, UniqueByKey,
 };
 
 /// Threads per block (one tile per block), the most a launch may use.
@@ -263,7 +263,7 @@ pub unsafe fn select_device<T: Element, P: Predicate<T>>(p: SelectParams<T>) {
     let block = if sized_by_launch(P::MODE) {
         gpu::block_dim_x()
     } else {
-        BLOCK
+        P::BLOCK
     };
     let warps = block as usize / 32;
     let tile_elems = tile_elems(size_of::<T>(), block);
@@ -1173,7 +1173,8 @@ macro_rules! select_kernels {
 
 /// The built-in select kernels of every element type: `select_if_{t}` (the [`Bounds`]
 /// predicate), `select_flagged_{t}`, `select_unique_{t}`, `select_runs_{t}`,
-/// `select_nontrivial_{t}`, `select_three_way_{t}` (two [`Bounds`]), `select_unique_by_key_{t}`.
+/// `select_nontrivial_{t}`, `select_three_way_{t}` (two [`Bounds`]; `select_three_way_short_{t}`
+/// in [`SMALL_BLOCK`] threads, [`Short`]), `select_unique_by_key_{t}`.
 macro_rules! builtin_select {
     ($t:ident { $($ops:tt)* }) => {
         $crate::select_kernels!(@emit concat!("select_if_", stringify!($t)),
@@ -1188,6 +1189,8 @@ macro_rules! builtin_select {
             $crate::builtin_elem!($t), NonTrivialRuns);
         $crate::select_kernels!(@emit concat!("select_three_way_", stringify!($t)),
             $crate::builtin_elem!($t), ThreeWay<Bounds, Bounds>);
+        $crate::select_kernels!(@emit concat!("select_three_way_short_", stringify!($t)),
+            $crate::builtin_elem!($t), Short<ThreeWay<Bounds, Bounds>>);
         $crate::select_kernels!(@emit concat!("select_unique_by_key_", stringify!($t)),
             $crate::builtin_elem!($t), UniqueByKey);
     };

@@ -120,6 +120,10 @@ pub const MODE_UNIQUE_BY_KEY: u32 = 6;
 pub trait Predicate<T>: Copy + 'static {
     /// What the flag of an element is ([`MODE_IF`]: `select`; [`Flagged`], [`Unique`]).
     const MODE: u32 = MODE_IF;
+    /// The kernel's threads per block where its mode's block is constant (not
+    /// [`sized_by_launch`](super::sized_by_launch)): [`BLOCK`](super::BLOCK), or
+    /// [`SMALL_BLOCK`](super::SMALL_BLOCK) for a [`Short`] kernel.
+    const BLOCK: u32 = super::BLOCK;
     fn select(x: T, bound: &Bound<T>) -> bool;
     /// A three-way partition's second part ([`MODE_THREE_WAY`]): whether an element `select`
     /// rejects goes there (`bound`: the launch's second bounds).
@@ -146,6 +150,25 @@ impl<T, A: Predicate<T>, B: Predicate<T>> Predicate<T> for ThreeWay<A, B> {
     #[inline(always)]
     fn second(x: T, bound: &Bound<T>) -> bool {
         B::select(x, bound)
+    }
+}
+
+/// `P`'s kernel in blocks of [`SMALL_BLOCK`](super::SMALL_BLOCK) threads, a constant: the
+/// three-way partition of short inputs ([`is_short`](super::is_short)) gains from half tiles
+/// as select-if does, but a block read from the launch costs its 4-byte kernels spills.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Short<P>(pub P);
+
+impl<T, P: Predicate<T>> Predicate<T> for Short<P> {
+    const MODE: u32 = P::MODE;
+    const BLOCK: u32 = super::SMALL_BLOCK;
+    #[inline(always)]
+    fn select(x: T, bound: &Bound<T>) -> bool {
+        P::select(x, bound)
+    }
+    #[inline(always)]
+    fn second(x: T, bound: &Bound<T>) -> bool {
+        P::second(x, bound)
     }
 }
 
