@@ -131,6 +131,14 @@ pub enum Error {
         /// The input's length, when known.
         input_len: Option<u64>,
     },
+    /// Histogram bins that cannot be: none, or an empty (or NaN) range.
+    #[error("{call}: {reason}")]
+    BadBins {
+        /// The call.
+        call: &'static str,
+        /// What is wrong with its bins.
+        reason: String,
+    },
     /// An operation an element type lacks (a bitwise reduction of floats, a product of
     /// 16-bit floats, ...).
     #[error("{op} of {dtype} is not supported: {reason}")]

@@ -53,6 +53,7 @@
 mod backend;
 pub mod by_key;
 pub mod error;
+pub mod histogram;
 pub mod multi;
 pub mod reduce;
 pub mod runtime;
@@ -63,6 +64,7 @@ pub mod transform;
 
 pub use by_key::ReduceByKeyElement;
 pub use error::{Error, Result, SegmentFault};
+pub use histogram::{HistogramCount, HistogramSample};
 pub use reduce::{ArgValue, DeviceElement, Pending, Reduction};
 pub use runtime::{
     BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, DeviceViewMut, KernelLibrary,
@@ -159,6 +161,7 @@ mod tests {
             crate::segmented::kernel_names(),
             crate::by_key::kernel_names(),
             crate::select::kernel_names(),
+            crate::histogram::kernel_names(),
             crate::multi::kernel_names(),
         ]
         .concat();

@@ -30,6 +30,7 @@ pub mod gpu;
 
 pub mod block;
 pub mod half;
+pub mod histogram;
 pub mod load;
 pub mod ops;
 pub mod reduce;

@@ -9,6 +9,7 @@ pub mod deterministic;
 pub mod faults;
 pub mod half;
 pub mod half_scan;
+pub mod histogram;
 pub mod interop;
 pub mod lookback;
 pub mod multi;

@@ -79,3 +79,13 @@ fn sanitizer_workload_compaction() {
     integration_tests::select::check_select_edges(&ctx);
     integration_tests::select::check_select_half(&ctx, 2 * integration_tests::select::tile(2) + 7);
 }
+
+/// Histograms (issue 37): every type, both count types, shared and global bins, edges.
+#[test]
+#[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]
+fn sanitizer_workload_histogram() {
+    let ctx = gpu();
+    integration_tests::histogram::check_histogram(&ctx, &[1, 1000, 20_011], &[1, 256, 5000]);
+    integration_tests::histogram::check_histogram_errors(&ctx);
+    integration_tests::histogram::check_histogram_half(&ctx, 20_003);
+}

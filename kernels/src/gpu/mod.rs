@@ -60,6 +60,24 @@ impl<T: Copy> SharedArray<T> {
         Self { ptr, len }
     }
 
+    /// `len` elements of `U` from byte `offset` on (one dynamic allocation cut in parts).
+    /// # Safety
+    /// The part lies inside this array and is aligned for `U`.
+    #[inline(always)]
+    pub unsafe fn part<U: Copy>(self, offset: usize, len: usize) -> SharedArray<U> {
+        #[cfg(not(target_arch = "nvptx64"))]
+        if len > 0 {
+            sim::check_shared_index(
+                offset + len * core::mem::size_of::<U>() - 1,
+                self.len * core::mem::size_of::<T>(),
+            );
+        }
+        SharedArray {
+            ptr: unsafe { (self.ptr as *mut u8).add(offset) } as *mut U,
+            len,
+        }
+    }
+
     #[inline(always)]
     pub fn len(&self) -> usize {
         self.len
@@ -88,6 +106,26 @@ impl<T: Copy> SharedArray<T> {
         #[cfg(not(target_arch = "nvptx64"))]
         sim::check_shared_index(i, self.len);
         unsafe { self.ptr.add(i).write(v) }
+    }
+}
+
+impl SharedArray<u32> {
+    /// Add `v` to element `i`, atomically among the block's threads (`red.shared.add.u32`).
+    /// # Safety
+    /// `i < len()`.
+    #[inline(always)]
+    pub unsafe fn add(&self, i: usize, v: u32) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            sim::check_shared_index(i, self.len);
+            // SAFETY: in bounds (checked), aligned (a u32 array); threads may run on OS threads.
+            unsafe { core::sync::atomic::AtomicU32::from_ptr(self.ptr.add(i)) }
+                .fetch_add(v, core::sync::atomic::Ordering::Relaxed);
+        }
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            nvptx::shared_red_add_u32(self.ptr.add(i), v)
+        }
     }
 }
 

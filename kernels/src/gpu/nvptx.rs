@@ -316,6 +316,17 @@ atomic_fn!(
     reg64
 );
 
+/// `red.shared.add.u32 [addr], v` (no old value: the reduction form).
+/// # Safety
+/// `addr` must point to an aligned `u32` of the block's shared memory.
+#[inline(always)]
+pub(crate) unsafe fn shared_red_add_u32(addr: *mut u32, v: u32) {
+    let p = to_shared_u32(addr);
+    unsafe {
+        asm!("red.shared.add.u32 [{p}], {v};", p = in(reg32) p, v = in(reg32) v, options(nostack))
+    }
+}
+
 /// `atom.global.cas.b32 old, [addr], compare, val`: stores `val` if `*addr == compare`.
 /// # Safety
 /// `addr` must be a valid, aligned pointer to global memory.

@@ -24,10 +24,11 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 pub mod prims;
 
-/// Device limits the simulator enforces: sm_90's. A block may have 227 KiB of shared memory
-/// (static + dynamic) as on an H100/H200 once the host raises the kernel's
-/// `MAX_DYNAMIC_SHARED_SIZE_BYTES` (no built-in kernel needs more than the default 48 KiB, so
-/// the host never does); static arrays alone stay within 48 KiB, the most a module may declare.
+/// Device limits the simulator enforces: sm_90's. A block may have 48 KiB of shared memory
+/// (static + dynamic), the most a launch gets without raising the kernel's
+/// `MAX_DYNAMIC_SHARED_SIZE_BYTES` (227 KiB on an H100/H200), which the host never does (a
+/// larger launch fails on a GPU: `CUDA_ERROR_INVALID_VALUE`); static arrays alone stay within
+/// 48 KiB, the most a module may declare.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_threads_per_block: u32,
@@ -43,7 +44,7 @@ pub const DEFAULT_LIMITS: Limits = Limits {
     max_threads_per_block: 1024,
     max_block_dim: (1024, 1024, 64),
     max_grid_dim: (i32::MAX as u32, 65535, 65535),
-    max_shared_bytes: 227 * 1024,
+    max_shared_bytes: 48 * 1024,
     max_static_shared_bytes: 48 * 1024,
 };
 

@@ -1,0 +1,310 @@
+//! Histograms in one launch (CUB's `DeviceHistogram::HistogramEven` / `HistogramRange`): the
+//! count of samples in each of `bins` bins, even over `[lo, hi)` or between sorted edges
+//! ([`bins`]). Samples outside the range and NaN are not counted.
+//!
+//! Each block counts into its own copy of the histogram in shared memory (up to
+//! [`SHARED_BINS`] bins; more go straight to the output with global atomics), then adds its
+//! nonzero bins to the output. Counts are integers, exact in any order, so the result is the
+//! same on every run. A thread reads its stretch of the input as 16-byte vectors and adds runs
+//! of equal bins once (`run`): a skewed input (every sample in one bin) costs one atomic per
+//! run, not one per sample.
+
+pub mod bins;
+
+use crate::gpu;
+use crate::ops::Element;
+pub use bins::{NO_BIN, Sample, edge_bin};
+
+/// Threads per block.
+pub const BLOCK: u32 = 256;
+/// 16-byte vectors a thread loads per step (in flight at once).
+pub const VECS: usize = 4;
+/// Bins counted in shared memory (16 KiB of `u32` a block); more go to global atomics.
+pub const SHARED_BINS: u32 = 4096;
+/// Blocks per SM the grid fills (the kernel loops over the input), and its registers allow
+/// (`launch_bounds!`: 64 registers).
+pub const BLOCKS_PER_SM: u32 = 4;
+/// Samples one block may count (its shared counters are `u32`): the host's grid keeps each
+/// block's share below it.
+pub const MAX_BLOCK_SAMPLES: u64 = 1 << 31;
+
+/// Dynamic shared memory a launch may take without opting in (48 KiB).
+const SHARED_LIMIT: u32 = 48 << 10;
+/// Whether the `bins + 1` edges of `bytes`-byte samples go to shared memory beside the
+/// counters (within [`SHARED_LIMIT`]; else the kernel reads them from global memory).
+pub const fn edges_shared(bins: u32, bytes: usize) -> bool {
+    bins <= SHARED_BINS
+        && ((bins * 4).next_multiple_of(16) + (bins + 1) * bytes as u32).next_multiple_of(16)
+            <= SHARED_LIMIT
+}
+/// Dynamic shared memory of a launch with `bins` bins of `bytes`-byte samples (`edges`: bins
+/// by edges): the counters, where the bins fit [`SHARED_BINS`], then the edges, where
+/// [`edges_shared`].
+pub const fn shared_bytes(bins: u32, bytes: usize, edges: bool) -> u32 {
+    if bins > SHARED_BINS {
+        0
+    } else {
+        let e = if edges && edges_shared(bins, bytes) {
+            (bins + 1) * bytes as u32
+        } else {
+            0
+        };
+        ((bins * 4).next_multiple_of(16) + e).next_multiple_of(16)
+    }
+}
+
+/// A count type of the output: `u32` or `u64`, added with one global atomic.
+pub trait Count: Copy + 'static {
+    /// `*p += v` atomically.
+    /// # Safety
+    /// `p` valid and aligned, in global memory.
+    unsafe fn add(p: *mut Self, v: u32);
+}
+impl Count for u32 {
+    #[inline(always)]
+    unsafe fn add(p: *mut Self, v: u32) {
+        unsafe { gpu::atomic_add_u32(p, v) };
+    }
+}
+impl Count for u64 {
+    #[inline(always)]
+    unsafe fn add(p: *mut Self, v: u32) {
+        unsafe { gpu::atomic_add_u64(p, v as u64) };
+    }
+}
+
+/// The parameters of [`HistogramParams`]'s kernels, written once.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! histogram_params {
+    ($($mode:tt)*) => {
+        $crate::kernel_params! { $($mode)* HistogramParams<T, C> {
+            /// The samples, `n` of them.
+            input: *const T,
+            /// The output, `bins` counts (zeroed by the host before the launch: the kernel adds).
+            counts: *mut C,
+            /// `bins + 1` ascending edges, or null for even bins over `[lo, hi)`.
+            edges: *const T,
+            n: u64,
+            bins: u32,
+            /// Even bins' range `[lo, hi)`: the bits of two `T` (`ShflValue::to_words`).
+            lo: u64,
+            hi: u64,
+            /// Even bins of floats: `bins / (hi - lo)` in f64.
+            scale: f64,
+        } }
+    };
+}
+
+crate::histogram_params!(struct
+    /// The launch parameters of [`histogram_device`].
+);
+
+/// Count the `n` samples of `input` into `counts` (`bins` of them, zeroed beforehand). Launch
+/// [`BLOCK`] threads a block, any grid whose blocks see at most [`MAX_BLOCK_SAMPLES`] samples
+/// each, with [`shared_bytes`] of dynamic shared memory.
+///
+/// # Safety
+/// Pointers valid for the sizes above; `lo < hi` (even bins) or ascending edges; `bins >= 1`.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams<T, C>) {
+    let HistogramParams {
+        input,
+        counts,
+        edges,
+        n,
+        bins,
+        lo,
+        hi,
+        scale,
+    } = p;
+    let bits = |w: u64| T::from_words([w as u32, (w >> 32) as u32, 0, 0]);
+    let (lo, hi) = (bits(lo), bits(hi));
+    let shared = bins <= SHARED_BINS;
+    let by_edges = !edges.is_null();
+    let se_in = shared && by_edges && edges_shared(bins, size_of::<T>());
+    let tid = gpu::thread_idx_x();
+    let block = gpu::block_dim_x();
+    let smem = gpu::dynamic_shared::<u32>();
+    // The edges after the counters (16-byte aligned), where the bins fit.
+    let e_off = (bins as usize * 4).next_multiple_of(16);
+    let (ctr, se) = if shared {
+        let se_len = if se_in { bins as usize + 1 } else { 0 };
+        (unsafe { smem.part::<u32>(0, bins as usize) }, unsafe {
+            smem.part::<T>(e_off, se_len)
+        })
+    } else {
+        (unsafe { smem.part::<u32>(0, 0) }, unsafe {
+            smem.part::<T>(0, 0)
+        })
+    };
+    if shared {
+        let mut b = tid;
+        while b < bins {
+            unsafe { ctr.write(b as usize, 0) };
+            b += block;
+        }
+        if se_in {
+            let mut i = tid;
+            while i <= bins {
+                unsafe { se.write(i as usize, edges.add(i as usize).read()) };
+                i += block;
+            }
+        }
+        gpu::sync_threads();
+    }
+    // The open run: its bin and length.
+    let (mut cur, mut len) = (NO_BIN, 0u32);
+    macro_rules! flush {
+        () => {
+            if cur != NO_BIN && len > 0 {
+                if shared {
+                    unsafe { ctr.add(cur as usize, len) };
+                } else {
+                    unsafe { C::add(counts.add(cur as usize), len) };
+                }
+            }
+        };
+    }
+    macro_rules! count {
+        ($x:expr) => {{
+            let x: T = $x;
+            let b = if !by_edges {
+                T::even_bin(x, lo, hi, bins, scale)
+            } else if se_in {
+                edge_bin(x, bins, |i| unsafe { se.read(i as usize) })
+            } else {
+                edge_bin(x, bins, |i| unsafe { edges.add(i as usize).read() })
+            };
+            if b != cur {
+                flush!();
+                cur = b;
+                len = 0;
+            }
+            len += 1;
+        }};
+    }
+
+    // The input as 16-byte vectors (from `input` when aligned), `VECS` a step a thread, the
+    // grid striding over them; the elements after the last whole vector one by one.
+    let per_vec = T::PER_VEC as u64;
+    let threads = block as u64 * gpu::grid_dim_x() as u64;
+    let me = gpu::block_idx_x() as u64 * block as u64 + tid as u64;
+    let aligned = input as usize & 15 == 0;
+    let nvec = if aligned { n / per_vec } else { 0 };
+    let mut v = me;
+    while v + (VECS as u64 - 1) * threads < nvec {
+        let mut w = [[0u32; 4]; VECS];
+        for k in 0..VECS {
+            w[k] = unsafe {
+                gpu::load_nc_v4_b32(
+                    input.add(((v + k as u64 * threads) * per_vec) as usize) as *const u32
+                )
+            };
+        }
+        for k in 0..VECS {
+            if T::PER_VEC == 8 {
+                for x in T::unpack8(w[k]) {
+                    count!(x);
+                }
+            } else {
+                let e = T::unpack(w[k]);
+                for j in 0..4 {
+                    if j < T::PER_VEC {
+                        count!(e[j]);
+                    }
+                }
+            }
+        }
+        v += VECS as u64 * threads;
+    }
+    while v < nvec {
+        let w = unsafe { gpu::load_nc_v4_b32(input.add((v * per_vec) as usize) as *const u32) };
+        if T::PER_VEC == 8 {
+            for x in T::unpack8(w) {
+                count!(x);
+            }
+        } else {
+            let e = T::unpack(w);
+            for j in 0..4 {
+                if j < T::PER_VEC {
+                    count!(e[j]);
+                }
+            }
+        }
+        v += threads;
+    }
+    let mut i = nvec * per_vec + me;
+    while i < n {
+        count!(unsafe { input.add(i as usize).read() });
+        i += threads;
+    }
+    flush!();
+
+    // The block's counts to the output.
+    if shared {
+        gpu::sync_threads();
+        let mut b = tid;
+        while b < bins {
+            let c = unsafe { ctr.read(b as usize) };
+            if c > 0 {
+                unsafe { C::add(counts.add(b as usize), c) };
+            }
+            b += block;
+        }
+    }
+}
+
+/// A histogram kernel's simulator entry: the kernel as a host function.
+pub type SimHistogramFn<T, C> = unsafe fn(HistogramParams<T, C>);
+
+/// The histogram kernel of samples `T` into counts `C`, registered by [`histogram_kernels!`].
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait HistogramInstance<T, C> {
+    const KERNEL: crate::Kernel<SimHistogramFn<T, C>>;
+}
+
+/// Export `histogram_device::<T, C>` as a kernel named `name` and register it with
+/// [`HistogramInstance`] (implemented for `C`, the count type, over `T`).
+#[macro_export]
+macro_rules! histogram_kernels {
+    ($($name:ident : $t:ty, $c:ty;)*) => {$(
+        $crate::histogram_kernels!(@emit stringify!($name), $t, $c);
+    )*};
+    (@emit $name:expr, $t:ty, $c:ty) => {
+        const _: () = {
+            use $crate::histogram::HistogramParams;
+            type T = $t;
+            type C = $c;
+            // Histogram; see `histogram_device`.
+            $crate::histogram_params!(entry #[export_name = $name] kernel =>
+                ($crate::histogram::histogram_device::<$t, $c>));
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::histogram::HistogramInstance<$t, $c> for $crate::histogram::Counts {
+                const KERNEL: $crate::Kernel<$crate::histogram::SimHistogramFn<$t, $c>> =
+                    $crate::Kernel { name: $name, sim: kernel };
+            }
+        };
+        $crate::launch_bounds!(@named $name, $crate::histogram::BLOCK,
+            $crate::histogram::BLOCKS_PER_SM);
+    };
+}
+
+/// The type the built-in histogram kernels are registered on.
+#[derive(Clone, Copy, Debug)]
+pub struct Counts;
+
+/// The built-in histogram kernels: `histogram_{t}_u32` and `histogram_{t}_u64` for every
+/// element type of the table.
+macro_rules! builtin_histogram {
+    ($t:ident { $($ops:tt)* }) => {
+        $crate::histogram_kernels!(@emit concat!("histogram_", stringify!($t), "_u32"),
+            $crate::builtin_elem!($t), u32);
+        $crate::histogram_kernels!(@emit concat!("histogram_", stringify!($t), "_u64"),
+            $crate::builtin_elem!($t), u64);
+    };
+}
+
+#[cfg(feature = "builtin")]
+crate::builtin_table!(types builtin_histogram! {} int float half);

@@ -1,0 +1,270 @@
+//! Histograms (`histogram_even`, `histogram_edges`) against a CPU reference, count for count.
+
+use gpu_reduce::{Context, Error, HistogramCount, HistogramSample};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::reductions::TestElem;
+use crate::select::data;
+
+/// The CPU's bin of `x` among `bins` even bins over `[lo, hi)`, the kernels' rule: integers
+/// exactly, floats `(x - lo) * (bins / (hi - lo))` in f64, truncated, at most `bins - 1`.
+pub fn even_bin<T: TestElem + HistogramSample + PartialOrd>(
+    x: T,
+    lo: T,
+    hi: T,
+    bins: usize,
+) -> Option<usize> {
+    if !(lo <= x && x < hi) {
+        return None;
+    }
+    if T::IS_FLOAT {
+        let scale = bins as f64 / (hi.to_f64() - lo.to_f64());
+        Some((((x.to_f64() - lo.to_f64()) * scale) as usize).min(bins - 1))
+    } else {
+        // Integers of up to 64 bits as i128: exact.
+        let (x, lo, hi) = (int(x), int(lo), int(hi));
+        Some(((x - lo) as u128 * bins as u128 / (hi - lo) as u128) as usize)
+    }
+}
+
+/// An integer sample's value (through its bits and signedness).
+fn int<T: TestElem>(x: T) -> i128 {
+    let b = x.bits();
+    match (T::DTYPE.starts_with('i'), size_of::<T>()) {
+        (true, 4) => b as u32 as i32 as i128,
+        (true, _) => b as i64 as i128,
+        _ => b as i128,
+    }
+}
+
+/// The CPU's histogram of `x` (even bins).
+pub fn even_ref<T: TestElem + HistogramSample + PartialOrd>(
+    x: &[T],
+    lo: T,
+    hi: T,
+    bins: usize,
+) -> Vec<u64> {
+    let mut c = vec![0u64; bins];
+    for &v in x {
+        if let Some(b) = even_bin(v, lo, hi, bins) {
+            c[b] += 1;
+        }
+    }
+    c
+}
+
+/// The CPU's histogram of `x` between ascending `edges`.
+pub fn edges_ref<T: TestElem + PartialOrd>(x: &[T], edges: &[T]) -> Vec<u64> {
+    let bins = edges.len() - 1;
+    let mut c = vec![0u64; bins];
+    for &v in x {
+        // The last edge at or below v, if v lies below the last edge.
+        if !(edges[0] <= v && v < edges[bins]) {
+            continue;
+        }
+        let b = edges.iter().rposition(|&e| e <= v).unwrap();
+        c[b] += 1;
+    }
+    c
+}
+
+fn as_u64<C: HistogramCount + Into<u64>>(v: Vec<C>) -> Vec<u64> {
+    v.into_iter().map(Into::into).collect()
+}
+
+/// One input against the reference: even bins over `[lo, hi)` and the same bins as edges
+/// (plus random ascending edges), counts of `C`, from element `offset` of a buffer (odd
+/// offsets take the kernel's unaligned path).
+fn check_one<T, C>(ctx: &Context, x: &[T], offset: usize, lo: T, hi: T, bins: usize, seed: u64)
+where
+    T: TestElem + HistogramSample + PartialOrd,
+    C: HistogramCount + Into<u64> + std::fmt::Debug,
+{
+    let mut padded = vec![T::ZERO; offset];
+    padded.extend_from_slice(x);
+    let buf = ctx.htod(&padded).unwrap();
+    let view = buf.view(offset..).unwrap();
+    // The edges' call below finds these counts nonzero: each call overwrites them.
+    let mut counts = ctx.alloc_zeros::<C>(bins).unwrap();
+    ctx.histogram_even(view, &mut counts, lo, hi).unwrap();
+    let got = as_u64(ctx.dtoh(&counts).unwrap());
+    assert_eq!(
+        got,
+        even_ref(x, lo, hi, bins),
+        "histogram_even of {} {} into {} {} bins over [{lo:?}, {hi:?}), offset {offset}",
+        x.len(),
+        T::DTYPE,
+        bins,
+        C::NAME
+    );
+    // Random ascending edges from the data (duplicates allowed: empty bins).
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut edges: Vec<T> = (0..=bins)
+        .map(|_| {
+            if x.is_empty() || rng.random_bool(0.2) {
+                T::random(&mut rng)
+            } else {
+                x[rng.random_range(0..x.len())]
+            }
+        })
+        .filter(|v| v.partial_cmp(v).is_some())
+        .collect();
+    while edges.len() < bins + 1 {
+        edges.push(T::random(&mut rng));
+    }
+    edges.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let e = ctx.htod(&edges).unwrap();
+    let view = buf.view(offset..).unwrap();
+    ctx.histogram_edges(view, &e, &mut counts).unwrap();
+    let got = as_u64(ctx.dtoh(&counts).unwrap());
+    assert_eq!(
+        got,
+        edges_ref(x, &edges),
+        "histogram_edges of {} {} into {} {} bins, offset {offset}",
+        x.len(),
+        T::DTYPE,
+        bins,
+        C::NAME
+    );
+}
+
+/// Every sample type, both count types, `bins` of each of `bins`, at `sizes`: data over the
+/// type's range (floats with NaN and infinities), a sub-range, every sample in one bin.
+pub fn check_histogram(ctx: &Context, sizes: &[usize], bins: &[usize]) {
+    fn each<T: TestElem + HistogramSample + PartialOrd>(
+        ctx: &Context,
+        sizes: &[usize],
+        bins: &[usize],
+    ) {
+        for (k, &n) in sizes.iter().enumerate() {
+            let x = data::<T>(n, 0x4157 + k as u64);
+            let (lo, hi) = range::<T>(&x, k as u64);
+            for (j, &b) in bins.iter().enumerate() {
+                let seed = (k * 31 + j) as u64;
+                check_one::<T, u32>(ctx, &x, 0, lo, hi, b, seed);
+                check_one::<T, u64>(ctx, &x, 1 + (k + j) % 3, lo, hi, b, seed + 7);
+            }
+            // Every sample in one bin (the runs of one value: one atomic a run).
+            let one = vec![lo; n];
+            check_one::<T, u32>(ctx, &one, 0, lo, hi, bins[0], k as u64);
+        }
+    }
+    each::<i32>(ctx, sizes, bins);
+    each::<u32>(ctx, sizes, bins);
+    each::<i64>(ctx, sizes, bins);
+    each::<u64>(ctx, sizes, bins);
+    each::<f32>(ctx, sizes, bins);
+    each::<f64>(ctx, sizes, bins);
+}
+
+/// A range `[lo, hi)` for `x`: the type's whole span for some seeds, else two of its values.
+fn range<T: TestElem + PartialOrd>(x: &[T], seed: u64) -> (T, T) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    if T::IS_FLOAT && seed.is_multiple_of(2) {
+        return (T::from_f64(-1.0).unwrap(), T::from_f64(1.0).unwrap());
+    }
+    loop {
+        // A sample of x, unless it is NaN (x may hold nothing else).
+        let a = match x.get(rng.random_range(0..x.len().max(1))) {
+            Some(&v) if v.partial_cmp(&v).is_some() => v,
+            _ => T::random(&mut rng),
+        };
+        let b = T::random(&mut rng);
+        if a < b {
+            return (a, b);
+        }
+        if b < a {
+            return (b, a);
+        }
+    }
+}
+
+/// Bad bins: typed errors, nothing written.
+pub fn check_histogram_errors(ctx: &Context) {
+    let x = ctx.htod(&[1.0f32, 2.0]).unwrap();
+    let mut none = ctx.alloc_zeros::<u32>(0).unwrap();
+    assert!(matches!(
+        ctx.histogram_even(&x, &mut none, 0.0, 1.0),
+        Err(Error::BadBins { .. })
+    ));
+    let mut c = ctx.alloc_zeros::<u32>(4).unwrap();
+    for (lo, hi) in [(1.0, 1.0), (2.0, 1.0), (f32::NAN, 1.0), (0.0, f32::NAN)] {
+        let e = ctx.histogram_even(&x, &mut c, lo, hi).unwrap_err();
+        assert!(matches!(e, Error::BadBins { .. }), "{e}");
+        assert!(e.to_string().contains("empty"), "{e}");
+    }
+    let e = ctx
+        .histogram_even(&ctx.htod(&[1.0f64]).unwrap(), &mut c, -f64::MAX, f64::MAX)
+        .unwrap_err();
+    assert!(matches!(e, Error::BadBins { .. }), "{e}");
+    let edges = ctx.htod(&[0.0f32, 1.0, 2.0]).unwrap();
+    let e = ctx.histogram_edges(&x, &edges, &mut c).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                expected: 5,
+                got: 3,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+/// f16 and bf16 samples (even bins and edges) against the f64 rule, NaN and infinities among
+/// them, at `n` samples.
+pub fn check_histogram_half(ctx: &Context, n: usize) {
+    macro_rules! each {
+        ($h:ty) => {{
+            let mut rng = SmallRng::seed_from_u64(0x16 + n as u64);
+            let x: Vec<$h> = (0..n)
+                .map(|_| match rng.random_range(0..20) {
+                    0 => <$h>::NAN,
+                    1 => <$h>::INFINITY,
+                    2 => <$h>::NEG_INFINITY,
+                    _ => <$h>::from_f64(rng.random_range(-2.5..2.5)),
+                })
+                .collect();
+            let (lo, hi) = (<$h>::from_f64(-2.0), <$h>::from_f64(1.75));
+            let bins = 37;
+            let dx = ctx.htod(&x).unwrap();
+            let mut counts = ctx.alloc_zeros::<u64>(bins).unwrap();
+            ctx.histogram_even(&dx, &mut counts, lo, hi).unwrap();
+            let scale = bins as f64 / (hi.to_f64() - lo.to_f64());
+            let mut want = vec![0u64; bins];
+            for v in &x {
+                if lo <= *v && *v < hi {
+                    want[(((v.to_f64() - lo.to_f64()) * scale) as usize).min(bins - 1)] += 1;
+                }
+            }
+            assert_eq!(
+                ctx.dtoh(&counts).unwrap(),
+                want,
+                "even bins of {}",
+                stringify!($h)
+            );
+            let edges: Vec<$h> = [-3.0, -1.0, -0.5, 0.0, 0.0, 0.25, 2.0]
+                .map(<$h>::from_f64)
+                .to_vec();
+            let de = ctx.htod(&edges).unwrap();
+            let mut counts = ctx.alloc_zeros::<u32>(edges.len() - 1).unwrap();
+            ctx.histogram_edges(&dx, &de, &mut counts).unwrap();
+            let mut want = vec![0u32; edges.len() - 1];
+            for v in &x {
+                if edges[0] <= *v && *v < edges[edges.len() - 1] {
+                    want[edges.iter().rposition(|e| e <= v).unwrap()] += 1;
+                }
+            }
+            assert_eq!(
+                ctx.dtoh(&counts).unwrap(),
+                want,
+                "edges of {}",
+                stringify!($h)
+            );
+        }};
+    }
+    each!(half::f16);
+    each!(half::bf16);
+}
