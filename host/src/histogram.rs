@@ -18,7 +18,7 @@ use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::histogram::{
-    BLOCK, BLOCKS_PER_SM, Counts, HistogramInstance, HistogramParams, MAX_BLOCK_SAMPLES,
+    BLOCK, BLOCKS_PER_SM, Counts, HistogramInstance, HistogramParams, MAX_BLOCK_SAMPLES, Sample,
     SimHistogramFn, VECS, shared_bytes,
 };
 use kernels::select::predicate::Ordered;
@@ -35,10 +35,7 @@ pub type HistogramKernel<T, C> = Kernel<SimHistogramFn<T, C>>;
     message = "no built-in histogram of `{Self}` samples",
     note = "histograms take i32, u32, i64, u64, f32, f64 (and half::f16, half::bf16 with the `f16` feature)"
 )]
-pub trait HistogramSample: DeviceElement + ShflValue + Ordered {
-    /// The sample as f64, exactly (floats), or `None` (integers: their bins are exact).
-    #[doc(hidden)]
-    fn as_f64(self) -> Option<f64>;
+pub trait HistogramSample: DeviceElement + ShflValue + Ordered + Sample {
     #[doc(hidden)]
     fn kernel_u32() -> HistogramKernel<Self, u32>;
     #[doc(hidden)]
@@ -72,13 +69,8 @@ impl HistogramCount for u64 {
 }
 
 macro_rules! histogram_sample {
-    ($as_f64:expr; $t:ident $ops:tt) => {
+    ($t:ident $ops:tt) => {
         impl HistogramSample for kernels::builtin_elem!($t) {
-            // `as f64` of f32 (exact) and of f64 itself: one macro for both.
-            #[allow(clippy::unnecessary_cast)]
-            fn as_f64(self) -> Option<f64> {
-                $as_f64(self)
-            }
             fn kernel_u32() -> HistogramKernel<Self, u32> {
                 <Counts as HistogramInstance<Self, u32>>::KERNEL
             }
@@ -88,12 +80,25 @@ macro_rules! histogram_sample {
         }
     };
 }
-kernels::builtin_table!(types histogram_sample! { |_| None; } int);
-kernels::builtin_table!(types histogram_sample! { |x: Self| Some(x as f64); } float);
+kernels::builtin_table!(types histogram_sample! {} int float);
 #[cfg(feature = "f16")]
-kernels::builtin_table!(types histogram_sample! { |x: Self| Some(x.to_f64()); } half);
+kernels::builtin_table!(types histogram_sample! {} half);
+
+/// Tuning overrides of the histograms.
+#[derive(Default)]
+struct HistogramTuning {
+    /// Blocks per SM of the grid (None: `BLOCKS_PER_SM`).
+    blocks_per_sm: Option<u32>,
+}
 
 impl Context {
+    /// Override the histograms' blocks per SM (`None`: `kernels::histogram::BLOCKS_PER_SM`;
+    /// else 1 to 32). For tuning runs; counts do not depend on it.
+    pub fn set_histogram_blocks(&self, per_sm: Option<u32>) {
+        let ws = self.workspace::<HistogramTuning>();
+        ws.lock().unwrap_or_else(|p| p.into_inner()).blocks_per_sm = per_sm.map(|b| b.clamp(1, 32));
+    }
+
     /// Count `samples` into `counts.len()` even bins over `[lo, hi)`: bin `b` holds the `x`
     /// with `lo + b * w <= x < lo + (b + 1) * w`, `w = (hi - lo) / bins` (integers exactly;
     /// floats by `(x - lo) * (bins / (hi - lo))` in f64, truncated, the last bin at most).
@@ -124,19 +129,13 @@ impl Context {
                 reason: format!("the range [{lo:?}, {hi:?}) is empty (lo must be below hi)"),
             });
         }
-        let scale = match (lo.as_f64(), hi.as_f64()) {
-            (Some(l), Some(h)) => {
-                let w = h - l;
-                if !w.is_finite() {
-                    return Err(Error::BadBins {
-                        call: CALL,
-                        reason: format!("the range [{lo:?}, {hi:?}) is wider than f64's largest"),
-                    });
-                }
-                bins as f64 / w
-            }
-            _ => 0.0,
-        };
+        let (scale, mul) = T::even_rule(lo, hi, bins);
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(Error::BadBins {
+                call: CALL,
+                reason: format!("the range [{lo:?}, {hi:?}) is wider than f64's largest"),
+            });
+        }
         let word = |v: T| {
             let w = v.to_words();
             w[0] as u64 | (w[1] as u64) << 32
@@ -148,7 +147,7 @@ impl Context {
             None,
             counts,
             bins,
-            (word(lo), word(hi), scale),
+            (word(lo), word(hi), scale, mul),
         )
     }
 
@@ -190,7 +189,7 @@ impl Context {
             Some(edges),
             counts,
             bins,
-            (0, 0, 0.0),
+            (0, 0, 0.0, 0),
         )
     }
 
@@ -224,7 +223,7 @@ impl Context {
         Ok(bins)
     }
 
-    /// Zero `counts` and launch `k` over `samples` (`edges`, or even bins `(lo, hi, scale)`).
+    /// Zero `counts` and launch `k` over `samples` (`edges`, or even bins `(lo, hi, scale, mul)`).
     #[allow(clippy::too_many_arguments)] // the kernel's arguments, passed straight through
     fn launch_histogram<T: HistogramSample, C: HistogramCount>(
         &self,
@@ -234,7 +233,7 @@ impl Context {
         edges: Option<DeviceView<'_, T>>,
         mut counts: DeviceViewMut<'_, C>,
         bins: u32,
-        (lo, hi, scale): (u64, u64, f64),
+        (lo, hi, scale, mul): (u64, u64, f64, u64),
     ) -> Result<()> {
         let n = samples.len() as u64;
         let count_bytes = counts.len() * size_of::<C>();
@@ -253,7 +252,12 @@ impl Context {
             None => (0, None),
         };
         let per_step = BLOCK as u64 * VECS as u64 * (16 / size_of::<T>()) as u64;
-        let full = self.info().multiprocessors as u64 * BLOCKS_PER_SM as u64;
+        let per_sm = {
+            let ws = self.workspace::<HistogramTuning>();
+            let t = ws.lock().unwrap_or_else(|p| p.into_inner());
+            t.blocks_per_sm.unwrap_or(BLOCKS_PER_SM)
+        };
+        let full = self.info().multiprocessors as u64 * per_sm as u64;
         let grid = n
             .div_ceil(per_step)
             .min(full)
@@ -273,6 +277,7 @@ impl Context {
             lo,
             hi,
             scale,
+            mul,
         };
         let smem = shared_bytes(bins, size_of::<T>(), edges.is_some());
         // SAFETY: addresses of this context's memory: `n` samples, `bins` counts (zeroed above,

@@ -10,25 +10,63 @@ pub const NO_BIN: u32 = u32::MAX;
 
 /// A sample type of the histograms.
 pub trait Sample: Ordered {
+    /// What [`Sample::even_bin`] takes besides the sample, computed once a call by the host:
+    /// `scale = bins / (hi - lo)` in f64 (the range exact for integers, `hi - lo` in f64 for
+    /// floats; not finite or 0 when the range is wider than f64's largest, which the host
+    /// refuses), and for 32-bit integers with fewer bins than values `mul = ceil(2^64 * bins
+    /// / (hi - lo))` (else 0).
+    fn even_rule(lo: Self, hi: Self, bins: u32) -> (f64, u64);
+
     /// The bin of `x` among `bins` even bins over `[lo, hi)` (`lo < hi`, `bins >= 1`), or
     /// [`NO_BIN`] outside it (NaN included). Integers: `(x - lo) * bins / (hi - lo)`, exact.
-    /// Floats: `(x - lo) * scale` in f64 (`scale = bins / (hi - lo)` in f64, from the host),
-    /// truncated, at most `bins - 1` (a sample just below `hi` may round up to `bins`).
-    fn even_bin(x: Self, lo: Self, hi: Self, bins: u32, scale: f64) -> u32;
+    /// Floats: `(x - lo) * scale` in f64, truncated, at most `bins - 1` (a sample just below
+    /// `hi` may round up to `bins`). `(scale, mul)` from [`Sample::even_rule`].
+    fn even_bin(x: Self, lo: Self, hi: Self, bins: u32, scale: f64, mul: u64) -> u32;
 }
 
 macro_rules! sample_int {
     ($($t:ty => $w:ty, $wide:ty;)*) => {$(
         impl Sample for $t {
             #[inline(always)]
-            fn even_bin(x: Self, lo: Self, hi: Self, bins: u32, _: f64) -> u32 {
+            fn even_rule(lo: Self, hi: Self, bins: u32) -> (f64, u64) {
+                let range = (hi as $w).wrapping_sub(lo as $w);
+                let mul = if size_of::<$t>() == 4 && (bins as $w) < range {
+                    // Below 2^64: bins < range.
+                    ((bins as u128) << 64).div_ceil(range as u128) as u64
+                } else {
+                    0
+                };
+                (bins as f64 / range as f64, mul)
+            }
+
+            #[inline(always)]
+            fn even_bin(x: Self, lo: Self, hi: Self, bins: u32, scale: f64, mul: u64) -> u32 {
                 if x < lo || x >= hi {
                     return NO_BIN;
                 }
                 // Differences as unsigned: exact for any lo < hi of the type.
-                let d = (x as $w).wrapping_sub(lo as $w) as $wide;
+                let d = (x as $w).wrapping_sub(lo as $w);
+                if size_of::<$t>() == 4 && mul != 0 {
+                    // floor(d * mul / 2^64) is floor(d * bins / range) exactly: the error of
+                    // mul, below d / 2^64 < 1 / range, never reaches the next integer. Two
+                    // 32x32-bit products.
+                    let d = d as u64;
+                    let hi = d * (mul >> 32) + ((d * (mul & 0xffff_ffff)) >> 32);
+                    return (hi >> 32) as u32;
+                }
                 let range = (hi as $w).wrapping_sub(lo as $w) as $wide;
-                (d * bins as $wide / range) as u32
+                // floor(d * bins / range) without a (slow, emulated) wide division: the f64
+                // estimate is within one of it (relative error ~2^-51 of a value below 2^31),
+                // and one exact integer step corrects it.
+                let q = ((d as f64 * scale) as u32).min(bins - 1);
+                let p = d as $wide * bins as $wide;
+                if (q as $wide + 1) * range <= p {
+                    q + 1
+                } else if q as $wide * range > p {
+                    q - 1
+                } else {
+                    q
+                }
             }
         }
     )*};
@@ -44,7 +82,12 @@ macro_rules! sample_float {
     ($($t:ty => $wide:expr;)*) => {$(
         impl Sample for $t {
             #[inline(always)]
-            fn even_bin(x: Self, lo: Self, hi: Self, bins: u32, scale: f64) -> u32 {
+            fn even_rule(lo: Self, hi: Self, bins: u32) -> (f64, u64) {
+                (bins as f64 / ($wide(hi) - $wide(lo)), 0)
+            }
+
+            #[inline(always)]
+            fn even_bin(x: Self, lo: Self, hi: Self, bins: u32, scale: f64, _: u64) -> u32 {
                 if !(lo.le(x) && x.lt(hi)) {
                     return NO_BIN;
                 }
@@ -88,27 +131,85 @@ mod tests {
 
     #[test]
     fn even_bins_of_integers_are_exact_at_the_ends() {
-        assert_eq!(i32::even_bin(i32::MIN, i32::MIN, i32::MAX, 7, 0.0), 0);
-        assert_eq!(i32::even_bin(i32::MAX - 1, i32::MIN, i32::MAX, 7, 0.0), 6);
-        assert_eq!(i32::even_bin(i32::MAX, i32::MIN, i32::MAX, 7, 0.0), NO_BIN);
-        assert_eq!(
-            u64::even_bin(u64::MAX - 1, 0, u64::MAX, 1 << 20, 0.0),
-            (1 << 20) - 1
-        );
-        assert_eq!(u32::even_bin(5, 0, 10, 10, 0.0), 5);
-        assert_eq!(u32::even_bin(4, 5, 10, 10, 0.0), NO_BIN);
+        fn bin<T: Sample + Copy>(x: T, lo: T, hi: T, bins: u32) -> u32 {
+            let (scale, mul) = T::even_rule(lo, hi, bins);
+            T::even_bin(x, lo, hi, bins, scale, mul)
+        }
+        assert_eq!(bin(i32::MIN, i32::MIN, i32::MAX, 7), 0);
+        assert_eq!(bin(i32::MAX - 1, i32::MIN, i32::MAX, 7), 6);
+        assert_eq!(bin(i32::MAX, i32::MIN, i32::MAX, 7), NO_BIN);
+        assert_eq!(bin(u64::MAX - 1, 0, u64::MAX, 1 << 20), (1 << 20) - 1);
+        assert_eq!(bin(u32::MAX - 1, 0, u32::MAX, 1 << 30), (1 << 30) - 1);
+        assert_eq!(bin(5u32, 0, 10, 10), 5);
+        assert_eq!(bin(4u32, 5, 10, 10), NO_BIN);
+    }
+
+    /// The f64 estimate and its one-step correction give the exact `floor(d * bins / range)`
+    /// at and around every bin edge, for ranges and bin counts where the estimate is off by one.
+    #[test]
+    fn even_bins_of_integers_match_exact_division() {
+        fn exact(d: u128, bins: u32, range: u128) -> u32 {
+            (d * bins as u128 / range) as u32
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..2000 {
+            let lo = next() as u32 >> (next() % 32);
+            let hi = lo
+                .saturating_add(1 + (next() as u32 >> (next() % 32)))
+                .max(lo + 1);
+            let range = (hi - lo) as u128;
+            let bins = 1 + (next() as u32 >> (1 + next() % 31));
+            let (s, m) = u32::even_rule(lo, hi, bins);
+            // Every edge's first sample, and the one before it.
+            for b in [0u32, 1, bins / 3, bins / 2, bins - 1].map(|b| b.min(bins - 1)) {
+                let first = (b as u128 * range).div_ceil(bins as u128);
+                for d in [first.saturating_sub(1), first, first + 1] {
+                    if d < range {
+                        let x = lo + d as u32;
+                        assert_eq!(
+                            u32::even_bin(x, lo, hi, bins, s, m),
+                            exact(d, bins, range),
+                            "x {x} lo {lo} hi {hi} bins {bins}"
+                        );
+                    }
+                }
+            }
+            let lo = next();
+            let hi = lo.saturating_add(1 + (next() >> (next() % 64))).max(lo + 1);
+            let range = (hi - lo) as u128;
+            let (s, m) = u64::even_rule(lo, hi, bins);
+            for b in [0u32, 1, bins / 2, bins - 1] {
+                let first = (b as u128 * range).div_ceil(bins as u128);
+                for d in [first.saturating_sub(1), first, first + 1] {
+                    if d < range {
+                        let x = lo + d as u64;
+                        assert_eq!(
+                            u64::even_bin(x, lo, hi, bins, s, m),
+                            exact(d, bins, range),
+                            "x {x} lo {lo} hi {hi} bins {bins}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
     fn even_bins_of_floats_clamp_and_drop_nan() {
-        let scale = 3.0 / (1.0f64 - 0.0);
-        assert_eq!(f32::even_bin(f32::NAN, 0.0, 1.0, 3, scale), NO_BIN);
-        assert_eq!(f32::even_bin(1.0, 0.0, 1.0, 3, scale), NO_BIN);
+        let (scale, _) = f32::even_rule(0.0, 1.0, 3);
+        assert_eq!(f32::even_bin(f32::NAN, 0.0, 1.0, 3, scale, 0), NO_BIN);
+        assert_eq!(f32::even_bin(1.0, 0.0, 1.0, 3, scale, 0), NO_BIN);
         assert_eq!(
-            f32::even_bin(1.0 - f32::EPSILON / 2.0, 0.0, 1.0, 3, scale),
+            f32::even_bin(1.0 - f32::EPSILON / 2.0, 0.0, 1.0, 3, scale, 0),
             2
         );
-        assert_eq!(f32::even_bin(-0.0, 0.0, 1.0, 3, scale), 0);
+        assert_eq!(f32::even_bin(-0.0, 0.0, 1.0, 3, scale, 0), 0);
     }
 
     #[test]

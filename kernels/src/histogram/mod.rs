@@ -4,10 +4,12 @@
 //!
 //! Each block counts into its own copy of the histogram in shared memory (up to
 //! [`SHARED_BINS`] bins; more go straight to the output with global atomics), then adds its
-//! nonzero bins to the output. Counts are integers, exact in any order, so the result is the
-//! same on every run. A thread reads its stretch of the input as 16-byte vectors and adds runs
-//! of equal bins once (`run`): a skewed input (every sample in one bin) costs one atomic per
-//! run, not one per sample.
+//! nonzero bins to the output. Up to [`STRIPED_BINS`] bins each lane of a warp has a column of
+//! its own, so the lanes of a warp never collide on a counter or a bank. Counts are integers,
+//! exact in any order, so the result is the same on every run. A thread reads its stretch of
+//! the input as 16-byte vectors, the next step's loads issued before this step's samples are
+//! counted, and adds runs of equal bins once: a skewed input (every sample in one bin) costs
+//! one atomic per run, not one per sample.
 
 pub mod bins;
 
@@ -21,6 +23,10 @@ pub const BLOCK: u32 = 256;
 pub const VECS: usize = 4;
 /// Bins counted in shared memory (16 KiB of `u32` a block); more go to global atomics.
 pub const SHARED_BINS: u32 = 4096;
+/// Bins up to which each lane of a warp counts into a column of its own (32 counters a bin,
+/// 32 KiB at most): two lanes of a warp never add to the same counter or bank, so few bins
+/// (where lanes collide most) count at full speed.
+pub const STRIPED_BINS: u32 = 256;
 /// Blocks per SM the grid fills (the kernel loops over the input), and its registers allow
 /// (`launch_bounds!`: 64 registers).
 pub const BLOCKS_PER_SM: u32 = 4;
@@ -30,16 +36,27 @@ pub const MAX_BLOCK_SAMPLES: u64 = 1 << 31;
 
 /// Dynamic shared memory a launch may take without opting in (48 KiB).
 const SHARED_LIMIT: u32 = 48 << 10;
+/// The `u32` counters a block keeps for `bins` bins: 32 a bin when striped, one a bin up to
+/// [`SHARED_BINS`], none past it.
+pub const fn counter_words(bins: u32) -> u32 {
+    if bins <= STRIPED_BINS {
+        bins * 32
+    } else if bins <= SHARED_BINS {
+        bins
+    } else {
+        0
+    }
+}
 /// Whether the `bins + 1` edges of `bytes`-byte samples go to shared memory beside the
 /// counters (within [`SHARED_LIMIT`]; else the kernel reads them from global memory).
 pub const fn edges_shared(bins: u32, bytes: usize) -> bool {
     bins <= SHARED_BINS
-        && ((bins * 4).next_multiple_of(16) + (bins + 1) * bytes as u32).next_multiple_of(16)
+        && ((counter_words(bins) * 4).next_multiple_of(16) + (bins + 1) * bytes as u32)
+            .next_multiple_of(16)
             <= SHARED_LIMIT
 }
 /// Dynamic shared memory of a launch with `bins` bins of `bytes`-byte samples (`edges`: bins
-/// by edges): the counters, where the bins fit [`SHARED_BINS`], then the edges, where
-/// [`edges_shared`].
+/// by edges): the counters ([`counter_words`]), then the edges, where [`edges_shared`].
 pub const fn shared_bytes(bins: u32, bytes: usize, edges: bool) -> u32 {
     if bins > SHARED_BINS {
         0
@@ -49,7 +66,7 @@ pub const fn shared_bytes(bins: u32, bytes: usize, edges: bool) -> u32 {
         } else {
             0
         };
-        ((bins * 4).next_multiple_of(16) + e).next_multiple_of(16)
+        ((counter_words(bins) * 4).next_multiple_of(16) + e).next_multiple_of(16)
     }
 }
 
@@ -90,8 +107,10 @@ macro_rules! histogram_params {
             /// Even bins' range `[lo, hi)`: the bits of two `T` (`ShflValue::to_words`).
             lo: u64,
             hi: u64,
-            /// Even bins of floats: `bins / (hi - lo)` in f64.
+            /// Even bins: `bins / (hi - lo)` in f64, and the 32-bit integers' multiplier
+            /// (`Sample::even_rule`).
             scale: f64,
+            mul: u64,
         } }
     };
 }
@@ -118,32 +137,30 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
         lo,
         hi,
         scale,
+        mul,
     } = p;
     let bits = |w: u64| T::from_words([w as u32, (w >> 32) as u32, 0, 0]);
     let (lo, hi) = (bits(lo), bits(hi));
     let shared = bins <= SHARED_BINS;
+    let striped = bins <= STRIPED_BINS;
+    let words = counter_words(bins) as usize;
     let by_edges = !edges.is_null();
     let se_in = shared && by_edges && edges_shared(bins, size_of::<T>());
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
+    let lane = tid % 32;
     let smem = gpu::dynamic_shared::<u32>();
     // The edges after the counters (16-byte aligned), where the bins fit.
-    let e_off = (bins as usize * 4).next_multiple_of(16);
-    let (ctr, se) = if shared {
-        let se_len = if se_in { bins as usize + 1 } else { 0 };
-        (unsafe { smem.part::<u32>(0, bins as usize) }, unsafe {
-            smem.part::<T>(e_off, se_len)
-        })
-    } else {
-        (unsafe { smem.part::<u32>(0, 0) }, unsafe {
-            smem.part::<T>(0, 0)
-        })
-    };
+    let e_off = (words * 4).next_multiple_of(16);
+    let se_len = if se_in { bins as usize + 1 } else { 0 };
+    let (ctr, se) = (unsafe { smem.part::<u32>(0, words) }, unsafe {
+        smem.part::<T>(e_off, se_len)
+    });
     if shared {
-        let mut b = tid;
-        while b < bins {
-            unsafe { ctr.write(b as usize, 0) };
-            b += block;
+        let mut w = tid as usize;
+        while w < words {
+            unsafe { ctr.write(w, 0) };
+            w += block as usize;
         }
         if se_in {
             let mut i = tid;
@@ -159,7 +176,9 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
     macro_rules! flush {
         () => {
             if cur != NO_BIN && len > 0 {
-                if shared {
+                if striped {
+                    unsafe { ctr.add(cur as usize * 32 + lane as usize, len) };
+                } else if shared {
                     unsafe { ctr.add(cur as usize, len) };
                 } else {
                     unsafe { C::add(counts.add(cur as usize), len) };
@@ -171,7 +190,7 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
         ($x:expr) => {{
             let x: T = $x;
             let b = if !by_edges {
-                T::even_bin(x, lo, hi, bins, scale)
+                T::even_bin(x, lo, hi, bins, scale, mul)
             } else if se_in {
                 edge_bin(x, bins, |i| unsafe { se.read(i as usize) })
             } else {
@@ -193,8 +212,24 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
     let me = gpu::block_idx_x() as u64 * block as u64 + tid as u64;
     let aligned = input as usize & 15 == 0;
     let nvec = if aligned { n / per_vec } else { 0 };
-    let mut v = me;
-    while v + (VECS as u64 - 1) * threads < nvec {
+    macro_rules! count_vec {
+        ($w:expr) => {{
+            let w: [u32; 4] = $w;
+            if T::PER_VEC == 8 {
+                for x in T::unpack8(w) {
+                    count!(x);
+                }
+            } else {
+                let e = T::unpack(w);
+                for j in 0..4 {
+                    if j < T::PER_VEC {
+                        count!(e[j]);
+                    }
+                }
+            }
+        }};
+    }
+    let load = |v: u64| -> [[u32; 4]; VECS] {
         let mut w = [[0u32; 4]; VECS];
         for k in 0..VECS {
             w[k] = unsafe {
@@ -203,36 +238,30 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
                 )
             };
         }
-        for k in 0..VECS {
-            if T::PER_VEC == 8 {
-                for x in T::unpack8(w[k]) {
-                    count!(x);
-                }
-            } else {
-                let e = T::unpack(w[k]);
-                for j in 0..4 {
-                    if j < T::PER_VEC {
-                        count!(e[j]);
-                    }
-                }
+        w
+    };
+    let step = VECS as u64 * threads;
+    let whole = |v: u64| v + (VECS as u64 - 1) * threads < nvec;
+    let mut v = me;
+    if whole(v) {
+        // The next step's loads go out before this step's samples are counted, so the memory
+        // stays busy while the thread computes.
+        let mut w = load(v);
+        loop {
+            let more = whole(v + step);
+            let next = if more { load(v + step) } else { w };
+            for k in 0..VECS {
+                count_vec!(w[k]);
             }
+            v += step;
+            if !more {
+                break;
+            }
+            w = next;
         }
-        v += VECS as u64 * threads;
     }
     while v < nvec {
-        let w = unsafe { gpu::load_nc_v4_b32(input.add((v * per_vec) as usize) as *const u32) };
-        if T::PER_VEC == 8 {
-            for x in T::unpack8(w) {
-                count!(x);
-            }
-        } else {
-            let e = T::unpack(w);
-            for j in 0..4 {
-                if j < T::PER_VEC {
-                    count!(e[j]);
-                }
-            }
-        }
+        count_vec!(unsafe { gpu::load_nc_v4_b32(input.add((v * per_vec) as usize) as *const u32) });
         v += threads;
     }
     let mut i = nvec * per_vec + me;
@@ -247,7 +276,16 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
         gpu::sync_threads();
         let mut b = tid;
         while b < bins {
-            let c = unsafe { ctr.read(b as usize) };
+            let c = if striped {
+                // Bin b's 32 columns, each thread starting at its own (no bank conflicts).
+                let mut c = 0u32;
+                for l in 0..32 {
+                    c += unsafe { ctr.read(b as usize * 32 + ((l + b as usize) & 31)) };
+                }
+                c
+            } else {
+                unsafe { ctr.read(b as usize) }
+            };
             if c > 0 {
                 unsafe { C::add(counts.add(b as usize), c) };
             }

@@ -915,6 +915,62 @@ CUB_SHIM_RUN_LENGTH_ENCODE_OP(run_length_encode_u64, cub_shim_u64)
 CUB_SHIM_NON_TRIVIAL_RUNS_OP(non_trivial_runs_u64, cub_shim_u64)
 CUB_SHIM_UNIQUE_BY_KEY_OP(select_unique_by_key_u64_u32, cub_shim_u64)
 
+// Histograms (DeviceHistogram::HistogramEven / HistogramRange), u32 counts, of u32 and f32
+// samples (the bins' levels of the sample type; num_levels = bins + 1):
+//   int cub_temp_bytes_histogram_even_T(unsigned long long n, int bins, size_t* bytes);
+//   int cub_histogram_even_T(void* temp, size_t temp_bytes, const T* in, unsigned int* counts,
+//                            int bins, T lower, T upper, unsigned long long n, void* stream);
+//   int cub_temp_bytes_histogram_range_T(unsigned long long n, int bins, size_t* bytes);
+//   int cub_histogram_range_T(void* temp, size_t temp_bytes, const T* in, unsigned int* counts,
+//                             int bins, const T* edges, unsigned long long n, void* stream);
+#define CUB_SHIM_HISTOGRAM_OPS(TNAME, T)                                                          \
+  extern "C" int cub_temp_bytes_histogram_even_##TNAME(unsigned long long n, int bins, size_t* bytes) \
+  {                                                                                              \
+    return shim_query(bytes, [&](size_t& tb) {                                                   \
+      return shim_dispatch(n, [&](auto nn) {                                                     \
+        return cub::DeviceHistogram::HistogramEven(                                              \
+          nullptr, tb, static_cast<const T*>(nullptr), static_cast<unsigned int*>(nullptr),      \
+          bins + 1, static_cast<T>(0), static_cast<T>(1), nn, cudaStream_t{});                                           \
+      });                                                                                        \
+    });                                                                                          \
+  }                                                                                              \
+  extern "C" int cub_histogram_even_##TNAME(                                                     \
+    void* temp, size_t temp_bytes, const T* in, unsigned int* counts, int bins, T lower, T upper, \
+    unsigned long long n, void* stream)                                                          \
+  {                                                                                              \
+    return shim_run(temp, temp_bytes, [&](size_t& tb) {                                         \
+      return shim_dispatch(n, [&](auto nn) {                                                     \
+        return cub::DeviceHistogram::HistogramEven(                                              \
+          temp, tb, in, counts, bins + 1, lower, upper, nn, static_cast<cudaStream_t>(stream));  \
+      });                                                                                        \
+    });                                                                                          \
+  }                                                                                              \
+  extern "C" int cub_temp_bytes_histogram_range_##TNAME(unsigned long long n, int bins, size_t* bytes) \
+  {                                                                                              \
+    return shim_query(bytes, [&](size_t& tb) {                                                   \
+      return shim_dispatch(n, [&](auto nn) {                                                     \
+        return cub::DeviceHistogram::HistogramRange(                                             \
+          nullptr, tb, static_cast<const T*>(nullptr), static_cast<unsigned int*>(nullptr),      \
+          bins + 1, static_cast<const T*>(nullptr), nn, cudaStream_t{});                         \
+      });                                                                                        \
+    });                                                                                          \
+  }                                                                                              \
+  extern "C" int cub_histogram_range_##TNAME(                                                    \
+    void* temp, size_t temp_bytes, const T* in, unsigned int* counts, int bins, const T* edges,  \
+    unsigned long long n, void* stream)                                                          \
+  {                                                                                              \
+    return shim_run(temp, temp_bytes, [&](size_t& tb) {                                         \
+      return shim_dispatch(n, [&](auto nn) {                                                     \
+        return cub::DeviceHistogram::HistogramRange(                                             \
+          temp, tb, in, counts, bins + 1, edges, nn, static_cast<cudaStream_t>(stream));         \
+      });                                                                                        \
+    });                                                                                          \
+  }
+
+// HISTOGRAM_TYPES in tools/cli/src/cub/histogram.rs.
+CUB_SHIM_HISTOGRAM_OPS(u32, cub_shim_u32)
+CUB_SHIM_HISTOGRAM_OPS(f32, cub_shim_f32)
+
 // CUB_VERSION: major * 100000 + minor * 100 + patch (e.g. 300000 for CUB 3.0.0).
 extern "C" int cub_version(void)
 {

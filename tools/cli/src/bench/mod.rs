@@ -12,6 +12,7 @@ mod cub_run;
 mod element;
 pub mod guard;
 pub mod halves;
+pub mod histogram;
 mod limits;
 mod measure;
 pub mod plot;
@@ -60,6 +61,11 @@ pub enum Op {
     /// own types), the matrix: each of `--sizes`, each of u32, f32 and u64 named, runs of 1, 8
     /// and 1000.
     Select,
+    /// Histograms (issue 37): u32 samples into 16, 256 and 4096 even bins, 256 with every
+    /// sample in one bin and 256 between edges, and f32 into 256 even bins, at each of
+    /// `--sizes`, against CUB's DeviceHistogram::HistogramEven / HistogramRange and the
+    /// read-only stream.
+    Histogram,
     /// The sharded f32 sum over every GPU present (two simulated devices on the simulator)
     /// against one GPU holding the same total, at each of `--sizes` (`gpu_reduce::multi`).
     MultiReduce,

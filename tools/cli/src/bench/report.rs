@@ -39,6 +39,7 @@ pub fn limit_for<'a>(sweep: &'a Sweep, m: &Measurement) -> Option<&'a Measuremen
         || m.op == "dot"
         || m.op == "segmented"
         || m.op == "variance"
+        || m.op == "histogram"
         || m.method.starts_with("read-only")
     {
         peer(sweep, m, "memory", "read-only")
@@ -60,7 +61,14 @@ fn cub_peer<'a>(sweep: &'a Sweep, m: &Measurement, label: &str) -> Option<&'a Me
             && o.method
                 .strip_prefix(label)
                 .is_some_and(|r| r.starts_with(' '))
-            && (!["segmented", "reduce_by_key", "scan_by_key", "select"].contains(&m.op.as_str())
+            && (![
+                "segmented",
+                "reduce_by_key",
+                "scan_by_key",
+                "select",
+                "histogram",
+            ]
+            .contains(&m.op.as_str())
                 || case_of(&o.method) == case_of(&m.method))
     })
 }

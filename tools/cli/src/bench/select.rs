@@ -214,7 +214,7 @@ impl Kind {
 }
 
 /// A hash of `i` and `seed` (splitmix64's finalizer), the source of the inputs' values.
-fn hash(i: u64, seed: u64) -> u64 {
+pub(crate) fn hash(i: u64, seed: u64) -> u64 {
     let mut z = (i ^ seed).wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -344,7 +344,10 @@ impl Elem for f32 {
 }
 
 /// `n` values `f(i)`, made on every core.
-fn generate<T: Copy + Default + Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+pub(crate) fn generate<T: Copy + Default + Send>(
+    n: usize,
+    f: impl Fn(usize) -> T + Sync,
+) -> Vec<T> {
     let mut v = vec![T::default(); n];
     let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
     let chunk = n.div_ceil(threads).max(1 << 16);
@@ -515,15 +518,15 @@ fn agrees<T: Elem>(want: &Want<T>, got: &Got<T>) -> bool {
 
 /// One type and size's inputs, each uploaded once and copied so that the timed runs rotate
 /// over `copies` of it (all the same values: one CPU reference serves every copy).
-struct Input<T> {
-    bufs: Vec<DeviceBuffer<T>>,
+pub(crate) struct Input<T> {
+    pub bufs: Vec<DeviceBuffer<T>>,
     /// Each copy's device address (for CUB).
-    addrs: Vec<u64>,
-    host: Vec<T>,
+    pub addrs: Vec<u64>,
+    pub host: Vec<T>,
 }
 
 impl<T: DeviceRepr + ValidAsZeroBits + Copy> Input<T> {
-    fn new(ctx: &Context, host: Vec<T>, copies: usize) -> Result<Input<T>> {
+    pub fn new(ctx: &Context, host: Vec<T>, copies: usize) -> Result<Input<T>> {
         let mut bufs = vec![ctx.htod(&host)?];
         for _ in 1..copies {
             let mut b = ctx.alloc_zeros::<T>(host.len())?;
@@ -540,7 +543,7 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> Input<T> {
 
 /// How many copies of an input of `bytes` the timed runs rotate over: enough to overflow the L2
 /// four times (at most 64; one on the simulator, which has no cache to defeat).
-fn copies(ctx: &Context, bytes: usize) -> usize {
+pub(crate) fn copies(ctx: &Context, bytes: usize) -> usize {
     if ctx.backend_kind() == BackendKind::Sim {
         return 1;
     }

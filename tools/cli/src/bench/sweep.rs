@@ -4,7 +4,7 @@ use gpu_reduce::{BackendKind, Context, Error, Result};
 
 use super::measure::case_measurement;
 use super::{Cubs, Dtype, Family, Machine, Measurement, Op, Sweep, SweepConfig};
-use super::{basic, by_key, halves, segmented, select};
+use super::{basic, by_key, halves, histogram, segmented, select};
 use crate::cub::Cub;
 
 /// Run the sweep; `progress` is told what is being measured (one call per measurement).
@@ -126,6 +126,12 @@ pub fn run_sweep_cubs(
     if config.ops.contains(&Op::Select) {
         let (rows, skipped) =
             select::select_cases(ctx, cubs, config, &sweep.measurements, &mut progress)?;
+        sweep.measurements.extend(rows);
+        sweep.skipped.extend(skipped);
+    }
+    if config.ops.contains(&Op::Histogram) {
+        let (rows, skipped) =
+            histogram::histogram_cases(ctx, cubs, config, &sweep.measurements, &mut progress)?;
         sweep.measurements.extend(rows);
         sweep.skipped.extend(skipped);
     }

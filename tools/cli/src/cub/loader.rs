@@ -240,7 +240,7 @@ pub struct Cub {
     wide: bool,
     error_string: ErrorStringFn,
     path: PathBuf,
-    #[allow(dead_code)] // held so that the function pointers above stay valid
+    /// Held so that the function pointers above stay valid; families resolve more from it.
     lib: libloading::Library,
 }
 
@@ -370,6 +370,17 @@ impl Cub {
         }
         // SAFETY: non-null, NUL-terminated, static.
         unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+
+    /// The shim's symbol `name` (NUL-terminated) as a `F`, for a family that resolves its own
+    /// calls (`super::histogram`): no central list to extend, and a shim built before the
+    /// family simply lacks the symbol.
+    ///
+    /// # Safety
+    /// `F` is the type of the symbol in the shim; the value is used only while `self` lives.
+    pub(super) unsafe fn symbol<F: Copy>(&self, name: &[u8]) -> Result<F, CubError> {
+        // SAFETY: the caller's.
+        unsafe { resolve::<F>(&self.lib, name) }
     }
 
     fn op(&self, run_name: &'static [u8]) -> Result<&Op, CubError> {

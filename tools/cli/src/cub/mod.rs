@@ -32,6 +32,7 @@
 
 mod compaction;
 mod compile;
+mod histogram;
 mod loader;
 mod ops;
 mod other_ops;
@@ -40,6 +41,7 @@ mod symbols;
 pub use compile::{
     build_shim, cccl_cub_version, cccl_include_dirs, find_nvcc, shim_nvcc_args, version_string,
 };
+pub use histogram::{CubHistogram, CubHistogramFns, HISTOGRAM_TYPES};
 pub use loader::Cub;
 pub use symbols::*;
 
