@@ -69,7 +69,7 @@ pub fn edges_ref<T: TestElem + PartialOrd>(x: &[T], edges: &[T]) -> Vec<u64> {
     c
 }
 
-fn as_u64<C: HistogramCount + Into<u64>>(v: Vec<C>) -> Vec<u64> {
+pub fn as_u64<C: HistogramCount + Into<u64>>(v: Vec<C>) -> Vec<u64> {
     v.into_iter().map(Into::into).collect()
 }
 
@@ -267,4 +267,45 @@ pub fn check_histogram_half(ctx: &Context, n: usize) {
     }
     each!(half::f16);
     each!(half::bf16);
+}
+
+/// Samples on and beside every bin's edge (`lo + b * (hi - lo) / bins` and the floats next to
+/// it), where the f32 estimate and the f64 rule part ways if any: f32 samples over ranges
+/// across zero, tiny and huge, each against the f64 rule, u32 and u64 counts.
+pub fn check_histogram_bin_edges(ctx: &Context) {
+    for (k, &(lo, hi, bins)) in [
+        (-1.0f32, 1.0f32, 4096usize),
+        (0.1, 0.7, 1000),
+        (-3.0e38, 3.0e38, 256),
+        (1.0, 1.000_001, 33),
+        (-1e-40, 1e-40, 7),
+        (0.0, 10.0, 10),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let w = (hi as f64 - lo as f64) / bins as f64;
+        let mut x = Vec::new();
+        for b in 0..=bins {
+            let e = (lo as f64 + b as f64 * w) as f32;
+            let (mut d, mut u) = (e, e);
+            x.push(e);
+            for _ in 0..3 {
+                d = d.next_down();
+                u = u.next_up();
+                x.extend([d, u]);
+            }
+        }
+        x.extend([
+            lo,
+            hi,
+            -0.0,
+            0.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::MIN_POSITIVE,
+        ]);
+        check_one::<f32, u32>(ctx, &x, 0, lo, hi, bins, k as u64);
+        check_one::<f32, u64>(ctx, &x, 1, lo, hi, bins, k as u64);
+    }
 }

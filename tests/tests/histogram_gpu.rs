@@ -26,3 +26,9 @@ fn histogram_f16_and_bf16() {
         check_histogram_half(&gpu(), n);
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn histogram_samples_on_every_bin_edge() {
+    check_histogram_bin_edges(&gpu());
+}

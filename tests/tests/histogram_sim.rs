@@ -21,3 +21,8 @@ fn histogram_f16_and_bf16() {
         check_histogram_half(&sim(), n);
     }
 }
+
+#[test]
+fn histogram_samples_on_every_bin_edge() {
+    check_histogram_bin_edges(&sim());
+}

@@ -78,8 +78,11 @@ sample_int! {
     u64 => u64, u128;
 }
 
+/// Bins up to which even bins of f32 / f16 / bf16 samples are first tried in f32.
+pub const F32_BINS: u32 = 1 << 16;
+
 macro_rules! sample_float {
-    ($($t:ty => $wide:expr;)*) => {$(
+    ($($t:ty => $wide:expr, $f32:expr;)*) => {$(
         impl Sample for $t {
             #[inline(always)]
             fn even_rule(lo: Self, hi: Self, bins: u32) -> (f64, u64) {
@@ -91,6 +94,20 @@ macro_rules! sample_float {
                 if !(lo.le(x) && x.lt(hi)) {
                     return NO_BIN;
                 }
+                if let Some(f) = $f32 {
+                    if bins <= F32_BINS {
+                        // The same bin in f32 arithmetic, unless the value lands within `d`
+                        // of an integer: its error (three roundings, under 3.01 * 2^-24 of a
+                        // value below bins) is under d = bins * 2^-21, so away from the
+                        // integers both truncate alike. Near them, f64 decides.
+                        let v = (f(x) - f(lo)) * scale as f32;
+                        let q = v as u32;
+                        let d = bins as f32 * (1.0 / (1u32 << 21) as f32);
+                        if (v - q as f32 - 0.5).abs() <= 0.5 - d {
+                            return if q < bins { q } else { bins - 1 };
+                        }
+                    }
+                }
                 let b = (($wide(x) - $wide(lo)) * scale) as u32;
                 if b < bins { b } else { bins - 1 }
             }
@@ -98,10 +115,10 @@ macro_rules! sample_float {
     )*};
 }
 sample_float! {
-    f32 => |v: f32| v as f64;
-    f64 => |v: f64| v;
-    F16 => |v: F16| v.widen() as f64;
-    Bf16 => |v: Bf16| v.widen() as f64;
+    f32 => |v: f32| v as f64, Some(|v: f32| v);
+    f64 => |v: f64| v, None::<fn(f64) -> f32>;
+    F16 => |v: F16| v.widen() as f64, Some(|v: F16| v.widen());
+    Bf16 => |v: Bf16| v.widen() as f64, Some(|v: Bf16| v.widen());
 }
 
 /// The bin of `x` between `edges` (`bins + 1` ascending values, read by `edge(i)`): the `b`
@@ -222,5 +239,43 @@ mod tests {
         assert_eq!(bin(9.99), 2);
         assert_eq!(bin(10.0), NO_BIN);
         assert_eq!(bin(f32::NAN), NO_BIN);
+    }
+
+    /// Even bins of f32 found in f32 (away from the integers) are the f64 rule's, on and
+    /// beside every bin edge of ranges across zero, tiny, huge and uneven.
+    #[test]
+    fn f32_bins_are_the_f64_rule() {
+        for (lo, hi, bins) in [
+            (-1.0f32, 1.0, 4096u32),
+            (0.1, 0.7, 1000),
+            (-3.0e38, 3.0e38, 256),
+            (1.0, 1.000_001, 33),
+            (-1e-40, 1e-40, 7),
+            (0.0, 10.0, 10),
+            (-7.5, 1e-3, F32_BINS),
+        ] {
+            let (scale, _) = f32::even_rule(lo, hi, bins);
+            let rule = |x: f32| {
+                if !(lo <= x && x < hi) {
+                    return NO_BIN;
+                }
+                (((x as f64 - lo as f64) * scale) as u32).min(bins - 1)
+            };
+            let w = (hi as f64 - lo as f64) / bins as f64;
+            for b in 0..=bins {
+                let mut x = (lo as f64 + b as f64 * w) as f32;
+                for _ in 0..4 {
+                    x = x.next_down();
+                }
+                for _ in 0..9 {
+                    assert_eq!(
+                        f32::even_bin(x, lo, hi, bins, scale, 0),
+                        rule(x),
+                        "{x} in [{lo}, {hi}) / {bins}"
+                    );
+                    x = x.next_up();
+                }
+            }
+        }
     }
 }

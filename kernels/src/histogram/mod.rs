@@ -9,13 +9,14 @@
 //! exact in any order, so the result is the same on every run. A thread reads its stretch of
 //! the input as 16-byte vectors, the next step's loads issued before this step's samples are
 //! counted, and adds runs of equal bins once: a skewed input (every sample in one bin) costs
-//! one atomic per run, not one per sample.
+//! one atomic per run, not one per sample. The binning rule is chosen once a launch, each rule
+//! with a loop of its own.
 
 pub mod bins;
 
 use crate::gpu;
 use crate::ops::Element;
-pub use bins::{NO_BIN, Sample, edge_bin};
+pub use bins::{F32_BINS, NO_BIN, Sample, edge_bin};
 
 /// Threads per block.
 pub const BLOCK: u32 = 256;
@@ -148,7 +149,6 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
     let se_in = shared && by_edges && edges_shared(bins, size_of::<T>());
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
-    let lane = tid % 32;
     let smem = gpu::dynamic_shared::<u32>();
     // The edges after the counters (16-byte aligned), where the bins fit.
     let e_off = (words * 4).next_multiple_of(16);
@@ -162,114 +162,40 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
             unsafe { ctr.write(w, 0) };
             w += block as usize;
         }
-        if se_in {
-            let mut i = tid;
-            while i <= bins {
-                unsafe { se.write(i as usize, edges.add(i as usize).read()) };
-                i += block;
-            }
+        let mut i = tid;
+        while i < se_len as u32 {
+            unsafe { se.write(i as usize, edges.add(i as usize).read()) };
+            i += block;
         }
         gpu::sync_threads();
     }
-    // The open run: its bin and length.
-    let (mut cur, mut len) = (NO_BIN, 0u32);
-    macro_rules! flush {
-        () => {
-            if cur != NO_BIN && len > 0 {
-                if striped {
-                    unsafe { ctr.add(cur as usize * 32 + lane as usize, len) };
-                } else if shared {
-                    unsafe { ctr.add(cur as usize, len) };
-                } else {
-                    unsafe { C::add(counts.add(cur as usize), len) };
-                }
-            }
-        };
-    }
-    macro_rules! count {
-        ($x:expr) => {{
-            let x: T = $x;
-            let b = if !by_edges {
-                T::even_bin(x, lo, hi, bins, scale, mul)
-            } else if se_in {
-                edge_bin(x, bins, |i| unsafe { se.read(i as usize) })
-            } else {
-                edge_bin(x, bins, |i| unsafe { edges.add(i as usize).read() })
-            };
-            if b != cur {
-                flush!();
-                cur = b;
-                len = 0;
-            }
-            len += 1;
-        }};
-    }
-
-    // The input as 16-byte vectors (from `input` when aligned), `VECS` a step a thread, the
-    // grid striding over them; the elements after the last whole vector one by one.
-    let per_vec = T::PER_VEC as u64;
-    let threads = block as u64 * gpu::grid_dim_x() as u64;
-    let me = gpu::block_idx_x() as u64 * block as u64 + tid as u64;
-    let aligned = input as usize & 15 == 0;
-    let nvec = if aligned { n / per_vec } else { 0 };
-    macro_rules! count_vec {
-        ($w:expr) => {{
-            let w: [u32; 4] = $w;
-            if T::PER_VEC == 8 {
-                for x in T::unpack8(w) {
-                    count!(x);
-                }
-            } else {
-                let e = T::unpack(w);
-                for j in 0..4 {
-                    if j < T::PER_VEC {
-                        count!(e[j]);
-                    }
-                }
-            }
-        }};
-    }
-    let load = |v: u64| -> [[u32; 4]; VECS] {
-        let mut w = [[0u32; 4]; VECS];
-        for k in 0..VECS {
-            w[k] = unsafe {
-                gpu::load_nc_v4_b32(
-                    input.add(((v + k as u64 * threads) * per_vec) as usize) as *const u32
-                )
-            };
-        }
-        w
+    // Bin b's counter: column `lane` of its 32 when striped.
+    let (stride, col) = if striped {
+        (32, tid as usize % 32)
+    } else {
+        (1, 0)
     };
-    let step = VECS as u64 * threads;
-    let whole = |v: u64| v + (VECS as u64 - 1) * threads < nvec;
-    let mut v = me;
-    if whole(v) {
-        // The next step's loads go out before this step's samples are counted, so the memory
-        // stays busy while the thread computes.
-        let mut w = load(v);
-        loop {
-            let more = whole(v + step);
-            let next = if more { load(v + step) } else { w };
-            for k in 0..VECS {
-                count_vec!(w[k]);
-            }
-            v += step;
-            if !more {
-                break;
-            }
-            w = next;
+    let add = |b: u32, len: u32| {
+        if shared {
+            unsafe { ctr.add(b as usize * stride + col, len) };
+        } else {
+            unsafe { C::add(counts.add(b as usize), len) };
         }
+    };
+    // One loop a binning rule (the rule chosen once, not per sample).
+    if !by_edges {
+        count_input(input, n, |x| T::even_bin(x, lo, hi, bins, scale, mul), add);
+    } else if se_in {
+        count_input(
+            input,
+            n,
+            |x| edge_bin(x, bins, |i| unsafe { se.read(i as usize) }),
+            add,
+        );
+    } else {
+        let e = |i: u32| unsafe { edges.add(i as usize).read() };
+        count_input(input, n, |x| edge_bin(x, bins, e), add);
     }
-    while v < nvec {
-        count_vec!(unsafe { gpu::load_nc_v4_b32(input.add((v * per_vec) as usize) as *const u32) });
-        v += threads;
-    }
-    let mut i = nvec * per_vec + me;
-    while i < n {
-        count!(unsafe { input.add(i as usize).read() });
-        i += threads;
-    }
-    flush!();
 
     // The block's counts to the output.
     if shared {
@@ -291,6 +217,94 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
             }
             b += block;
         }
+    }
+}
+
+/// Count this thread's share of the `n` samples at `input` (the grid striding over 16-byte
+/// vectors, `VECS` a step, the next step's loads issued before this step's samples are counted,
+/// so the memory stays busy while the thread computes; the elements after the last whole
+/// vector one by one): each sample's bin by `bin`, runs of one bin passed to `add` once.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+fn count_input<T: Element + Sample>(
+    input: *const T,
+    n: u64,
+    bin: impl Fn(T) -> u32,
+    add: impl Fn(u32, u32),
+) {
+    // The open run: its bin and length.
+    let (mut cur, mut len) = (NO_BIN, 0u32);
+    let mut count = |x: T| {
+        let b = bin(x);
+        if b != cur {
+            if cur != NO_BIN {
+                add(cur, len);
+            }
+            cur = b;
+            len = 0;
+        }
+        len += 1;
+    };
+    let per_vec = T::PER_VEC as u64;
+    let block = gpu::block_dim_x() as u64;
+    let threads = block * gpu::grid_dim_x() as u64;
+    let me = gpu::block_idx_x() as u64 * block + gpu::thread_idx_x() as u64;
+    let aligned = input as usize & 15 == 0;
+    let nvec = if aligned { n / per_vec } else { 0 };
+    let mut count_vec = |w: [u32; 4]| {
+        if T::PER_VEC == 8 {
+            for x in T::unpack8(w) {
+                count(x);
+            }
+        } else {
+            let e = T::unpack(w);
+            for j in 0..4 {
+                if j < T::PER_VEC {
+                    count(e[j]);
+                }
+            }
+        }
+    };
+    let load = |v: u64| -> [[u32; 4]; VECS] {
+        let mut w = [[0u32; 4]; VECS];
+        for k in 0..VECS {
+            w[k] = unsafe {
+                gpu::load_nc_v4_b32(
+                    input.add(((v + k as u64 * threads) * per_vec) as usize) as *const u32
+                )
+            };
+        }
+        w
+    };
+    let step = VECS as u64 * threads;
+    let whole = |v: u64| v + (VECS as u64 - 1) * threads < nvec;
+    let mut v = me;
+    if whole(v) {
+        let mut w = load(v);
+        loop {
+            let more = whole(v + step);
+            let next = if more { load(v + step) } else { w };
+            for k in 0..VECS {
+                count_vec(w[k]);
+            }
+            v += step;
+            if !more {
+                break;
+            }
+            w = next;
+        }
+    }
+    while v < nvec {
+        count_vec(unsafe { gpu::load_nc_v4_b32(input.add((v * per_vec) as usize) as *const u32) });
+        v += threads;
+    }
+    let mut i = nvec * per_vec + me;
+    while i < n {
+        count(unsafe { input.add(i as usize).read() });
+        i += threads;
+    }
+    if cur != NO_BIN {
+        add(cur, len);
     }
 }
 

@@ -17,6 +17,7 @@ use crate::reductions::TestElem;
 mod by_key;
 mod graph;
 mod half;
+mod histogram;
 pub mod huge;
 mod multi;
 mod reduce;

@@ -1,6 +1,6 @@
 //! Histograms (issue 37): u32 samples uniform on the type into 16, 256 and 4096 even bins, into
 //! 256 even bins with every sample in one bin, and into 256 bins between edges, and f32 samples
-//! uniform on [0, 1) into 256 even bins; ours (`histogram_even` / `histogram_edges`, u32
+//! uniform on [0, 1) into 16, 256 and 4096 even bins; ours (`histogram_even` / `histogram_edges`, u32
 //! counts) against CUB's `DeviceHistogram::HistogramEven` / `HistogramRange` (each loaded shim
 //! that has them) and the read-only stream, at every size of `--sizes`, in the same run.
 //!
@@ -40,7 +40,11 @@ const U32_CASES: [Kind; 5] = [
     Kind::OneBin,
     Kind::Edges,
 ];
-const F32_CASES: [Kind; 1] = [Kind::Even { bins: 256 }];
+const F32_CASES: [Kind; 3] = [
+    Kind::Even { bins: 16 },
+    Kind::Even { bins: 256 },
+    Kind::Even { bins: 4096 },
+];
 
 impl Kind {
     fn bins(self) -> u32 {
