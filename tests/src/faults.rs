@@ -95,6 +95,11 @@ pub const FAMILIES: &[(&str, fn(&Context, &Inputs) -> R)] = &[
         v.extend(bytes(&c.dtoh(&no)?[..x.n - k]));
         Ok(v)
     }),
+    ("histogram f32", |c, x| {
+        let mut counts = c.alloc_zeros::<u32>(100)?;
+        c.histogram_even(&x.f, &mut counts, -1.0, 1.0)?;
+        Ok(bytes(&c.dtoh(&counts)?))
+    }),
 ];
 
 /// Every family once on `ctx`, the results as bytes (the same input every time).

@@ -50,12 +50,14 @@ fn every_family_is_registered() {
     for want in [
         "graph",
         "half",
+        "histogram",
         "multi",
         "reduce",
         "reduce_by_key",
         "scan",
         "scan_by_key",
         "segmented",
+        "select",
         "transform",
     ] {
         assert!(names.contains(&want), "{want} in {names:?}");

@@ -99,11 +99,18 @@ macro_rules! sample_float {
                         // The same bin in f32 arithmetic, unless the value lands within `d`
                         // of an integer: its error (three roundings, under 3.01 * 2^-24 of a
                         // value below bins) is under d = bins * 2^-21, so away from the
-                        // integers both truncate alike. Near them, f64 decides.
+                        // integers both truncate alike. Near them, f64 decides. The nearest
+                        // integer by adding 2^23 (no conversion instruction: they run at a
+                        // quarter of the rate of adds).
+                        const MAGIC: f32 = (1u32 << 23) as f32;
                         let v = (f(x) - f(lo)) * scale as f32;
-                        let q = v as u32;
+                        let w = v + MAGIC;
+                        let diff = v - (w - MAGIC);
                         let d = bins as f32 * (1.0 / (1u32 << 21) as f32);
-                        if (v - q as f32 - 0.5).abs() <= 0.5 - d {
+                        if diff.abs() >= d {
+                            // floor(v): the nearest integer, less one when v is below it.
+                            let q = (w.to_bits().wrapping_sub(MAGIC.to_bits()) as i32
+                                + ((diff.to_bits() as i32) >> 31)) as u32;
                             return if q < bins { q } else { bins - 1 };
                         }
                     }
