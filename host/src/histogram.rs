@@ -19,7 +19,7 @@ use kernels::Kernel;
 use kernels::gpu::ShflValue;
 use kernels::histogram::{
     BLOCK, BLOCKS_PER_SM, Counts, HistogramInstance, HistogramParams, MAX_BLOCK_SAMPLES, Sample,
-    SimHistogramFn, VECS, shared_bytes,
+    SimHistogramFn, shared_bytes, vecs,
 };
 use kernels::select::predicate::Ordered;
 
@@ -251,7 +251,7 @@ impl Context {
             }
             None => (0, None),
         };
-        let per_step = BLOCK as u64 * VECS as u64 * (16 / size_of::<T>()) as u64;
+        let per_step = BLOCK as u64 * vecs(size_of::<T>()) as u64 * (16 / size_of::<T>()) as u64;
         let per_sm = {
             let ws = self.workspace::<HistogramTuning>();
             let t = ws.lock().unwrap_or_else(|p| p.into_inner());

@@ -8,9 +8,9 @@
 //! its own, so the lanes of a warp never collide on a counter or a bank. Counts are integers,
 //! exact in any order, so the result is the same on every run. A thread reads its stretch of
 //! the input as 16-byte vectors, the next step's loads issued before this step's samples are
-//! counted, and adds runs of equal bins once: a skewed input (every sample in one bin) costs
-//! one atomic per run, not one per sample. The binning rule is chosen once a launch, each rule
-//! with a loop of its own.
+//! counted. Past the striped counters it adds runs of equal bins once: a skewed input (every
+//! sample in one bin) costs one atomic per run, not 32 colliding ones per warp. The binning
+//! rule is chosen once a launch, each rule with a loop of its own.
 
 pub mod bins;
 
@@ -22,6 +22,12 @@ pub use bins::{F32_BINS, NO_BIN, Sample, edge_bin};
 pub const BLOCK: u32 = 256;
 /// 16-byte vectors a thread loads per step (in flight at once).
 pub const VECS: usize = 4;
+/// 16-byte vectors a thread loads per step for `bytes`-byte samples: [`VECS`] for the 4-byte
+/// types (the baseline's), 2 for the others: every sample a step is a copy of the counting
+/// code, and the embedded PTX has a budget (6 MB deflated).
+pub const fn vecs(bytes: usize) -> usize {
+    if bytes == 4 { VECS } else { VECS / 2 }
+}
 /// Bins counted in shared memory (16 KiB of `u32` a block); more go to global atomics.
 pub const SHARED_BINS: u32 = 4096;
 /// Bins up to which each lane of a warp counts into a column of its own (32 counters a bin,
@@ -183,19 +189,25 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
             unsafe { C::add(counts.add(b as usize), len) };
         }
     };
-    // One loop a binning rule (the rule chosen once, not per sample).
-    if !by_edges {
-        count_input(input, n, |x| T::even_bin(x, lo, hi, bins, scale, mul), add);
-    } else if se_in {
-        count_input(
-            input,
-            n,
-            |x| edge_bin(x, bins, |i| unsafe { se.read(i as usize) }),
-            add,
-        );
+    // One loop a binning rule (the rule chosen once, not per sample). Striped counters take
+    // every sample's add straight away: a lane's column is its own, so even a run of one bin
+    // does not collide within a warp.
+    let even = |x| T::even_bin(x, lo, hi, bins, scale, mul);
+    if !by_edges && striped {
+        let add = |b: u32, len: u32| unsafe { ctr.add(b as usize * 32 + col, len) };
+        count_input::<T, false>(input, n, even, add);
+    } else if !by_edges {
+        count_input::<T, true>(input, n, even, add);
     } else {
-        let e = |i: u32| unsafe { edges.add(i as usize).read() };
-        count_input(input, n, |x| edge_bin(x, bins, e), add);
+        // The edges from shared memory where they fit, else from global (one loop for both).
+        let e = |i: u32| unsafe {
+            if se_in {
+                se.read(i as usize)
+            } else {
+                edges.add(i as usize).read()
+            }
+        };
+        count_input::<T, true>(input, n, |x| edge_bin(x, bins, e), add);
     }
 
     // The block's counts to the output.
@@ -222,12 +234,13 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
 }
 
 /// Count this thread's share of the `n` samples at `input` (the grid striding over 16-byte
-/// vectors, `VECS` a step, the next step's loads issued before this step's samples are counted,
+/// vectors, [`vecs`] a step, the next step's loads issued before this step's samples are counted,
 /// so the memory stays busy while the thread computes; the elements after the last whole
-/// vector one by one): each sample's bin by `bin`, runs of one bin passed to `add` once.
+/// vector one by one): each sample's bin by `bin`, passed to `add` one by one or (`RUNS`) a run
+/// of one bin at once.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
-fn count_input<T: Element + Sample>(
+fn count_input<T: Element + Sample, const RUNS: bool>(
     input: *const T,
     n: u64,
     bin: impl Fn(T) -> u32,
@@ -237,6 +250,12 @@ fn count_input<T: Element + Sample>(
     let (mut cur, mut len) = (NO_BIN, 0u32);
     let mut count = |x: T| {
         let b = bin(x);
+        if !RUNS {
+            if b != NO_BIN {
+                add(b, 1);
+            }
+            return;
+        }
         if b != cur {
             if cur != NO_BIN {
                 add(cur, len);
@@ -266,27 +285,32 @@ fn count_input<T: Element + Sample>(
             }
         }
     };
+    let nv = vecs(size_of::<T>()) as u64;
+    // Vector v + k * threads for k < nv, those before nvec (zeros past it, not counted).
     let load = |v: u64| -> [[u32; 4]; VECS] {
         let mut w = [[0u32; 4]; VECS];
-        for k in 0..VECS {
-            w[k] = unsafe {
-                gpu::load_nc_v4_b32(
-                    input.add(((v + k as u64 * threads) * per_vec) as usize) as *const u32
-                )
-            };
+        for k in 0..nv as usize {
+            let at = v + k as u64 * threads;
+            if at < nvec {
+                w[k] = unsafe {
+                    gpu::load_nc_v4_b32(input.add((at * per_vec) as usize) as *const u32)
+                };
+            }
         }
         w
     };
-    let step = VECS as u64 * threads;
-    let whole = |v: u64| v + (VECS as u64 - 1) * threads < nvec;
+    let step = nv * threads;
     let mut v = me;
-    if whole(v) {
+    if v < nvec {
         let mut w = load(v);
         loop {
-            let more = whole(v + step);
+            let more = v + step < nvec;
             let next = if more { load(v + step) } else { w };
-            for k in 0..VECS {
-                count_vec(w[k]);
+            // The last step's vectors past nvec are skipped (one loop body for every step).
+            for k in 0..nv as usize {
+                if v + k as u64 * threads < nvec {
+                    count_vec(w[k]);
+                }
             }
             v += step;
             if !more {
@@ -294,10 +318,6 @@ fn count_input<T: Element + Sample>(
             }
             w = next;
         }
-    }
-    while v < nvec {
-        count_vec(unsafe { gpu::load_nc_v4_b32(input.add((v * per_vec) as usize) as *const u32) });
-        v += threads;
     }
     let mut i = nvec * per_vec + me;
     while i < n {
