@@ -64,7 +64,7 @@ pub mod transform;
 
 pub use by_key::ReduceByKeyElement;
 pub use error::{Error, Result, SegmentFault};
-pub use histogram::{HistogramCount, HistogramSample};
+pub use histogram::{HistogramCount, HistogramSample, HistogramWeight};
 pub use reduce::{ArgValue, DeviceElement, Pending, Reduction};
 pub use runtime::{
     BackendKind, Context, DeviceBuffer, DeviceInfo, DeviceView, DeviceViewMut, KernelLibrary,

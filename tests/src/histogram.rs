@@ -309,3 +309,308 @@ pub fn check_histogram_bin_edges(ctx: &Context) {
         check_one::<f32, u64>(ctx, &x, 1, lo, hi, bins, k as u64);
     }
 }
+
+/// A weight type of the weighted histograms, for the reference.
+pub trait TestWeight: gpu_reduce::HistogramWeight + std::fmt::Debug + PartialEq {
+    const NAME: &'static str;
+    /// `k * 2^s` (exact for the tests' `|k| < 2^21`, `|s| <= 12`).
+    fn scaled(k: i64, s: i32) -> Self;
+    fn from_f64(v: f64) -> Self;
+    /// The exact integer sum `units * 2^-UNIT_BITS` rounded once to this type.
+    fn round(units: i128) -> Self;
+    fn bits(self) -> u64;
+    fn to_f64(self) -> f64;
+}
+/// The reference's unit: every test weight is a multiple of `2^-UNIT_BITS`.
+const UNIT_BITS: i32 = 12;
+impl TestWeight for f32 {
+    const NAME: &'static str = "f32";
+    fn scaled(k: i64, s: i32) -> Self {
+        k as f32 * 2f32.powi(s)
+    }
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn round(units: i128) -> Self {
+        // i128 to f32 rounds once, to nearest (ties even); the power of two is exact.
+        units as f32 * 2f32.powi(-UNIT_BITS)
+    }
+    fn bits(self) -> u64 {
+        self.to_bits() as u64
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+impl TestWeight for f64 {
+    const NAME: &'static str = "f64";
+    fn scaled(k: i64, s: i32) -> Self {
+        k as f64 * 2f64.powi(s)
+    }
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    fn round(units: i128) -> Self {
+        units as f64 * 2f64.powi(-UNIT_BITS)
+    }
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+/// The CPU's weighted sums: each bin's exact sum (the weights are multiples of
+/// `2^-UNIT_BITS`, summed as integers) rounded once; NaN where a NaN or both infinities fell
+/// (the canonical NaN's bits), else the infinity; `bin(x)` each sample's bin.
+pub fn weighted_ref<T: Copy, W: TestWeight>(
+    x: &[T],
+    w: &[f64],
+    bins: usize,
+    bin: impl Fn(T) -> Option<usize>,
+) -> Vec<u64> {
+    let mut units = vec![0i128; bins];
+    let mut flags = vec![(false, false, false); bins];
+    for (&v, &wt) in x.iter().zip(w) {
+        let Some(b) = bin(v) else { continue };
+        if wt.is_nan() {
+            flags[b].0 = true;
+        } else if wt == f64::INFINITY {
+            flags[b].1 = true;
+        } else if wt == f64::NEG_INFINITY {
+            flags[b].2 = true;
+        } else {
+            let u = wt * 2f64.powi(UNIT_BITS);
+            assert_eq!(u, u.trunc(), "a test weight off the unit grid");
+            units[b] += u as i128;
+        }
+    }
+    (0..bins)
+        .map(|b| match flags[b] {
+            (true, _, _) | (_, true, true) => W::from_f64(f64::NAN).bits() | canonical_nan::<W>(),
+            (_, true, _) => W::from_f64(f64::INFINITY).bits(),
+            (_, _, true) => W::from_f64(f64::NEG_INFINITY).bits(),
+            _ => W::round(units[b]).bits(),
+        })
+        .collect()
+}
+
+/// The library's canonical NaN bits past the type's quiet NaN (f32: `0x7fffffff`).
+fn canonical_nan<W: TestWeight>() -> u64 {
+    if W::NAME == "f32" { 0x7fff_ffff } else { 0 }
+}
+
+/// Random weights `k * 2^s` (`|k| < 2^20`, `s` in `-UNIT_BITS..=12`), some of them NaN or
+/// infinite when `specials`.
+pub fn weights<W: TestWeight>(n: usize, seed: u64, specials: bool) -> Vec<f64> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            if specials && rng.random_range(0..500) == 0 {
+                [f64::NAN, f64::INFINITY, f64::NEG_INFINITY][rng.random_range(0..3)]
+            } else {
+                let k = rng.random_range(-(1i64 << 20)..1 << 20);
+                let s = rng.random_range(-UNIT_BITS..=12);
+                W::scaled(k, s).to_f64()
+            }
+        })
+        .collect()
+}
+
+/// One weighted call of each kind (even bins, the same bins' edges) against the reference,
+/// and the same call over the samples shuffled: the same bits.
+fn check_weighted_one<T, W>(ctx: &Context, x: &[T], w: &[f64], lo: T, hi: T, bins: usize)
+where
+    T: TestElem + HistogramSample + PartialOrd,
+    W: TestWeight,
+{
+    let wt: Vec<W> = w.iter().map(|&v| W::from_f64(v)).collect();
+    let (dx, dw) = (ctx.htod(x).unwrap(), ctx.htod(&wt).unwrap());
+    let mut sums = ctx.alloc_zeros::<W>(bins).unwrap();
+    ctx.histogram_even_weighted(&dx, &dw, &mut sums, lo, hi)
+        .unwrap();
+    let got: Vec<u64> = ctx.dtoh(&sums).unwrap().into_iter().map(W::bits).collect();
+    let want = weighted_ref::<T, W>(x, w, bins, |v| even_bin(v, lo, hi, bins));
+    let what = format!(
+        "histogram_even_weighted of {} {} with {} weights into {bins} bins over [{lo:?}, {hi:?})",
+        x.len(),
+        T::DTYPE,
+        W::NAME
+    );
+    for b in 0..bins {
+        assert_eq!(got[b], want[b], "{what}: bin {b}");
+    }
+    // Shuffled (samples with their weights): the same bits, whatever the order.
+    let mut rng = SmallRng::seed_from_u64(x.len() as u64 ^ bins as u64);
+    let mut order: Vec<usize> = (0..x.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let sx: Vec<T> = order.iter().map(|&i| x[i]).collect();
+    let sw: Vec<W> = order.iter().map(|&i| wt[i]).collect();
+    let (dsx, dsw) = (ctx.htod(&sx).unwrap(), ctx.htod(&sw).unwrap());
+    ctx.histogram_even_weighted(&dsx, &dsw, &mut sums, lo, hi)
+        .unwrap();
+    let again: Vec<u64> = ctx.dtoh(&sums).unwrap().into_iter().map(W::bits).collect();
+    assert!(again == got, "{what}: shuffled, other bits");
+    // The same bins as edges (integers: lo + (b * range) / bins rounded up, which are the
+    // even bins' edges exactly; floats: a few random edges instead).
+    let mut edges: Vec<T> = (0..=bins.min(9))
+        .map(|_| {
+            x.get(rng.random_range(0..x.len().max(1)))
+                .copied()
+                .unwrap_or(lo)
+        })
+        .filter(|v| v.partial_cmp(v).is_some())
+        .collect();
+    edges.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if edges.len() < 2 {
+        return;
+    }
+    let de = ctx.htod(&edges).unwrap();
+    let nb = edges.len() - 1;
+    let mut sums = ctx.alloc_zeros::<W>(nb).unwrap();
+    ctx.histogram_edges_weighted(&dx, &dw, &de, &mut sums)
+        .unwrap();
+    let got: Vec<u64> = ctx.dtoh(&sums).unwrap().into_iter().map(W::bits).collect();
+    let want = weighted_ref::<T, W>(x, w, nb, |v| {
+        (edges[0] <= v && v < edges[nb]).then(|| edges.iter().rposition(|&e| e <= v).unwrap())
+    });
+    assert_eq!(
+        got,
+        want,
+        "histogram_edges_weighted of {} {}",
+        x.len(),
+        T::DTYPE
+    );
+}
+
+/// Weighted histograms: i32, u32, f32, f64 samples, f32 and f64 weights (NaN and infinities
+/// among them for some sizes), `bins` of each of `bins` (past `WEIGHTED_SHARED_BINS`: global
+/// atomics), at `sizes`; each bin's sum exact, rounded once; the same bits shuffled.
+pub fn check_histogram_weighted(ctx: &Context, sizes: &[usize], bins: &[usize]) {
+    fn each<T: TestElem + HistogramSample + PartialOrd>(
+        ctx: &Context,
+        sizes: &[usize],
+        bins: &[usize],
+    ) {
+        for (k, &n) in sizes.iter().enumerate() {
+            let x = data::<T>(n, 0x3e1 + k as u64);
+            let (lo, hi) = range::<T>(&x, k as u64);
+            for (j, &b) in bins.iter().enumerate() {
+                let seed = (k * 131 + j) as u64;
+                let specials = (k + j) % 2 == 1;
+                check_weighted_one::<T, f32>(
+                    ctx,
+                    &x,
+                    &weights::<f32>(n, seed, specials),
+                    lo,
+                    hi,
+                    b,
+                );
+                check_weighted_one::<T, f64>(
+                    ctx,
+                    &x,
+                    &weights::<f64>(n, seed, specials),
+                    lo,
+                    hi,
+                    b,
+                );
+            }
+        }
+    }
+    each::<i32>(ctx, sizes, bins);
+    each::<u32>(ctx, sizes, bins);
+    each::<f32>(ctx, sizes, bins);
+    each::<f64>(ctx, sizes, bins);
+}
+
+/// Sums an in-order float addition gets wrong: cancellation (`1.2e18 + 1 - 1.2e18`), a bin's tiny
+/// weights beside another bin's huge ones, subnormal sums, an overflowing sum (inf), both
+/// infinities (NaN), zero sums (+0); bad calls are typed errors.
+pub fn check_histogram_weighted_exact(ctx: &Context) {
+    let x = ctx.htod(&[0u32, 0, 0, 1, 1, 2, 2, 3, 3, 3, 4, 4]).unwrap();
+    let w = [
+        1.2e18f32,
+        1.0,
+        -1.2e18, // bin 0: 1 (within 2^69 of the bin's largest)
+        1e-30,
+        3e-30, // bin 1: 4e-30, beside bin 0's 1e30
+        f32::MAX,
+        f32::MAX, // bin 2: past f32::MAX: inf
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1.0, // bin 3: NaN
+        1e-45,
+        -1e-45, // bin 4: 0
+    ];
+    let dw = ctx.htod(&w).unwrap();
+    let mut sums = ctx.alloc_zeros::<f32>(5).unwrap();
+    ctx.histogram_even_weighted(&x, &dw, &mut sums, 0, 5)
+        .unwrap();
+    let got = ctx.dtoh(&sums).unwrap();
+    assert_eq!(got[0], 1.0, "{got:?}");
+    assert_eq!(
+        got[1],
+        (1e-30f32 as f64 + 3e-30f32 as f64) as f32,
+        "{got:?}"
+    );
+    assert_eq!(got[2], f32::INFINITY, "{got:?}");
+    assert_eq!(got[3].to_bits(), 0x7fff_ffff, "{got:?}");
+    assert_eq!(got[4].to_bits(), 0, "{got:?}");
+    // f64: subnormal weights sum exactly; 2^1000 beside 2^-1000 in another bin.
+    let x = ctx.htod(&[0i64, 0, 1, 2, 2]).unwrap();
+    let tiny = f64::from_bits(1);
+    let w = ctx
+        .htod(&[tiny, tiny * 3.0, 2f64.powi(1000), 2f64.powi(-1000), 1.0])
+        .unwrap();
+    let mut sums = ctx.alloc_zeros::<f64>(3).unwrap();
+    ctx.histogram_even_weighted(&x, &w, &mut sums, 0, 3)
+        .unwrap();
+    assert_eq!(
+        ctx.dtoh(&sums).unwrap(),
+        [tiny * 4.0, 2f64.powi(1000), 1.0 + 2f64.powi(-1000)]
+    );
+    // Bad calls.
+    let w1 = ctx.htod(&[1.0f32]).unwrap();
+    let x2 = ctx.htod(&[1u32, 2]).unwrap();
+    let mut s2 = ctx.alloc_zeros::<f32>(2).unwrap();
+    let e = ctx
+        .histogram_even_weighted(&x2, &w1, &mut s2, 0, 3)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                expected: 2,
+                got: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = ctx
+        .histogram_even_weighted(&x2, &w1, &mut s2, 3, 3)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::BadBins { .. } | Error::LengthMismatch { .. }),
+        "{e}"
+    );
+    let edges = ctx.htod(&[0u32, 1]).unwrap();
+    let w2 = ctx.htod(&[1.0f32, 2.0]).unwrap();
+    let e = ctx
+        .histogram_edges_weighted(&x2, &w2, &edges, &mut s2)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                expected: 3,
+                got: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}

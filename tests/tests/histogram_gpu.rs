@@ -32,3 +32,19 @@ fn histogram_f16_and_bf16() {
 fn histogram_samples_on_every_bin_edge() {
     check_histogram_bin_edges(&gpu());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn histogram_weighted_sums_exact_and_order_free() {
+    check_histogram_weighted(
+        &gpu(),
+        &[0, 1, 1000, 20_011, 1_000_003],
+        &[1, 7, 256, 2048, 3000],
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn histogram_weighted_cancellation_ranges_and_specials() {
+    check_histogram_weighted_exact(&gpu());
+}

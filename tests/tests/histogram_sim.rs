@@ -26,3 +26,14 @@ fn histogram_f16_and_bf16() {
 fn histogram_samples_on_every_bin_edge() {
     check_histogram_bin_edges(&sim());
 }
+
+#[test]
+fn histogram_weighted_sums_exact_and_order_free() {
+    // 2048 and 3000 bins: past the shared digit sums (global atomics).
+    check_histogram_weighted(&sim(), &[0, 1, 1000, 20_011], &[1, 7, 256, 2048, 3000]);
+}
+
+#[test]
+fn histogram_weighted_cancellation_ranges_and_specials() {
+    check_histogram_weighted_exact(&sim());
+}

@@ -80,7 +80,8 @@ fn sanitizer_workload_compaction() {
     integration_tests::select::check_select_half(&ctx, 2 * integration_tests::select::tile(2) + 7);
 }
 
-/// Histograms (issue 37): every type, both count types, shared and global bins, edges.
+/// Histograms (issue 37): every type, both count types, shared and global bins, edges; weighted
+/// sums (shared and global digit sums).
 #[test]
 #[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]
 fn sanitizer_workload_histogram() {
@@ -88,4 +89,6 @@ fn sanitizer_workload_histogram() {
     integration_tests::histogram::check_histogram(&ctx, &[1, 1000, 20_011], &[1, 256, 5000]);
     integration_tests::histogram::check_histogram_errors(&ctx);
     integration_tests::histogram::check_histogram_half(&ctx, 20_003);
+    integration_tests::histogram::check_histogram_weighted(&ctx, &[1, 20_011], &[7, 256, 3000]);
+    integration_tests::histogram::check_histogram_weighted_exact(&ctx);
 }

@@ -51,6 +51,7 @@ fn every_family_is_registered() {
         "graph",
         "half",
         "histogram",
+        "histogram weighted",
         "multi",
         "reduce",
         "reduce_by_key",

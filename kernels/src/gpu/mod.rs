@@ -127,6 +127,45 @@ impl SharedArray<u32> {
             nvptx::shared_red_add_u32(self.ptr.add(i), v)
         }
     }
+
+    /// Raise element `i` to `v` if below, atomically among the block's threads
+    /// (`red.shared.max.u32`).
+    /// # Safety
+    /// `i < len()`.
+    #[inline(always)]
+    pub unsafe fn max(&self, i: usize, v: u32) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            sim::check_shared_index(i, self.len);
+            // SAFETY: in bounds (checked), aligned (a u32 array); threads may run on OS threads.
+            unsafe { core::sync::atomic::AtomicU32::from_ptr(self.ptr.add(i)) }
+                .fetch_max(v, core::sync::atomic::Ordering::Relaxed);
+        }
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            nvptx::shared_red_max_u32(self.ptr.add(i), v)
+        }
+    }
+}
+
+impl SharedArray<u64> {
+    /// Add `v` to element `i`, atomically among the block's threads (`red.shared.add.u64`).
+    /// # Safety
+    /// `i < len()`.
+    #[inline(always)]
+    pub unsafe fn add(&self, i: usize, v: u64) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            sim::check_shared_index(i, self.len);
+            // SAFETY: in bounds (checked), aligned (a u64 array); threads may run on OS threads.
+            unsafe { core::sync::atomic::AtomicU64::from_ptr(self.ptr.add(i)) }
+                .fetch_add(v, core::sync::atomic::Ordering::Relaxed);
+        }
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            nvptx::shared_red_add_u64(self.ptr.add(i), v)
+        }
+    }
 }
 
 /// Define a kernel once; it is exported twice: as a PTX entry point (`extern "ptx-kernel"`,

@@ -302,6 +302,20 @@ atomic_fn!(
     reg64
 );
 atomic_fn!(
+    /// `atom.global.max.u32`
+    atomic_max_u32,
+    u32,
+    "atom.global.max.u32",
+    reg32
+);
+atomic_fn!(
+    /// `atom.global.or.b32`
+    atomic_or_u32,
+    u32,
+    "atom.global.or.b32",
+    reg32
+);
+atomic_fn!(
     /// `atom.global.exch.b32`
     atomic_exch_u32,
     u32,
@@ -324,6 +338,28 @@ pub(crate) unsafe fn shared_red_add_u32(addr: *mut u32, v: u32) {
     let p = to_shared_u32(addr);
     unsafe {
         asm!("red.shared.add.u32 [{p}], {v};", p = in(reg32) p, v = in(reg32) v, options(nostack))
+    }
+}
+
+/// `red.shared.max.u32 [addr], v`.
+/// # Safety
+/// `addr` must point to an aligned `u32` of the block's shared memory.
+#[inline(always)]
+pub(crate) unsafe fn shared_red_max_u32(addr: *mut u32, v: u32) {
+    let p = to_shared_u32(addr);
+    unsafe {
+        asm!("red.shared.max.u32 [{p}], {v};", p = in(reg32) p, v = in(reg32) v, options(nostack))
+    }
+}
+
+/// `red.shared.add.u64 [addr], v`.
+/// # Safety
+/// `addr` must point to an aligned `u64` of the block's shared memory.
+#[inline(always)]
+pub(crate) unsafe fn shared_red_add_u64(addr: *mut u64, v: u64) {
+    let p = to_shared_u32(addr);
+    unsafe {
+        asm!("red.shared.add.u64 [{p}], {v};", p = in(reg32) p, v = in(reg64) v, options(nostack))
     }
 }
 

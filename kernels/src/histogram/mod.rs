@@ -13,6 +13,7 @@
 //! rule is chosen once a launch, each rule with a loop of its own.
 
 pub mod bins;
+pub mod weighted;
 
 use crate::gpu;
 use crate::ops::Element;
@@ -78,23 +79,17 @@ pub const fn shared_bytes(bins: u32, bytes: usize, edges: bool) -> u32 {
     }
 }
 
-/// A count type of the output: `u32` or `u64`, added with one global atomic.
-pub trait Count: Copy + 'static {
-    /// `*p += v` atomically.
-    /// # Safety
-    /// `p` valid and aligned, in global memory.
-    unsafe fn add(p: *mut Self, v: u32);
-}
-impl Count for u32 {
-    #[inline(always)]
-    unsafe fn add(p: *mut Self, v: u32) {
-        unsafe { gpu::atomic_add_u32(p, v) };
-    }
-}
-impl Count for u64 {
-    #[inline(always)]
-    unsafe fn add(p: *mut Self, v: u32) {
-        unsafe { gpu::atomic_add_u64(p, v as u64) };
+/// Add `v` to count `b` of the output: `u64` counts when `wide`, else `u32` (one kernel serves
+/// both: the choice is made once a bin, off the counting loop).
+///
+/// # Safety
+/// `counts` holds `b + 1` counts of that width, in global memory.
+#[inline(always)]
+unsafe fn add_count(counts: *mut u32, wide: bool, b: u32, v: u32) {
+    if wide {
+        unsafe { gpu::atomic_add_u64((counts as *mut u64).add(b as usize), v as u64) };
+    } else {
+        unsafe { gpu::atomic_add_u32(counts.add(b as usize), v) };
     }
 }
 
@@ -103,11 +98,13 @@ impl Count for u64 {
 #[doc(hidden)]
 macro_rules! histogram_params {
     ($($mode:tt)*) => {
-        $crate::kernel_params! { $($mode)* HistogramParams<T, C> {
+        $crate::kernel_params! { $($mode)* HistogramParams<T> {
             /// The samples, `n` of them.
             input: *const T,
-            /// The output, `bins` counts (zeroed by the host before the launch: the kernel adds).
-            counts: *mut C,
+            /// The output, `bins` counts, `u64` when `wide` is 1, else `u32` (zeroed by the host
+            /// before the launch: the kernel adds).
+            counts: *mut u32,
+            wide: u32,
             /// `bins + 1` ascending edges, or null for even bins over `[lo, hi)`.
             edges: *const T,
             n: u64,
@@ -135,10 +132,11 @@ crate::histogram_params!(struct
 /// Pointers valid for the sizes above; `lo < hi` (even bins) or ascending edges; `bins >= 1`.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
-pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams<T, C>) {
+pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
     let HistogramParams {
         input,
         counts,
+        wide,
         edges,
         n,
         bins,
@@ -149,6 +147,7 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
     } = p;
     let bits = |w: u64| T::from_words([w as u32, (w >> 32) as u32, 0, 0]);
     let (lo, hi) = (bits(lo), bits(hi));
+    let wide = wide != 0;
     let shared = bins <= SHARED_BINS;
     let striped = bins <= STRIPED_BINS;
     let words = counter_words(bins) as usize;
@@ -186,7 +185,7 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
         if shared {
             unsafe { ctr.add(b as usize * stride + col, len) };
         } else {
-            unsafe { C::add(counts.add(b as usize), len) };
+            unsafe { add_count(counts, wide, b, len) };
         }
     };
     // One loop a binning rule (the rule chosen once, not per sample). Striped counters take
@@ -226,7 +225,7 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
                 unsafe { ctr.read(b as usize) }
             };
             if c > 0 {
-                unsafe { C::add(counts.add(b as usize), c) };
+                unsafe { add_count(counts, wide, b, c) };
             }
             b += block;
         }
@@ -235,8 +234,8 @@ pub unsafe fn histogram_device<T: Element + Sample, C: Count>(p: HistogramParams
 
 /// Count this thread's share of the `n` samples at `input` (the grid striding over 16-byte
 /// vectors, [`vecs`] a step, the next step's loads issued before this step's samples are counted,
-/// so the memory stays busy while the thread computes; the elements after the last whole
-/// vector one by one): each sample's bin by `bin`, passed to `add` one by one or (`RUNS`) a run
+/// so the memory stays busy while the thread computes; the vectors after the last whole step,
+/// then the elements after the last whole vector, one by one): each sample's bin by `bin`, passed to `add` one by one or (`RUNS`) a run
 /// of one bin at once.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
@@ -285,32 +284,27 @@ fn count_input<T: Element + Sample, const RUNS: bool>(
             }
         }
     };
-    let nv = vecs(size_of::<T>()) as u64;
-    // Vector v + k * threads for k < nv, those before nvec (zeros past it, not counted).
+    let nv = vecs(size_of::<T>());
+    let vec_at =
+        |v: u64| unsafe { gpu::load_nc_v4_b32(input.add((v * per_vec) as usize) as *const u32) };
     let load = |v: u64| -> [[u32; 4]; VECS] {
         let mut w = [[0u32; 4]; VECS];
-        for k in 0..nv as usize {
-            let at = v + k as u64 * threads;
-            if at < nvec {
-                w[k] = unsafe {
-                    gpu::load_nc_v4_b32(input.add((at * per_vec) as usize) as *const u32)
-                };
-            }
+        for k in 0..nv {
+            w[k] = vec_at(v + k as u64 * threads);
         }
         w
     };
-    let step = nv * threads;
+    // Whole steps unchecked (the hot loop), then the vectors left one by one.
+    let step = nv as u64 * threads;
+    let whole = |v: u64| v + (nv as u64 - 1) * threads < nvec;
     let mut v = me;
-    if v < nvec {
+    if whole(v) {
         let mut w = load(v);
         loop {
-            let more = v + step < nvec;
+            let more = whole(v + step);
             let next = if more { load(v + step) } else { w };
-            // The last step's vectors past nvec are skipped (one loop body for every step).
-            for k in 0..nv as usize {
-                if v + k as u64 * threads < nvec {
-                    count_vec(w[k]);
-                }
+            for k in 0..nv {
+                count_vec(w[k]);
             }
             v += step;
             if !more {
@@ -318,6 +312,10 @@ fn count_input<T: Element + Sample, const RUNS: bool>(
             }
             w = next;
         }
+    }
+    while v < nvec {
+        count_vec(vec_at(v));
+        v += threads;
     }
     let mut i = nvec * per_vec + me;
     while i < n {
@@ -330,33 +328,41 @@ fn count_input<T: Element + Sample, const RUNS: bool>(
 }
 
 /// A histogram kernel's simulator entry: the kernel as a host function.
-pub type SimHistogramFn<T, C> = unsafe fn(HistogramParams<T, C>);
+pub type SimHistogramFn<T> = unsafe fn(HistogramParams<T>);
 
-/// The histogram kernel of samples `T` into counts `C`, registered by [`histogram_kernels!`].
+/// The histogram kernel of samples `T`, registered by [`histogram_kernels!`].
 #[cfg(not(target_arch = "nvptx64"))]
-pub trait HistogramInstance<T, C> {
-    const KERNEL: crate::Kernel<SimHistogramFn<T, C>>;
+pub trait HistogramInstance<T> {
+    const KERNEL: crate::Kernel<SimHistogramFn<T>>;
+    /// Its weighted histogram ([`weighted::weighted_device`]).
+    const WEIGHTED: crate::Kernel<weighted::SimWeightedFn<T>>;
 }
 
-/// Export `histogram_device::<T, C>` as a kernel named `name` and register it with
-/// [`HistogramInstance`] (implemented for `C`, the count type, over `T`).
+/// Export `histogram_device::<T>` as a kernel named `name` and `weighted::weighted_device::<T>`
+/// as `weighted`, and register them with [`HistogramInstance`] (implemented for [`Counts`] over
+/// `T`).
 #[macro_export]
 macro_rules! histogram_kernels {
-    ($($name:ident : $t:ty, $c:ty;)*) => {$(
-        $crate::histogram_kernels!(@emit stringify!($name), $t, $c);
+    ($($name:ident, $weighted:ident : $t:ty;)*) => {$(
+        $crate::histogram_kernels!(@emit stringify!($name), stringify!($weighted), $t);
     )*};
-    (@emit $name:expr, $t:ty, $c:ty) => {
+    (@emit $name:expr, $weighted:expr, $t:ty) => {
         const _: () = {
             use $crate::histogram::HistogramParams;
+            use $crate::histogram::weighted::WeightedParams;
             type T = $t;
-            type C = $c;
             // Histogram; see `histogram_device`.
             $crate::histogram_params!(entry #[export_name = $name] kernel =>
-                ($crate::histogram::histogram_device::<$t, $c>));
+                ($crate::histogram::histogram_device::<$t>));
+            // Weighted histogram; see `weighted_device`.
+            $crate::histogram_weighted_params!(entry #[export_name = $weighted] weighted =>
+                ($crate::histogram::weighted::weighted_device::<$t>));
             #[cfg(not(target_arch = "nvptx64"))]
-            impl $crate::histogram::HistogramInstance<$t, $c> for $crate::histogram::Counts {
-                const KERNEL: $crate::Kernel<$crate::histogram::SimHistogramFn<$t, $c>> =
+            impl $crate::histogram::HistogramInstance<$t> for $crate::histogram::Counts {
+                const KERNEL: $crate::Kernel<$crate::histogram::SimHistogramFn<$t>> =
                     $crate::Kernel { name: $name, sim: kernel };
+                const WEIGHTED: $crate::Kernel<$crate::histogram::weighted::SimWeightedFn<$t>> =
+                    $crate::Kernel { name: $weighted, sim: weighted };
             }
         };
         $crate::launch_bounds!(@named $name, $crate::histogram::BLOCK,
@@ -368,14 +374,12 @@ macro_rules! histogram_kernels {
 #[derive(Clone, Copy, Debug)]
 pub struct Counts;
 
-/// The built-in histogram kernels: `histogram_{t}_u32` and `histogram_{t}_u64` for every
+/// The built-in histogram kernels: `histogram_{t}` and `histogram_weighted_{t}` for every
 /// element type of the table.
 macro_rules! builtin_histogram {
     ($t:ident { $($ops:tt)* }) => {
-        $crate::histogram_kernels!(@emit concat!("histogram_", stringify!($t), "_u32"),
-            $crate::builtin_elem!($t), u32);
-        $crate::histogram_kernels!(@emit concat!("histogram_", stringify!($t), "_u64"),
-            $crate::builtin_elem!($t), u64);
+        $crate::histogram_kernels!(@emit concat!("histogram_", stringify!($t)),
+            concat!("histogram_weighted_", stringify!($t)), $crate::builtin_elem!($t));
     };
 }
 

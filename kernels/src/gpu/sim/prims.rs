@@ -254,6 +254,8 @@ macro_rules! atomic_int {
 }
 atomic_int!(atomic_add_u32, u32, AtomicU32, fetch_add);
 atomic_int!(atomic_add_u64, u64, AtomicU64, fetch_add);
+atomic_int!(atomic_max_u32, u32, AtomicU32, fetch_max);
+atomic_int!(atomic_or_u32, u32, AtomicU32, fetch_or);
 atomic_int!(atomic_exch_u32, u32, AtomicU32, swap);
 atomic_int!(atomic_exch_u64, u64, AtomicU64, swap);
 

@@ -1,7 +1,7 @@
 //! Histograms (issue 37): u32 samples uniform on the type into 16, 256 and 4096 even bins, into
 //! 256 even bins with every sample in one bin, and into 256 bins between edges, and f32 samples
 //! uniform on [0, 1) into 16, 256 and 4096 even bins; ours (`histogram_even` / `histogram_edges`, u32
-//! counts) against CUB's `DeviceHistogram::HistogramEven` / `HistogramRange` (each loaded shim
+//! counts; and 256 bins' sums of f32 weights, `histogram_even_weighted`, which CUB lacks) against CUB's `DeviceHistogram::HistogramEven` / `HistogramRange` (each loaded shim
 //! that has them) and the read-only stream, at every size of `--sizes`, in the same run.
 //!
 //! The inputs of one size are made once (hashed, so the same on every run) and copied so that
@@ -30,15 +30,18 @@ enum Kind {
     OneBin,
     /// 256 bins between 257 edges, uniform samples.
     Edges,
+    /// 256 even bins, uniform samples, each with an f32 weight (the bins' weight sums).
+    Weighted,
 }
 
 /// The u32 cases, then the f32 one.
-const U32_CASES: [Kind; 5] = [
+const U32_CASES: [Kind; 6] = [
     Kind::Even { bins: 16 },
     Kind::Even { bins: 256 },
     Kind::Even { bins: 4096 },
     Kind::OneBin,
     Kind::Edges,
+    Kind::Weighted,
 ];
 const F32_CASES: [Kind; 3] = [
     Kind::Even { bins: 16 },
@@ -50,7 +53,7 @@ impl Kind {
     fn bins(self) -> u32 {
         match self {
             Kind::Even { bins } => bins,
-            Kind::OneBin | Kind::Edges => 256,
+            Kind::OneBin | Kind::Edges | Kind::Weighted => 256,
         }
     }
 
@@ -60,6 +63,7 @@ impl Kind {
             Kind::Even { bins } => format!("even, {bins} bins, uniform samples"),
             Kind::OneBin => "even, 256 bins, every sample in one bin".into(),
             Kind::Edges => "256 bins between edges, uniform samples".into(),
+            Kind::Weighted => "even, 256 bins, uniform samples, f32 weight sums".into(),
         }
     }
 
@@ -244,6 +248,10 @@ fn size_cases<T: Elem>(
         } else {
             &uniform
         };
+        if kind == Kind::Weighted {
+            rows.push(weighted_case(ctx, config, input, seed, &next, sim)?);
+            continue;
+        }
         let bins = kind.bins();
         let host_edges = T::edges(bins);
         let edges = ctx.htod(&host_edges)?;
@@ -292,6 +300,57 @@ fn size_cases<T: Elem>(
         ));
     }
     Ok(rows)
+}
+
+/// Weight `i` of a weighted case: uniform on [0, 1) in multiples of 2^-24.
+fn weight_of(i: usize, seed: u64) -> f32 {
+    (hash(i as u64, seed ^ 0x77) >> 40) as f32 / (1u32 << 24) as f32
+}
+
+/// Ours, 256 even bins' sums of f32 weights over `input` (checked against the exact sums,
+/// rounded once), its bytes the samples and the weights.
+fn weighted_case<T: Elem>(
+    ctx: &Context,
+    config: &SweepConfig,
+    input: &Input<T>,
+    seed: u64,
+    next: &dyn Fn() -> usize,
+    sim: bool,
+) -> Result<Measurement> {
+    let (n, k) = (input.host.len(), input.bufs.len());
+    let w = Input::new(ctx, generate(n, |i| weight_of(i, seed)), k)?;
+    let bins = 256u32;
+    // Exact sums in units of 2^-24, rounded once (u64 to f32 rounds to nearest).
+    let mut units = vec![0u64; bins as usize];
+    for (x, wt) in input.host.iter().zip(&w.host) {
+        if let Some(b) = T::cpu_bin(*x, bins) {
+            units[b] += (*wt * (1u32 << 24) as f32) as u64;
+        }
+    }
+    let want: Vec<f32> = units
+        .iter()
+        .map(|&u| u as f32 / (1u32 << 24) as f32)
+        .collect();
+    let (lo, hi) = T::range();
+    let mut sums = ctx.alloc_zeros::<f32>(bins as usize)?;
+    let ours = |i: usize, sums: &mut DeviceBuffer<f32>| {
+        ctx.histogram_even_weighted(&input.bufs[i], &w.bufs[i], sums, lo, hi)
+    };
+    ours(0, &mut sums)?;
+    let ok = ctx.dtoh(&sums)? == want;
+    let t = ctx.time_ms(config.warmup, config.iters, || ours(next(), &mut sums))?;
+    let (dt, bytes) = (<T as CubHistogram>::NAME, (n * (size_of::<T>() + 4)) as u64);
+    Ok(case_measurement(
+        OP,
+        dt,
+        &Kind::Weighted.name(),
+        Family::Ours,
+        n as u64,
+        bytes,
+        &t,
+        ok,
+        sim,
+    ))
 }
 
 /// CUB's `kind` over `input`: (checked, times), or `None` when the shim lacks the histograms
