@@ -283,12 +283,38 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
         "f64_reduce_by_key_sum" => {
             reduce_by_key_bits(ctx, run_keys(n, 9000, 45), uniform_f64(n, 46), false)
         }
+        "f32_histogram_weighted" => {
+            // 1000 even bins over [-1, 1), weights over 2^40 of range, both signs.
+            let x = ctx.htod(&uniform_f32(n, 47)).unwrap();
+            let w: Vec<f32> = uniform_f32(n, 48)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| v * 2f32.powi((i % 41) as i32 - 20))
+                .collect();
+            let mut sums = ctx.alloc_zeros::<f32>(1000).unwrap();
+            ctx.histogram_even_weighted(&x, &ctx.htod(&w).unwrap(), &mut sums, -1.0, 1.0)
+                .unwrap();
+            bits_f32(&ctx.dtoh(&sums).unwrap())
+        }
+        "f64_histogram_weighted" => {
+            // 3000 bins (past the shared digit sums: global atomics).
+            let x = ctx.htod(&uniform_f64(n, 49)).unwrap();
+            let w: Vec<f64> = uniform_f64(n, 50)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| v * 2f64.powi((i % 61) as i32 - 30))
+                .collect();
+            let mut sums = ctx.alloc_zeros::<f64>(3000).unwrap();
+            ctx.histogram_even_weighted(&x, &ctx.htod(&w).unwrap(), &mut sums, -1.0, 1.0)
+                .unwrap();
+            bits_f64(&ctx.dtoh(&sums).unwrap())
+        }
         _ => panic!("no case {name}"),
     }
 }
 
 /// The small cases (every recorded kind).
-pub const CASES: [&str; 16] = [
+pub const CASES: [&str; 18] = [
     "f32_inclusive_sum",
     "f32_exclusive_sum",
     "f64_inclusive_sum",
@@ -305,6 +331,8 @@ pub const CASES: [&str; 16] = [
     "f32_reduce_by_key_sum",
     "f32_reduce_by_key_sum_into",
     "f64_reduce_by_key_sum",
+    "f32_histogram_weighted",
+    "f64_histogram_weighted",
 ];
 
 /// Every recorded (case, n): all cases at `SMALL`, issue 32's reduce by key at its size, and
