@@ -60,6 +60,7 @@ pub mod runtime;
 pub mod scan;
 pub mod segmented;
 pub mod select;
+pub mod topk;
 pub mod transform;
 
 pub use by_key::ReduceByKeyElement;
@@ -73,6 +74,7 @@ pub use runtime::{
 pub use scan::{ScanByKeyElement, ScanElement, ScanKind};
 pub use segmented::{OffsetCheck, SegmentedElement, Segments};
 pub use select::{Predicate, SelectElement};
+pub use topk::{TopK, TopkElement};
 pub use transform::{
     DotElement, MinMaxElement, MinMaxPair, Moments, MomentsAcc, NormElement, ScaledSumSquares,
 };
@@ -162,6 +164,7 @@ mod tests {
             crate::by_key::kernel_names(),
             crate::select::kernel_names(),
             crate::histogram::kernel_names(),
+            crate::topk::kernel_names(),
             crate::multi::kernel_names(),
         ]
         .concat();

@@ -195,23 +195,11 @@ macro_rules! half_float {
             }
             #[inline(always)]
             fn min2(self, o: Self) -> Self {
-                if self.is_nan_() {
-                    self
-                } else if o.is_nan_() || Num::lt(o, self) {
-                    o
-                } else {
-                    self
-                }
+                if self.below(o) { o } else { self }
             }
             #[inline(always)]
             fn max2(self, o: Self) -> Self {
-                if self.is_nan_() {
-                    self
-                } else if o.is_nan_() || Num::lt(self, o) {
-                    o
-                } else {
-                    self
-                }
+                if self.above(o) { o } else { self }
             }
             #[inline(always)]
             fn is_nan_(self) -> bool {
@@ -224,6 +212,33 @@ macro_rules! half_float {
                 !self.is_nan_()
                     && !o.is_nan_()
                     && order_key(self.to_bits()) < order_key(o.to_bits())
+            }
+            // Halves compare as integer keys: NaN the top (max) or bottom (min) key.
+            #[inline(always)]
+            fn above(self, o: Self) -> bool {
+                let key = |x: Self| {
+                    if x.is_nan_() {
+                        u32::MAX
+                    } else {
+                        order_key(x.to_bits()) as u32
+                    }
+                };
+                key(o) > key(self)
+            }
+            #[inline(always)]
+            fn below(self, o: Self) -> bool {
+                let key = |x: Self| {
+                    if x.is_nan_() {
+                        0
+                    } else {
+                        order_key(x.to_bits()) as u32
+                    }
+                };
+                key(o) < key(self)
+            }
+            #[inline(always)]
+            fn same_rank(self, o: Self) -> bool {
+                (self.to_bits() == o.to_bits()) | (self.is_nan_() & o.is_nan_())
             }
         }
     };

@@ -37,6 +37,7 @@ pub mod reduce;
 pub mod scan;
 pub mod select;
 pub mod table;
+pub mod topk;
 pub mod warp;
 
 /// A kernel as the host sees it: its PTX entry name and, on the host, the same function for

@@ -100,6 +100,15 @@ pub trait Num: Element {
     fn is_nan_(self) -> bool;
     /// Strict "less than" with `-0.0 < +0.0`.
     fn lt(self, o: Self) -> bool;
+    /// Whether `o` is above `self` in max's order: NaN above every number (and equal to every
+    /// NaN), `-0.0` below `+0.0`. Min, max, argmin and argmax decide with these three
+    /// predicates, each from compares of the two values (no branch: the folding loops'
+    /// dependent chain is one compare and a select deep).
+    fn above(self, o: Self) -> bool;
+    /// Whether `o` is below `self` in min's order: NaN below every number, `-0.0` below `+0.0`.
+    fn below(self, o: Self) -> bool;
+    /// Whether `self` and `o` rank the same: the same bits, or both NaN.
+    fn same_rank(self, o: Self) -> bool;
 }
 
 /// Bitwise operations, integers only.
@@ -123,6 +132,9 @@ macro_rules! num_int {
             #[inline(always)] fn max2(self, o: Self) -> Self { if o > self { o } else { self } }
             #[inline(always)] fn is_nan_(self) -> bool { false }
             #[inline(always)] fn lt(self, o: Self) -> bool { self < o }
+            #[inline(always)] fn above(self, o: Self) -> bool { o > self }
+            #[inline(always)] fn below(self, o: Self) -> bool { o < self }
+            #[inline(always)] fn same_rank(self, o: Self) -> bool { o == self }
         }
         impl Bits for $t {
             #[inline(always)] fn and(self, o: Self) -> Self { self & o }
@@ -133,7 +145,7 @@ macro_rules! num_int {
     )*};
 }
 macro_rules! num_float {
-    ($($t:ty),*) => {$(
+    ($($t:ty: $i:ty),*) => {$(
         impl Num for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -143,11 +155,12 @@ macro_rules! num_float {
             #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
             #[inline(always)]
             fn min2(self, o: Self) -> Self {
-                if self.is_nan() { self } else if o.is_nan() || Num::lt(o, self) { o } else { self }
+                if self.below(o) { o } else { self }
             }
             #[inline(always)]
             fn max2(self, o: Self) -> Self {
-                if self.is_nan() { self } else if o.is_nan() || Num::lt(self, o) { o } else { self }
+                // The earlier NaN stays (ranks of NaNs are equal): the first NaN's bits.
+                if self.above(o) { o } else { self }
             }
             #[inline(always)] fn is_nan_(self) -> bool { self.is_nan() }
             #[inline(always)]
@@ -155,11 +168,28 @@ macro_rules! num_float {
                 // -0.0 < +0.0, so the result does not depend on which zero came first.
                 self < o || (self == o && self.is_sign_negative() && !o.is_sign_negative())
             }
+            #[inline(always)]
+            fn above(self, o: Self) -> bool {
+                // Equal values differ in bits only as -0.0 and +0.0 (the sign: signed compare).
+                let (sb, ob) = (self.to_bits() as $i, o.to_bits() as $i);
+                // `|` and `&`, not `||` and `&&`: selects, not branches on the data (which
+                // diverge across a warp's lanes).
+                (o > self) | ((o == self) & (ob > sb)) | (o.is_nan() & !self.is_nan())
+            }
+            #[inline(always)]
+            fn below(self, o: Self) -> bool {
+                let (sb, ob) = (self.to_bits() as $i, o.to_bits() as $i);
+                (o < self) | ((o == self) & (ob < sb)) | (o.is_nan() & !self.is_nan())
+            }
+            #[inline(always)]
+            fn same_rank(self, o: Self) -> bool {
+                (self.to_bits() == o.to_bits()) | (self.is_nan() & o.is_nan())
+            }
         }
     )*};
 }
 num_int!(i32, u32, i64, u64);
-num_float!(f32, f64);
+num_float!(f32: i32, f64: i64);
 
 /// Sum (integers wrap).
 #[derive(Clone, Copy, Debug, Default)]
@@ -356,6 +386,46 @@ mod tests {
         let a = fold::<f32, ArgMax>(&[3.0, f32::NAN, 9.0, f32::NAN]);
         assert!(a.value.is_nan() && a.index == 1);
         assert_eq!(fold::<i32, ArgMax>(&[]).index, u64::MAX);
+    }
+
+    /// `above`, `below` and `same_rank` agree with ranks from a total order: floats' bits made
+    /// order-preserving, every NaN the top (max's order) or the bottom (min's).
+    #[test]
+    fn compares_match_ranks() {
+        let xs = [
+            f32::NEG_INFINITY,
+            -3.5,
+            -f32::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            1e-45,
+            2.0,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7f80_0001),
+        ];
+        let key = |x: f32| {
+            let b = x.to_bits();
+            if b >> 31 == 1 {
+                !b as u64
+            } else {
+                (b | 1 << 31) as u64
+            }
+        };
+        let hi = |x: f32| if x.is_nan() { u64::MAX } else { key(x) };
+        let lo = |x: f32| if x.is_nan() { 0 } else { key(x) + 1 };
+        for &a in &xs {
+            for &b in &xs {
+                assert_eq!(a.above(b), hi(b) > hi(a), "{a} above {b}");
+                assert_eq!(a.below(b), lo(b) < lo(a), "{a} below {b}");
+                assert_eq!(a.same_rank(b), hi(a) == hi(b), "{a} same {b}");
+                let (x, y) = (a as f64, b as f64);
+                assert_eq!(x.above(y), a.above(b), "f64 {a} above {b}");
+                assert_eq!(x.below(y), a.below(b), "f64 {a} below {b}");
+            }
+        }
     }
 
     #[test]

@@ -302,6 +302,49 @@ pub fn compact_module(text: &str) -> String {
         out.push_str(rest);
         out.push('\n');
     }
+    short_names(&out)
+}
+
+/// `text` with its long private names made short: Rust's mangled symbols (`_R...`: the
+/// module's `.func`s and statics, never an entry, whose names are the kernels') become `_f0`,
+/// `_f1`, ... by first use, and parameters (`<function>_param_<i>`, scoped to their function)
+/// `_p<i>`. Every module repeats them; the driver and `ptxas` see the same program.
+fn short_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut symbols: Vec<&str> = Vec::new();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !ident(bytes[i]) {
+            let j = i + bytes[i..].iter().take_while(|&&b| !ident(b)).count();
+            out.push_str(&text[i..j]);
+            i = j;
+            continue;
+        }
+        let j = i + bytes[i..].iter().take_while(|&&b| ident(b)).count();
+        let word = &text[i..j];
+        // A register (`%rd1`) or a number is not a name: only words after a non-`%`.
+        let named = i == 0 || bytes[i - 1] != b'%';
+        if let Some((_, n)) = word
+            .rsplit_once("_param_")
+            .filter(|(f, n)| named && !f.is_empty() && !n.is_empty())
+            .filter(|(_, n)| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            out.push_str("_p");
+            out.push_str(n);
+        } else if named && word.starts_with("_R") {
+            let k = symbols.iter().position(|s| *s == word).unwrap_or_else(|| {
+                symbols.push(word);
+                symbols.len() - 1
+            });
+            out.push_str("_f");
+            out.push_str(&k.to_string());
+        } else {
+            out.push_str(word);
+        }
+        i = j;
+    }
     out
 }
 
@@ -492,6 +535,13 @@ pub(crate) mod tests {
     fn compact_module_drops_comments_and_renumbers_labels() {
         let text = "// header\n.version 8.0\n\n.visible .entry k(\n)\n{\n\t@%p1 bra \t$L__BB7_2;   // loop\n// %bb.1:\n$L__BB7_2:\n\tbra.uni $L__BB9_1;\n\t.pragma \"nounroll\";\n$L__BB9_1:\n}\n";
         let want = ".version 8.0\n.visible .entry k(\n)\n{\n\t@%p1 bra \t$L__BB0_2;\n$L__BB0_2:\n\tbra.uni $L__BB1_1;\n\t.pragma \"nounroll\";\n$L__BB1_1:\n}\n";
+        assert_eq!(compact_module(text), want);
+    }
+
+    #[test]
+    fn compact_module_shortens_private_names() {
+        let text = ".func _RNvCs1_4core9panic_fmt\n()\n;\n.visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .u32 k_param_1\n)\n{\n\tld.param.b64 \t%rd1, [k_param_0];\n\tld.param.b32 \t%r_param_2, [k_param_1];\n\tcall.uni _RNvCs1_4core9panic_fmt, ();\n\tcall.uni _RNvCs2_4core5other, ();\n}\n";
+        let want = ".func _f0\n()\n;\n.visible .entry k(\n\t.param .u64 _p0,\n\t.param .u32 _p1\n)\n{\n\tld.param.b64 \t%rd1, [_p0];\n\tld.param.b32 \t%r_param_2, [_p1];\n\tcall.uni _f0, ();\n\tcall.uni _f1, ();\n}\n";
         assert_eq!(compact_module(text), want);
     }
 }

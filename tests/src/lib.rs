@@ -18,6 +18,7 @@ pub mod scans;
 pub mod segmented;
 pub mod select;
 pub mod stress;
+pub mod topk;
 pub mod transform;
 
 use gpu_reduce::{Context, Error};

@@ -92,3 +92,14 @@ fn sanitizer_workload_histogram() {
     integration_tests::histogram::check_histogram_weighted(&ctx, &[1, 20_011], &[7, 256, 3000]);
     integration_tests::histogram::check_histogram_weighted_exact(&ctx);
 }
+
+/// Top-k (issue 37): every type, both ways, sorted and not, the adversarial inputs.
+#[test]
+#[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]
+fn sanitizer_workload_topk() {
+    let ctx = gpu();
+    integration_tests::topk::check_topk(&ctx, &[1, 37, 20_011]);
+    // More elements than the candidate buffer holds after one digit: the later passes' form.
+    integration_tests::topk::check_topk_candidates(&ctx, 100_000);
+    integration_tests::topk::check_topk_errors(&ctx);
+}

@@ -52,6 +52,7 @@ fn every_family_is_registered() {
         "half",
         "histogram",
         "histogram weighted",
+        "topk",
         "multi",
         "reduce",
         "reduce_by_key",

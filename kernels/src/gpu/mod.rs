@@ -128,6 +128,25 @@ impl SharedArray<u32> {
         }
     }
 
+    /// Add `v` to element `i` atomically among the block's threads and return the value before
+    /// (`atom.shared.add.u32`): a slot of a block's list.
+    /// # Safety
+    /// `i < len()`.
+    #[inline(always)]
+    pub unsafe fn fetch_add(&self, i: usize, v: u32) -> u32 {
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            sim::check_shared_index(i, self.len);
+            // SAFETY: in bounds (checked), aligned (a u32 array); threads may run on OS threads.
+            unsafe { core::sync::atomic::AtomicU32::from_ptr(self.ptr.add(i)) }
+                .fetch_add(v, core::sync::atomic::Ordering::Relaxed)
+        }
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            nvptx::shared_atom_add_u32(self.ptr.add(i), v)
+        }
+    }
+
     /// Raise element `i` to `v` if below, atomically among the block's threads
     /// (`red.shared.max.u32`).
     /// # Safety

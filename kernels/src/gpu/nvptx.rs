@@ -352,6 +352,19 @@ pub(crate) unsafe fn shared_red_max_u32(addr: *mut u32, v: u32) {
     }
 }
 
+/// `atom.shared.add.u32 old, [addr], v`: the value before the add.
+/// # Safety
+/// `addr` must point to an aligned `u32` of the block's shared memory.
+#[inline(always)]
+pub(crate) unsafe fn shared_atom_add_u32(addr: *mut u32, v: u32) -> u32 {
+    let p = to_shared_u32(addr);
+    let old: u32;
+    unsafe {
+        asm!("atom.shared.add.u32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg32) p, v = in(reg32) v, options(nostack))
+    }
+    old
+}
+
 /// `red.shared.add.u64 [addr], v`.
 /// # Safety
 /// `addr` must point to an aligned `u64` of the block's shared memory.

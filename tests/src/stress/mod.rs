@@ -24,6 +24,7 @@ mod reduce;
 mod scan;
 mod segmented;
 mod select;
+mod topk;
 mod transform;
 
 /// One family of the stress: `run` draws and checks one case and returns the elements it

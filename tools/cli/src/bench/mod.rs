@@ -10,6 +10,7 @@ mod basic;
 pub mod by_key;
 mod cub_run;
 mod element;
+pub mod extrema;
 pub mod guard;
 pub mod halves;
 pub mod histogram;
@@ -20,6 +21,7 @@ pub mod report;
 pub mod segmented;
 pub mod select;
 mod sweep;
+pub mod topk;
 
 pub use cub_run::cub_works;
 pub use element::SweepElement;
@@ -66,6 +68,13 @@ pub enum Op {
     /// `--sizes`, against CUB's DeviceHistogram::HistogramEven / HistogramRange and the
     /// read-only stream.
     Histogram,
+    /// Top-k (issue 37): the 1000 largest of f32, in index order and sorted, at each of
+    /// `--sizes`, and the read-only stream.
+    Topk,
+    /// Min, max and their indices (the rank compares): f32 max (against CUB's
+    /// DeviceReduce::Max), argmax, inclusive max scan and argmax of rows of 1024, at each of
+    /// `--sizes`, and the memory limits.
+    Extrema,
     /// The sharded f32 sum over every GPU present (two simulated devices on the simulator)
     /// against one GPU holding the same total, at each of `--sizes` (`gpu_reduce::multi`).
     MultiReduce,

@@ -40,6 +40,8 @@ pub fn limit_for<'a>(sweep: &'a Sweep, m: &Measurement) -> Option<&'a Measuremen
         || m.op == "segmented"
         || m.op == "variance"
         || m.op == "histogram"
+        || m.op == "topk"
+        || m.op == super::extrema::OP
         || m.method.starts_with("read-only")
     {
         peer(sweep, m, "memory", "read-only")
@@ -67,6 +69,7 @@ fn cub_peer<'a>(sweep: &'a Sweep, m: &Measurement, label: &str) -> Option<&'a Me
                 "scan_by_key",
                 "select",
                 "histogram",
+                super::extrema::OP,
             ]
             .contains(&m.op.as_str())
                 || case_of(&o.method) == case_of(&m.method))

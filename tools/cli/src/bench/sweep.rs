@@ -4,7 +4,7 @@ use gpu_reduce::{BackendKind, Context, Error, Result};
 
 use super::measure::case_measurement;
 use super::{Cubs, Dtype, Family, Machine, Measurement, Op, Sweep, SweepConfig};
-use super::{basic, by_key, halves, histogram, segmented, select};
+use super::{basic, by_key, extrema, halves, histogram, segmented, select, topk};
 use crate::cub::Cub;
 
 /// Run the sweep; `progress` is told what is being measured (one call per measurement).
@@ -134,6 +134,16 @@ pub fn run_sweep_cubs(
             histogram::histogram_cases(ctx, cubs, config, &sweep.measurements, &mut progress)?;
         sweep.measurements.extend(rows);
         sweep.skipped.extend(skipped);
+    }
+    if config.ops.contains(&Op::Topk) {
+        let (rows, skipped) =
+            topk::topk_cases(ctx, cubs, config, &sweep.measurements, &mut progress)?;
+        sweep.measurements.extend(rows);
+        sweep.skipped.extend(skipped);
+    }
+    if config.ops.contains(&Op::Extrema) {
+        let rows = extrema::extrema_cases(ctx, cubs, config, &sweep.measurements, &mut progress)?;
+        sweep.measurements.extend(rows);
     }
     Ok(sweep)
 }

@@ -1,0 +1,271 @@
+//! Top-k (`torch.topk`, CUB's `DeviceTopK`): the k largest or smallest elements of an array
+//! and their indices.
+//!
+//! | call | result |
+//! | --- | --- |
+//! | [`Context::topk`]`(x, values, indices, TopK::LARGEST)` | the `k = values.len()` largest of `x` and their indices |
+//!
+//! Deterministic: ties are broken by the lower index; NaN orders above every number (so it is
+//! among the largest and last among the smallest, as in PyTorch), `-0.0` below `+0.0`. Unsorted,
+//! the result lists the elements above the k-th in index order, then the ties; sorted (by value,
+//! then index), up to `k = 2048`. A radix select (one launch a byte of the elements); up to
+//! k = 2048 the candidates are copied to a buffer once they fit it, and the result is listed
+//! from there and sorted in one block; otherwise two launches write it in index order
+//! (`kernels::topk`).
+
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+use kernels::Kernel;
+use kernels::topk::{
+    BLOCK, Bits, CHUNK_COUNTS, DIGITS_SHARED, KIND_BF16, KIND_FLOAT, KIND_INT, KIND_UINT, RADIX,
+    SCAN_SHARED, SORT_MAX, SORT_SHARED, SimTopkFn, TopkInstance, TopkParams, passes,
+};
+
+use crate::error::{Error, Result};
+use crate::reduce::DeviceElement;
+use crate::runtime::{Context, DeviceBuffer, DeviceView, DeviceViewMut, LaunchShape};
+
+/// Which k: the largest or the smallest, sorted or in index order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopK {
+    /// The largest (else the smallest).
+    pub largest: bool,
+    /// Sorted: by value (down for the largest, up for the smallest), ties by index. Else the
+    /// elements past the k-th in index order, then the ties in index order.
+    pub sorted: bool,
+}
+
+impl TopK {
+    /// The k largest, in index order.
+    pub const LARGEST: TopK = TopK {
+        largest: true,
+        sorted: false,
+    };
+    /// The k smallest, in index order.
+    pub const SMALLEST: TopK = TopK {
+        largest: false,
+        sorted: false,
+    };
+    /// The same k, sorted.
+    pub const fn sorted(self) -> TopK {
+        TopK {
+            sorted: true,
+            ..self
+        }
+    }
+}
+
+/// Element types of the top-k: every type of the kernels' built-in table.
+#[diagnostic::on_unimplemented(
+    message = "no built-in top-k of `{Self}`",
+    note = "top-k takes i32, u32, i64, u64, f32, f64 (and half::f16, half::bf16 with the `f16` feature)"
+)]
+pub trait TopkElement: DeviceElement + DeviceRepr + ValidAsZeroBits {
+    /// The bits' type (the kernels' width).
+    #[doc(hidden)]
+    type Bits: Bits + TopkInstance + DeviceRepr;
+    /// `kernels::topk::KIND_*`.
+    #[doc(hidden)]
+    const KIND: u32;
+}
+
+macro_rules! topk_element {
+    ($($t:ty => $b:ty, $kind:expr;)*) => {$(
+        impl TopkElement for $t {
+            type Bits = $b;
+            const KIND: u32 = $kind;
+        }
+    )*};
+}
+topk_element! {
+    u32 => u32, KIND_UINT;
+    i32 => u32, KIND_INT;
+    u64 => u64, KIND_UINT;
+    i64 => u64, KIND_INT;
+    f32 => u32, KIND_FLOAT;
+    f64 => u64, KIND_FLOAT;
+}
+#[cfg(feature = "f16")]
+topk_element! {
+    half::f16 => u16, KIND_FLOAT;
+    half::bf16 => u16, KIND_BF16;
+}
+
+/// The top-k's counts, tables, list and candidate buffer, grown on demand and reused by every
+/// call of a context.
+#[derive(Default)]
+struct TopkWorkspace {
+    bytes: Option<DeviceBuffer<u128>>,
+}
+
+/// Candidates the buffer holds for `n` elements: a 64th of them (at least 2^16, at most n),
+/// which the matches of uniform f32 fit after two bytes.
+fn candidate_cap(n: u64) -> u64 {
+    (n / 64).max(1 << 16).min(n)
+}
+
+/// Chunks (blocks) of the writing launches per SM.
+const CHUNKS_PER_SM: u64 = 4;
+
+impl Context {
+    /// The `k = values.len()` largest (or smallest, `how`) elements of `x` into `values`, and
+    /// their indices into `indices` (`k` of them): ties broken by the lower index, NaN above
+    /// every number, `-0.0` below `+0.0`, so the result is the same on every run. `how.sorted`:
+    /// sorted by value, then index (k up to 2048); else the elements beyond the k-th in index
+    /// order, then the k-th's ties in index order. Stream-ordered; at most `u32::MAX` elements.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::TopK;
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let x = ctx.htod(&[3.0f32, 9.0, 1.0, 9.0, f32::NAN, 4.0])?;
+    /// let (mut v, mut i) = (ctx.alloc_zeros::<f32>(3)?, ctx.alloc_zeros::<u64>(3)?);
+    /// ctx.topk(&x, &mut v, &mut i, TopK::LARGEST.sorted())?;
+    /// assert_eq!(ctx.dtoh(&i)?, [4, 1, 3]);
+    /// ctx.topk(&x, &mut v, &mut i, TopK::SMALLEST)?;
+    /// assert_eq!((ctx.dtoh(&v)?, ctx.dtoh(&i)?), (vec![3.0, 1.0, 4.0], vec![0, 2, 5]));
+    /// # Ok(()) }
+    /// ```
+    pub fn topk<'a, 'v, 'i, T: TopkElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        values: impl Into<DeviceViewMut<'v, T>>,
+        indices: impl Into<DeviceViewMut<'i, u64>>,
+        how: TopK,
+    ) -> Result<()> {
+        const CALL: &str = "topk";
+        let (x, mut values, mut indices) = (x.into(), values.into(), indices.into());
+        let (n, k) = (x.len() as u64, values.len() as u64);
+        if indices.len() as u64 != k {
+            return Err(Error::LengthMismatch {
+                what: format!("{CALL}: the indices (one a value)"),
+                expected: k,
+                got: indices.len() as u64,
+            });
+        }
+        if k > n {
+            return Err(Error::LengthMismatch {
+                what: format!("{CALL}: k (the values' length) of {n} elements: at most n"),
+                expected: n,
+                got: k,
+            });
+        }
+        if n > u32::MAX as u64 {
+            return Err(Error::TooLarge {
+                what: format!("{CALL}: the elements"),
+                size: n,
+                limit: u32::MAX as u64,
+            });
+        }
+        if how.sorted && k > SORT_MAX as u64 {
+            return Err(Error::Unsupported {
+                op: format!("{CALL} sorted, k = {k}"),
+                dtype: T::DTYPE,
+                reason: "sorted output up to k = 2048 (unsorted: any k)",
+            });
+        }
+        if k == 0 {
+            return Ok(());
+        }
+        let sms = self.info().multiprocessors as u64;
+        let chunks = (sms * CHUNKS_PER_SM)
+            .min(n.div_ceil((BLOCK as usize * kernels::topk::ITEMS) as u64))
+            .max(1) as u32;
+        let grid = n.div_ceil(BLOCK as u64 * 4).min(sms * 8).max(1) as u32;
+        let cap = candidate_cap(n);
+        let wb = std::mem::size_of::<T::Bits>();
+        // Counts (zeroed), two tables of per-block digit counts, the list, the candidates:
+        // each on a 16-byte boundary.
+        let at16 = |b: usize| b.div_ceil(16) * 16;
+        let count_bytes = at16(4 * (CHUNK_COUNTS + 2 * chunks as usize));
+        let table_at = count_bytes;
+        let list_bits_at = table_at + at16(4 * 2 * grid as usize * RADIX);
+        let list_idx_at = list_bits_at + at16(wb * SORT_MAX);
+        let cand_bits_at = list_idx_at + at16(4 * SORT_MAX);
+        let cand_idx_at = cand_bits_at + at16(wb * cap as usize);
+        let bytes = cand_idx_at + at16(4 * cap as usize);
+        let ws = self.workspace::<TopkWorkspace>();
+        let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+        let base = match self.graph_scratch(bytes)? {
+            Some(a) => a,
+            None => {
+                let words = bytes / 16;
+                if ws.bytes.as_ref().is_none_or(|b| b.len() < words) {
+                    ws.bytes = None; // free the old one first
+                    ws.bytes = Some(self.alloc_zeros::<u128>(words.next_power_of_two())?);
+                }
+                let Some(b) = ws.bytes.as_ref() else {
+                    unreachable!("allocated just above")
+                };
+                self.scratch_addr(b)
+            }
+        };
+        self.memset_raw(base, count_bytes)?;
+        let (xp, _x_read) = self.read(&x)?;
+        let (vp, _v_write) = self.write(&mut values)?;
+        let (ip, _i_write) = self.write(&mut indices)?;
+        let at = |off: usize| base + off as u64;
+        let params = |pass: u32| TopkParams::<T::Bits> {
+            input: xp as *const T::Bits,
+            n,
+            k,
+            kind: T::KIND,
+            smallest: (!how.largest) as u32,
+            pass,
+            sorted: how.sorted as u32,
+            counts: base as *mut u32,
+            tables: at(table_at) as *mut u32,
+            cap,
+            cand_bits: at(cand_bits_at) as *mut T::Bits,
+            cand_idx: at(cand_idx_at) as *mut u32,
+            list_bits: at(list_bits_at) as *mut T::Bits,
+            list_idx: at(list_idx_at) as *mut u32,
+            chunks,
+            values: vp as *mut T::Bits,
+            indices: ip as *mut u64,
+        };
+        let lib = &crate::BUILTIN;
+        let k_of = |k: Kernel<SimTopkFn<T::Bits>>| k;
+        let listable = k <= SORT_MAX as u64;
+        // SAFETY (every launch): addresses of this context's memory: `n` elements, `k` values
+        // and indices, the workspace above (its counts zeroed in stream order); the digit
+        // passes on one grid (the tables are per block).
+        unsafe {
+            for pass in 0..passes(<T::Bits as Bits>::BITS) {
+                let shape = LaunchShape::linear(grid, BLOCK, DIGITS_SHARED);
+                self.launch_kernel(lib, &k_of(T::Bits::DIGITS), shape, params(pass))?;
+            }
+            if listable {
+                let g = cap.div_ceil(BLOCK as u64).min(sms * 4).max(1) as u32;
+                let shape = LaunchShape::linear(g, BLOCK, SCAN_SHARED);
+                self.launch_kernel(lib, &k_of(T::Bits::GATHER), shape, params(0))?;
+            }
+            let shape = LaunchShape::linear(chunks, BLOCK, SCAN_SHARED);
+            self.launch_kernel(lib, &k_of(T::Bits::COUNT), shape, params(0))?;
+            self.launch_kernel(lib, &k_of(T::Bits::WRITE), shape, params(0))?;
+            if listable {
+                let one = LaunchShape::linear(1, BLOCK, SORT_SHARED);
+                self.launch_kernel(lib, &k_of(T::Bits::SORT), one, params(0))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every built-in top-k kernel's name (the embedded-index test).
+#[cfg(test)]
+pub(crate) fn kernel_names() -> Vec<&'static str> {
+    fn of<W: TopkInstance>(names: &mut Vec<&'static str>) {
+        names.extend([
+            W::DIGITS.name,
+            W::GATHER.name,
+            W::COUNT.name,
+            W::WRITE.name,
+            W::SORT.name,
+        ]);
+    }
+    let mut names = Vec::new();
+    of::<u16>(&mut names);
+    of::<u32>(&mut names);
+    of::<u64>(&mut names);
+    names
+}

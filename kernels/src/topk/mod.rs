@@ -1,0 +1,881 @@
+//! Top-k (`torch.topk`, CUB's `DeviceTopK`): the k largest (or smallest) elements and their
+//! indices, by a radix select on order-preserving keys, as NVIDIA's AIR top-k does.
+//!
+//! Each element maps to an unsigned key that orders as the values do ([`key`]: floats by their
+//! sign-flipped bits, every NaN the largest key; the smallest asked for by complementing), so
+//! the k largest keys are wanted. Then, from the top, one 8-bit digit a pass: each pass counts
+//! the digits of the elements whose higher digits match the threshold found so far
+//! ([`digits_device`]), and the next launch picks the digit where the k-th largest lies
+//! (`threshold`, every block the same way).
+//!
+//! Candidates (k up to [`SORT_MAX`]): the first pass whose matching elements fit the candidate
+//! buffer (`cap`) copies them there, each block at its place from the previous pass's per-block
+//! counts, and lists the elements already known to be in the result; later passes read only the
+//! buffer. Once the threshold `K` is found, [`gather_device`] lists the candidates at or above
+//! it, and [`sort_device`] orders the list (key down, index up; or in index order, ties last):
+//! three reads of the input for uniform f32 instead of six. The list's order of arrival varies;
+//! the sort makes the result depend on the input alone.
+//!
+//! Otherwise (larger k, or too many equal keys), [`count_device`] counts a contiguous chunk's
+//! keys above `K` and equal to it, and [`write_device`] writes the keys above `K` and then the
+//! first ties (lower index first) in index order; [`sort_device`] sorts them when asked.
+//!
+//! Kernels are generic over the bits' width (`u16`, `u32`, `u64`), the element kind a launch
+//! argument: 12 kernels serve every element type.
+
+use crate::gpu::{self, SharedArray};
+use crate::warp::warp_inclusive_scan;
+
+/// Threads per block.
+pub const BLOCK: u32 = 256;
+/// Elements a thread of [`write_device`] holds (consecutive: a block scan gives index order).
+pub const ITEMS: usize = 8;
+/// Largest k [`sort_device`] sorts (one block, in shared memory).
+pub const SORT_MAX: usize = 2048;
+/// Counters of one digit pass.
+pub const RADIX: usize = 256;
+/// Digit passes of the widest keys (64 bits).
+pub const MAX_PASSES: usize = 8;
+
+/// Element kinds (how bits become keys).
+pub const KIND_UINT: u32 = 0;
+pub const KIND_INT: u32 = 1;
+pub const KIND_FLOAT: u32 = 2;
+
+/// The raw bits of an element of 2, 4 or 8 bytes.
+pub trait Bits: Copy + 'static {
+    /// Bits of the key.
+    const BITS: u32;
+    fn to_u64(self) -> u64;
+    /// The low bits of `v`.
+    fn from_u64(v: u64) -> Self;
+    /// Elements in a 16-byte vector.
+    const PER_VEC: usize = 16 / (Self::BITS as usize / 8);
+    /// Element `j` (< `PER_VEC`) of a 16-byte vector, in memory order.
+    #[inline(always)]
+    fn lane(w: [u32; 4], j: usize) -> u64 {
+        match Self::BITS {
+            16 => ((w[j / 2] >> (16 * (j % 2))) & 0xffff) as u64,
+            32 => w[j] as u64,
+            _ => w[2 * j] as u64 | (w[2 * j + 1] as u64) << 32,
+        }
+    }
+}
+impl Bits for u16 {
+    const BITS: u32 = 16;
+    #[inline(always)]
+    fn to_u64(self) -> u64 {
+        self as u64
+    }
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        v as u16
+    }
+}
+impl Bits for u32 {
+    const BITS: u32 = 32;
+    #[inline(always)]
+    fn to_u64(self) -> u64 {
+        self as u64
+    }
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        v as u32
+    }
+}
+impl Bits for u64 {
+    const BITS: u32 = 64;
+    #[inline(always)]
+    fn to_u64(self) -> u64 {
+        self
+    }
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        v
+    }
+}
+
+/// The kind of bf16: its 16 bits have an 8-bit exponent and a 7-bit mantissa (f16: 5 and 10).
+pub const KIND_BF16: u32 = 3;
+
+/// The key of `bits` (an element of `width` bits and `kind`): larger values have larger keys,
+/// every NaN the largest; `smallest` complements it (so NaN comes last either way, as PyTorch
+/// orders it). `-0.0` is below `+0.0`. Selects, not branches: it is inlined at every element.
+#[inline(always)]
+pub fn key(bits: u64, width: u32, kind: u32, smallest: bool) -> u64 {
+    let all = u64::MAX >> (64 - width);
+    let sign = 1u64 << (width - 1);
+    let float = kind >= KIND_FLOAT;
+    let mant = match width {
+        16 if kind == KIND_BF16 => 7,
+        16 => 10,
+        32 => 23,
+        _ => 52,
+    };
+    let exp_all = (all >> 1) & !((1u64 << mant) - 1);
+    let negative = bits & sign != 0;
+    // Floats: negative ones complemented, positive ones with the sign bit set; integers: the
+    // sign bit flipped; unsigned: as they are.
+    let flip = if float {
+        if negative { all } else { sign }
+    } else if kind == KIND_INT {
+        sign
+    } else {
+        0
+    };
+    let nan = float && (bits & (all >> 1)) > exp_all;
+    let k = if nan { all } else { bits ^ flip };
+    if smallest { !k & all } else { k }
+}
+
+/// [`key`] (kept as a name of its own for the kernels' call sites).
+#[inline(always)]
+pub fn key_of(bits: u64, width: u32, kind: u32, smallest: bool) -> u64 {
+    key(bits, width, kind, smallest)
+}
+
+/// The parameters of the top-k kernels, written once.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! topk_params {
+    ($($mode:tt)*) => {
+        $crate::kernel_params! { $($mode)* TopkParams<W> {
+            /// The elements' bits, `n` of them.
+            input: *const W,
+            n: u64,
+            /// How many are wanted (1 to n).
+            k: u64,
+            /// `KIND_*`.
+            kind: u32,
+            /// 1: the smallest.
+            smallest: u32,
+            /// Digit pass (from the top) of `digits_device`.
+            pass: u32,
+            /// 1: sorted output.
+            sorted: u32,
+            /// `MAX_PASSES * RADIX` digit counts, [`CTL_WORDS`] control words, then two counts
+            /// a chunk (zeroed beforehand).
+            counts: *mut u32,
+            /// Two tables (by pass parity) of the digit passes' counts, `RADIX` a block.
+            tables: *mut u32,
+            /// Entries the candidate buffer holds.
+            cap: u64,
+            /// The candidate buffer: elements' bits and indices.
+            cand_bits: *mut W,
+            cand_idx: *mut u32,
+            /// The result's list ([`SORT_MAX`] entries): keys' bits and indices.
+            list_bits: *mut W,
+            list_idx: *mut u32,
+            /// Chunks of `count_device` / `write_device` (their grid).
+            chunks: u32,
+            /// The `k` values and their indices.
+            values: *mut W,
+            indices: *mut u64,
+        } }
+    };
+}
+
+crate::topk_params!(struct
+    /// The launch parameters of the top-k kernels.
+);
+
+/// u32 words of control after the digit counts: the list's length.
+pub const CTL_WORDS: usize = 4;
+/// Where the list's length is in `counts`.
+pub const LIST: usize = MAX_PASSES * RADIX;
+/// Where the chunks' counts start in `counts`.
+pub const CHUNK_COUNTS: usize = MAX_PASSES * RADIX + CTL_WORDS;
+/// u64 words of a kernel's scratch.
+const SCRATCH: usize = 36;
+/// No candidate buffer.
+const NONE: u64 = u64::MAX;
+
+/// Passes of `W`'s keys.
+#[inline(always)]
+pub const fn passes(bits: u32) -> u32 {
+    bits / 8
+}
+
+/// The block's exclusive prefix of `v` (thread order) and the total; `scratch` 32 words.
+#[inline(always)]
+fn block_scan(v: u64, scratch: SharedArray<u64>) -> (u64, u64) {
+    let (lane, warp) = (gpu::lane_id() as usize, gpu::thread_idx_x() as usize / 32);
+    let warps = gpu::block_dim_x() as usize / 32;
+    let inc = warp_inclusive_scan(v, |a: u64, b: u64| a + b);
+    if lane == 31 {
+        unsafe { scratch.write(warp, inc) };
+    }
+    gpu::sync_threads();
+    let (mut before, mut total) = (0u64, 0u64);
+    for w in 0..warps {
+        let t = unsafe { scratch.read(w) };
+        if w < warp {
+            before += t;
+        }
+        total += t;
+    }
+    gpu::sync_threads();
+    (before + inc - v, total)
+}
+
+/// Where the digit passes stand after `done` of them (every thread of the block the same).
+#[derive(Clone, Copy)]
+struct Threshold {
+    /// The digits found so far (in place, lower bits zero).
+    prefix: u64,
+    /// How many of the elements matching them are still wanted.
+    need: u64,
+    /// How many elements match them.
+    count: u64,
+    /// The candidate buffer's length, [`NONE`] if no pass before pass `done - 1` wrote it.
+    cand: u64,
+}
+
+impl Threshold {
+    /// Whether the result is the list: the buffer holds the candidates and the list all
+    /// keys at or above the threshold (those above, and every tie).
+    #[inline(always)]
+    fn listed(&self, k: u64) -> bool {
+        self.cand != NONE && k - self.need + self.count <= SORT_MAX as u64
+    }
+}
+
+/// The threshold after `done` digit passes; `scratch` [`SCRATCH`] words. The buffer is written
+/// by the first pass `j >= 1` whose matching elements fit `cap` (k up to [`SORT_MAX`]).
+#[inline(always)]
+fn threshold<W: Bits>(p: &TopkParams<W>, done: u32, scratch: SharedArray<u64>) -> Threshold {
+    let t = gpu::thread_idx_x() as usize;
+    let (mut prefix, mut need, mut count, mut cand) = (0u64, p.k, p.n, NONE);
+    for q in 0..done {
+        // Thread t holds digit 255 - t: a scan in thread order counts from the top digit.
+        let c = if t < RADIX {
+            unsafe { p.counts.add(q as usize * RADIX + RADIX - 1 - t).read() as u64 }
+        } else {
+            0
+        };
+        let (before, _) = block_scan(c, scratch);
+        if t < RADIX && before < need && need <= before + c {
+            unsafe {
+                scratch.write(32, (RADIX - 1 - t) as u64);
+                scratch.write(33, need - before);
+                scratch.write(34, c);
+            }
+        }
+        gpu::sync_threads();
+        let shift = W::BITS - 8 * (q + 1);
+        prefix |= unsafe { scratch.read(32) } << shift;
+        need = unsafe { scratch.read(33) };
+        count = unsafe { scratch.read(34) };
+        gpu::sync_threads();
+        // Pass q + 1 wrote the buffer if it is the first to fit (and is not the pass asking).
+        if cand == NONE && q + 1 < done && count <= p.cap && p.k <= SORT_MAX as u64 {
+            cand = count;
+        }
+    }
+    Threshold {
+        prefix,
+        need,
+        count,
+        cand,
+    }
+}
+
+/// What a digit pass does with one element (a method, not a closure: called from every
+/// unrolled load, a closure was left out of line with its captures on the stack).
+struct Visitor<'a, W: Bits> {
+    p: &'a TopkParams<W>,
+    ctr: SharedArray<u32>,
+    slot: SharedArray<u32>,
+    col: usize,
+    shift: u32,
+    high: u32,
+    prefix: u64,
+    writes: bool,
+    base: u64,
+}
+
+impl<W: Bits> Visitor<'_, W> {
+    /// Count element `i` (bits `x`) if its higher digits match; the writing pass also copies it
+    /// to the candidates, or lists it when they are above.
+    #[inline(always)]
+    fn visit(&self, x: u64, i: u64) {
+        let p = self.p;
+        let kx = key_of(x, W::BITS, p.kind, p.smallest != 0);
+        let (high, prefix) = (self.high, self.prefix);
+        if high >= 64 || (kx >> high) == (prefix >> high) {
+            let d = ((kx >> self.shift) & 0xff) as usize;
+            unsafe { self.ctr.add(d * 32 + self.col, 1) };
+            if self.writes {
+                let at = (self.base + unsafe { self.slot.fetch_add(0, 1) } as u64) as usize;
+                unsafe {
+                    p.cand_bits.add(at).write(W::from_u64(x));
+                    p.cand_idx.add(at).write(i as u32);
+                }
+            }
+        } else if self.writes && (kx >> high) > (prefix >> high) {
+            // In the result whatever the lower digits: fewer than k of them.
+            let at = unsafe { gpu::atomic_add_u32(p.counts.add(LIST), 1) } as usize;
+            if at < SORT_MAX {
+                unsafe {
+                    p.list_bits.add(at).write(W::from_u64(x));
+                    p.list_idx.add(at).write(i as u32);
+                }
+            }
+        }
+    }
+}
+
+/// Digit pass `pass`: count the digit `pass` (from the top) of every element whose higher
+/// digits equal the threshold's so far. Each lane of a warp counts into a column of its own
+/// (no two lanes on one counter: a skewed digit, as the top byte of floats of one range,
+/// does not serialize), 16-byte loads, two a step. The pass that writes the candidate buffer
+/// (see the module) also copies the matching elements there and lists those above; passes
+/// after it read the buffer only. Passes over the whole input leave their block's counts in
+/// `tables`. A fixed grid for every pass, [`BLOCK`] threads, [`DIGITS_SHARED`] bytes of
+/// dynamic shared memory.
+///
+/// # Safety
+/// Pointers valid for `n` elements, the counts, the tables (`2 * grid * RADIX`), `cap`
+/// candidates and [`SORT_MAX`] list entries; passes before `pass` done with this grid.
+#[inline(always)]
+pub unsafe fn digits_device<W: Bits>(p: TopkParams<W>) {
+    let smem = gpu::dynamic_shared::<u64>();
+    let (scratch, ctr, slot) = unsafe {
+        (
+            smem.part::<u64>(0, SCRATCH),
+            smem.part::<u32>(SCRATCH * 8, RADIX * 32),
+            smem.part::<u32>(SCRATCH * 8 + RADIX * 32 * 4, 1),
+        )
+    };
+    let t = gpu::thread_idx_x() as usize;
+    let mut j = t;
+    while j < RADIX * 32 {
+        unsafe { ctr.write(j, 0) };
+        j += BLOCK as usize;
+    }
+    if t == 0 {
+        unsafe { slot.write(0, 0) };
+    }
+    let counts = p.counts;
+    let th = threshold::<W>(&p, p.pass, scratch);
+    let prefix = th.prefix;
+    let reads = th.cand != NONE;
+    let writes = !reads && p.pass >= 1 && th.count <= p.cap && p.k <= SORT_MAX as u64;
+    let shift = W::BITS - 8 * (p.pass + 1);
+    let high = shift + 8;
+    let block = gpu::block_dim_x() as u64;
+    let grid = gpu::grid_dim_x() as usize;
+    let b = gpu::block_idx_x() as usize;
+    // The writing pass: this block's candidates go after those of the blocks before it (the
+    // previous pass counted each block's elements of the digit it chose).
+    let mut base = 0u64;
+    if writes {
+        let d = ((prefix >> high) & 0xff) as usize;
+        let prev = unsafe { p.tables.add(((p.pass - 1) & 1) as usize * grid * RADIX) };
+        let mut sum = 0u64;
+        let mut q = t;
+        while q < b {
+            sum += unsafe { prev.add(q * RADIX + d).read() } as u64;
+            q += BLOCK as usize;
+        }
+        base = block_scan(sum, scratch).1;
+    }
+    // The zeroed counters before any add (pass 0 finds its threshold with no barrier).
+    gpu::sync_threads();
+    let visitor = Visitor {
+        p: &p,
+        ctr,
+        slot,
+        col: gpu::lane_id() as usize,
+        shift,
+        high,
+        prefix,
+        writes,
+        base,
+    };
+    let threads = block * grid as u64;
+    let me = b as u64 * block + t as u64;
+    if reads {
+        let mut i = me;
+        while i < th.cand {
+            visitor.visit(unsafe { p.cand_bits.add(i as usize).read() }.to_u64(), 0);
+            i += threads;
+        }
+    } else {
+        let per = W::PER_VEC as u64;
+        let nvec = if p.input as usize & 15 == 0 {
+            p.n / per
+        } else {
+            0
+        };
+        let vec_at =
+            |v: u64| unsafe { gpu::load_nc_v4_b32(p.input.add((v * per) as usize) as *const u32) };
+        let mut v = me;
+        while v + threads < nvec {
+            let (va, vb) = (vec_at(v), vec_at(v + threads));
+            // Two loops, not a loop over a tuple array (which would live in local memory).
+            for j in 0..W::PER_VEC {
+                visitor.visit(W::lane(va, j), v * per + j as u64);
+            }
+            for j in 0..W::PER_VEC {
+                visitor.visit(W::lane(vb, j), (v + threads) * per + j as u64);
+            }
+            v += 2 * threads;
+        }
+        if v < nvec {
+            let w = vec_at(v);
+            for j in 0..W::PER_VEC {
+                visitor.visit(W::lane(w, j), v * per + j as u64);
+            }
+        }
+        let mut i = nvec * per + me;
+        while i < p.n {
+            visitor.visit(unsafe { p.input.add(i as usize).read() }.to_u64(), i);
+            i += threads;
+        }
+    }
+    gpu::sync_threads();
+    if t < RADIX {
+        // Row t's 32 columns, each thread starting at its own (no bank conflicts).
+        let mut c = 0u32;
+        for l in 0..32 {
+            c += unsafe { ctr.read(t * 32 + ((l + t) & 31)) };
+        }
+        if c > 0 {
+            unsafe { gpu::atomic_add_u32(counts.add(p.pass as usize * RADIX + t), c) };
+        }
+        if !reads {
+            let table = unsafe { p.tables.add((p.pass & 1) as usize * grid * RADIX) };
+            unsafe { table.add(b * RADIX + t).write(c) };
+        }
+    }
+}
+
+/// After every pass, when the result is the list: list the candidates at or above the
+/// threshold (those above it were listed by the writing pass). Any grid of [`BLOCK`] threads,
+/// [`SCAN_SHARED`] bytes.
+///
+/// # Safety
+/// As [`digits_device`], every pass done.
+#[inline(always)]
+pub unsafe fn gather_device<W: Bits>(p: TopkParams<W>) {
+    let smem = gpu::dynamic_shared::<u64>();
+    let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
+    let th = threshold::<W>(&p, passes(W::BITS), scratch);
+    if !th.listed(p.k) {
+        return;
+    }
+    let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
+    let block = gpu::block_dim_x() as u64;
+    let threads = block * gpu::grid_dim_x() as u64;
+    let mut i = gpu::block_idx_x() as u64 * block + gpu::thread_idx_x() as u64;
+    while i < th.cand {
+        let x = unsafe { p.cand_bits.add(i as usize).read() };
+        if key_of(x.to_u64(), width, kind, smallest) >= th.prefix {
+            let at = unsafe { gpu::atomic_add_u32(p.counts.add(LIST), 1) } as usize;
+            if at < SORT_MAX {
+                unsafe {
+                    p.list_bits.add(at).write(x);
+                    p.list_idx.add(at).write(p.cand_idx.add(i as usize).read());
+                }
+            }
+        }
+        i += threads;
+    }
+}
+
+/// Chunk `c` of `chunks` over `n` elements: `[start, end)`, whole tiles of the write kernel.
+#[inline(always)]
+pub fn chunk(c: u64, chunks: u64, n: u64) -> (u64, u64) {
+    let tile = BLOCK as u64 * ITEMS as u64;
+    let len = n.div_ceil(chunks).div_ceil(tile) * tile;
+    ((c * len).min(n), ((c + 1) * len).min(n))
+}
+
+/// The `ITEMS` elements from `first` (those before `end`) as bits: 16-byte loads when the input
+/// is aligned and all are in range (a chunk's tiles start on a multiple of `BLOCK * ITEMS`), else
+/// one by one.
+#[inline(always)]
+fn load_items<W: Bits>(input: *const W, first: u64, end: u64) -> [u64; ITEMS] {
+    let mut b = [0u64; ITEMS];
+    if input as usize & 15 == 0 && first + ITEMS as u64 <= end {
+        let base = unsafe { input.add(first as usize) } as *const u32;
+        for v in 0..ITEMS / W::PER_VEC {
+            let w = unsafe { gpu::load_nc_v4_b32(base.add(4 * v)) };
+            for j in 0..W::PER_VEC {
+                b[v * W::PER_VEC + j] = W::lane(w, j);
+            }
+        }
+    } else {
+        for (m, bm) in b.iter_mut().enumerate() {
+            let i = first + m as u64;
+            if i < end {
+                *bm = unsafe { input.add(i as usize).read() }.to_u64();
+            }
+        }
+    }
+    b
+}
+
+/// After every pass, unless the result is the list: chunk `block` counts its keys above the
+/// threshold and equal to it (into the two counts of its chunk). `chunks` blocks of [`BLOCK`]
+/// threads.
+///
+/// # Safety
+/// As [`digits_device`], every pass done.
+#[inline(always)]
+pub unsafe fn count_device<W: Bits>(p: TopkParams<W>) {
+    let smem = gpu::dynamic_shared::<u64>();
+    let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
+    let th = threshold::<W>(&p, passes(W::BITS), scratch);
+    if th.listed(p.k) {
+        return;
+    }
+    let kth = th.prefix;
+    let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
+    let c = gpu::block_idx_x() as u64;
+    let (start, end) = chunk(c, p.chunks as u64, p.n);
+    let (mut gt, mut eq) = (0u64, 0u64);
+    let mut tile = start;
+    while tile < end {
+        let first = tile + gpu::thread_idx_x() as u64 * ITEMS as u64;
+        let b = load_items::<W>(p.input, first, end);
+        for (m, &bm) in b.iter().enumerate() {
+            if first + (m as u64) < end {
+                let kx = key_of(bm, width, kind, smallest);
+                gt += (kx > kth) as u64;
+                eq += (kx == kth) as u64;
+            }
+        }
+        tile += BLOCK as u64 * ITEMS as u64;
+    }
+    let (_, gt) = block_scan(gt, scratch);
+    let (_, eq) = block_scan(eq, scratch);
+    if gpu::thread_idx_x() == 0 {
+        let at = CHUNK_COUNTS + 2 * c as usize;
+        unsafe {
+            p.counts.add(at).write(gt as u32);
+            p.counts.add(at + 1).write(eq as u32);
+        }
+    }
+}
+
+/// Chunk `block` writes its keys above the threshold, then the first ties, at their places in
+/// index order (unless the result is the list). `chunks` blocks of [`BLOCK`] threads, after
+/// [`count_device`].
+///
+/// # Safety
+/// As [`count_device`]; `values` and `indices` hold `k`.
+#[inline(always)]
+pub unsafe fn write_device<W: Bits>(p: TopkParams<W>) {
+    let smem = gpu::dynamic_shared::<u64>();
+    let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
+    let th = threshold::<W>(&p, passes(W::BITS), scratch);
+    if th.listed(p.k) {
+        return;
+    }
+    let (kth, need) = (th.prefix, th.need);
+    let above = p.k - need;
+    let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
+    let c = gpu::block_idx_x() as u64;
+    let t = gpu::thread_idx_x() as u64;
+    // The chunks before this one: where its keys above and its ties start.
+    let (mut gt0, mut eq0) = (0u64, 0u64);
+    let mut j = t;
+    while j < c {
+        let at = CHUNK_COUNTS + 2 * j as usize;
+        gt0 += unsafe { p.counts.add(at).read() } as u64;
+        eq0 += unsafe { p.counts.add(at + 1).read() } as u64;
+        j += BLOCK as u64;
+    }
+    let (_, mut gt_base) = block_scan(gt0, scratch);
+    let (_, mut eq_base) = block_scan(eq0, scratch);
+    let (start, end) = chunk(c, p.chunks as u64, p.n);
+    let mut tile = start;
+    while tile < end && (gt_base < above || eq_base < need) {
+        let first = tile + t * ITEMS as u64;
+        let bits = load_items::<W>(p.input, first, end);
+        let mut keys = [0u64; ITEMS];
+        let (mut g, mut e) = (0u64, 0u64);
+        for m in 0..ITEMS {
+            if first + (m as u64) < end {
+                keys[m] = key_of(bits[m], width, kind, smallest);
+                g += (keys[m] > kth) as u64;
+                e += (keys[m] == kth) as u64;
+            }
+        }
+        // Both ranks in one scan: above in the high half, ties in the low.
+        let (before, total) = block_scan(g << 32 | e, scratch);
+        let (mut rg, mut re) = (gt_base + (before >> 32), eq_base + (before & 0xffff_ffff));
+        for m in 0..ITEMS {
+            let i = first + m as u64;
+            if i >= end {
+                break;
+            }
+            let at = if keys[m] > kth {
+                rg += 1;
+                rg - 1
+            } else if keys[m] == kth {
+                re += 1;
+                if re - 1 < need {
+                    above + re - 1
+                } else {
+                    u64::MAX
+                }
+            } else {
+                u64::MAX
+            };
+            if at != u64::MAX {
+                unsafe {
+                    p.values.add(at as usize).write(W::from_u64(bits[m]));
+                    p.indices.add(at as usize).write(i);
+                }
+            }
+        }
+        gt_base += total >> 32;
+        eq_base += total & 0xffff_ffff;
+        tile += BLOCK as u64 * ITEMS as u64;
+    }
+}
+
+/// The result in its order, in one block of [`BLOCK`] threads (a bitonic sort in shared
+/// memory): the list's entries when the result is the list (sorted: key down, index up; else
+/// the keys above the threshold, then the ties, each in index order; the first `k`), else,
+/// when sorted output is asked, the `k` written results (at most [`SORT_MAX`]). Values are
+/// read back by index.
+///
+/// # Safety
+/// As [`write_device`], after it and [`gather_device`].
+#[inline(always)]
+pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
+    let smem = gpu::dynamic_shared::<u64>();
+    let (keys, idx, scratch) = unsafe {
+        (
+            smem.part::<u64>(0, SORT_MAX),
+            smem.part::<u64>(SORT_MAX * 8, SORT_MAX),
+            smem.part::<u64>(SORT_MAX * 16, SCRATCH),
+        )
+    };
+    let th = threshold::<W>(&p, passes(W::BITS), scratch);
+    let listed = th.listed(p.k);
+    let sorted = p.sorted != 0;
+    if !listed && !sorted {
+        return;
+    }
+    let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
+    let k = p.k as usize;
+    let len = if listed {
+        (p.k - th.need + th.count) as usize
+    } else {
+        k
+    };
+    let m = len.next_power_of_two();
+    let t = gpu::thread_idx_x() as usize;
+    let mut i = t;
+    while i < m {
+        let (kk, ii) = if i < len {
+            let (b, at) = if listed {
+                unsafe {
+                    (
+                        p.list_bits.add(i).read().to_u64(),
+                        p.list_idx.add(i).read() as u64,
+                    )
+                }
+            } else {
+                let at = unsafe { p.indices.add(i).read() };
+                (unsafe { p.input.add(at as usize).read() }.to_u64(), at)
+            };
+            let kk = key_of(b, width, kind, smallest);
+            // Index order: every key above the threshold before every tie.
+            (if sorted { kk } else { (kk != th.prefix) as u64 }, at)
+        } else {
+            (0, u64::MAX)
+        };
+        unsafe {
+            keys.write(i, kk);
+            idx.write(i, ii);
+        }
+        i += BLOCK as usize;
+    }
+    gpu::sync_threads();
+    // a before b: the larger key, then the lower index.
+    let first = |ka: u64, ia: u64, kb: u64, ib: u64| ka > kb || (ka == kb && ia < ib);
+    let mut size = 2;
+    while size <= m {
+        let mut stride = size / 2;
+        while stride > 0 {
+            let mut i = t;
+            while i < m {
+                let j = i ^ stride;
+                if j > i {
+                    let (ka, ia, kb, ib) =
+                        unsafe { (keys.read(i), idx.read(i), keys.read(j), idx.read(j)) };
+                    let down = i & size == 0;
+                    if first(kb, ib, ka, ia) == down {
+                        unsafe {
+                            keys.write(i, kb);
+                            idx.write(i, ib);
+                            keys.write(j, ka);
+                            idx.write(j, ia);
+                        }
+                    }
+                }
+                i += BLOCK as usize;
+            }
+            gpu::sync_threads();
+            stride /= 2;
+        }
+        size *= 2;
+    }
+    let mut i = t;
+    while i < k {
+        let at = unsafe { idx.read(i) };
+        unsafe {
+            p.indices.add(i).write(at);
+            p.values.add(i).write(p.input.add(at as usize).read());
+        }
+        i += BLOCK as usize;
+    }
+}
+
+/// Dynamic shared memory of each kernel.
+pub const DIGITS_SHARED: u32 = (SCRATCH * 8 + RADIX * 32 * 4 + 16) as u32;
+pub const SCAN_SHARED: u32 = (SCRATCH * 8) as u32;
+pub const SORT_SHARED: u32 = (SORT_MAX * 16 + SCRATCH * 8) as u32;
+
+/// A top-k kernel's simulator entry.
+pub type SimTopkFn<W> = unsafe fn(TopkParams<W>);
+
+/// The five top-k kernels of one width.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait TopkInstance: Sized {
+    const DIGITS: crate::Kernel<SimTopkFn<Self>>;
+    const GATHER: crate::Kernel<SimTopkFn<Self>>;
+    const COUNT: crate::Kernel<SimTopkFn<Self>>;
+    const WRITE: crate::Kernel<SimTopkFn<Self>>;
+    const SORT: crate::Kernel<SimTopkFn<Self>>;
+}
+
+macro_rules! topk_width {
+    ($w:ty, $digits:literal, $gather:literal, $count:literal, $write:literal, $sort:literal) => {
+        const _: () = {
+            type W = $w;
+    crate::topk_params!(entry #[export_name = $digits] digits => (digits_device::<$w>));
+    crate::topk_params!(entry #[export_name = $gather] gather => (gather_device::<$w>));
+    crate::topk_params!(entry #[export_name = $count] count => (count_device::<$w>));
+    crate::topk_params!(entry #[export_name = $write] write => (write_device::<$w>));
+    crate::topk_params!(entry #[export_name = $sort] sort => (sort_device::<$w>));
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl TopkInstance for $w {
+                const DIGITS: crate::Kernel<SimTopkFn<$w>> = crate::Kernel {
+                    name: $digits,
+                    sim: digits,
+                };
+                const GATHER: crate::Kernel<SimTopkFn<$w>> = crate::Kernel {
+                    name: $gather,
+                    sim: gather,
+                };
+                const COUNT: crate::Kernel<SimTopkFn<$w>> = crate::Kernel {
+                    name: $count,
+                    sim: count,
+                };
+                const WRITE: crate::Kernel<SimTopkFn<$w>> = crate::Kernel {
+                    name: $write,
+                    sim: write,
+                };
+                const SORT: crate::Kernel<SimTopkFn<$w>> = crate::Kernel {
+                    name: $sort,
+                    sim: sort,
+                };
+            }
+        };
+    };
+}
+
+#[cfg(feature = "builtin")]
+topk_width!(
+    u16,
+    "topk_digits_b16",
+    "topk_gather_b16",
+    "topk_count_b16",
+    "topk_write_b16",
+    "topk_sort_b16"
+);
+#[cfg(feature = "builtin")]
+topk_width!(
+    u32,
+    "topk_digits_b32",
+    "topk_gather_b32",
+    "topk_count_b32",
+    "topk_write_b32",
+    "topk_sort_b32"
+);
+#[cfg(feature = "builtin")]
+topk_width!(
+    u64,
+    "topk_digits_b64",
+    "topk_gather_b64",
+    "topk_count_b64",
+    "topk_write_b64",
+    "topk_sort_b64"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_order_as_values() {
+        let f: [f32; 9] = [
+            f32::NEG_INFINITY,
+            -1e30,
+            -1.0,
+            -0.0,
+            0.0,
+            1e-45,
+            1.0,
+            3e38,
+            f32::INFINITY,
+        ];
+        for w in f.windows(2) {
+            let (a, b) = (w[0].to_bits() as u64, w[1].to_bits() as u64);
+            assert!(
+                key(a, 32, KIND_FLOAT, false) < key(b, 32, KIND_FLOAT, false),
+                "{w:?}"
+            );
+            assert!(
+                key(a, 32, KIND_FLOAT, true) > key(b, 32, KIND_FLOAT, true),
+                "{w:?}"
+            );
+        }
+        for nan in [f32::NAN, -f32::NAN, f32::from_bits(0x7f80_0001)] {
+            assert_eq!(
+                key(nan.to_bits() as u64, 32, KIND_FLOAT, false),
+                u32::MAX as u64
+            );
+            assert_eq!(key(nan.to_bits() as u64, 32, KIND_FLOAT, true), 0);
+        }
+        let d: [f64; 4] = [-2.0, -0.0, 1.0, f64::INFINITY];
+        for w in d.windows(2) {
+            assert!(
+                key(w[0].to_bits(), 64, KIND_FLOAT, false)
+                    < key(w[1].to_bits(), 64, KIND_FLOAT, false)
+            );
+        }
+        assert_eq!(key(f64::NAN.to_bits(), 64, KIND_FLOAT, false), u64::MAX);
+        let i: [i32; 4] = [i32::MIN, -1, 0, i32::MAX];
+        for w in i.windows(2) {
+            assert!(
+                key(w[0] as u32 as u64, 32, KIND_INT, false)
+                    < key(w[1] as u32 as u64, 32, KIND_INT, false)
+            );
+        }
+        // f16: 0x7c00 inf, 0x7e00 NaN, 0xbc00 -1; bf16: 0x7f80 inf, 0x7fc0 NaN.
+        assert_eq!(key(0x7e00, 16, KIND_FLOAT, false), 0xffff);
+        assert!(key(0xbc00, 16, KIND_FLOAT, false) < key(0x3c00, 16, KIND_FLOAT, false));
+        assert!(key(0x7c00, 16, KIND_FLOAT, false) < 0xffff);
+        assert_eq!(key_of(0x7fc0, 16, KIND_BF16, false), 0xffff);
+        assert!(key_of(0xbf80, 16, KIND_BF16, false) < key_of(0x3f80, 16, KIND_BF16, false));
+        assert!(key_of(0x7f80, 16, KIND_BF16, false) < 0xffff);
+    }
+}

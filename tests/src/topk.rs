@@ -1,0 +1,293 @@
+//! Top-k against a CPU reference, bit for bit: every type, largest and smallest, sorted and
+//! not, k from 1 to n, and the adversarial inputs (all equal, sorted, reversed, all NaN).
+
+use std::cmp::Ordering;
+
+use gpu_reduce::{Context, Error, TopK, TopkElement};
+
+use crate::reductions::TestElem;
+use crate::select::data;
+
+/// The documented order: NaN above every number (every NaN equal), `-0.0` below `+0.0`;
+/// integers as themselves.
+fn order<T: TestElem>(a: T, b: T) -> Ordering {
+    if T::IS_FLOAT {
+        let f = |x: T| {
+            let v = x.to_f64();
+            if v.is_nan() { f64::NAN.abs() } else { v }
+        };
+        f(a).total_cmp(&f(b))
+    } else {
+        int(a).cmp(&int(b))
+    }
+}
+
+/// An integer element's value (through its bits and signedness).
+fn int<T: TestElem>(x: T) -> i128 {
+    let b = x.bits();
+    match (T::DTYPE.starts_with('i'), size_of::<T>()) {
+        (true, 4) => b as u32 as i32 as i128,
+        (true, _) => b as i64 as i128,
+        _ => b as i128,
+    }
+}
+
+/// The CPU's top-k of `x`: (value bits, index), as [`Context::topk`] documents its order.
+pub fn topk_ref<T: TestElem>(x: &[T], k: usize, how: TopK) -> Vec<(u64, u64)> {
+    topk_ref_by(x.len(), k, how, |i, j| order(x[i], x[j]), |i| x[i].bits())
+}
+
+/// The top-k of `n` elements compared by `cmp(i, j)` (values of elements i and j), with bits
+/// `bits(i)`.
+pub fn topk_ref_by(
+    n: usize,
+    k: usize,
+    how: TopK,
+    cmp: impl Fn(usize, usize) -> Ordering,
+    bits: impl Fn(usize) -> u64,
+) -> Vec<(u64, u64)> {
+    // Best first: by value (down for the largest), then by index.
+    let better = |i: usize, j: usize| {
+        let o = cmp(i, j);
+        let o = if how.largest { o.reverse() } else { o };
+        o.then(i.cmp(&j))
+    };
+    let mut idx: Vec<usize> = (0..n).collect();
+    idx.sort_by(|&i, &j| better(i, j));
+    let mut top: Vec<usize> = idx[..k].to_vec();
+    if !how.sorted && k > 0 {
+        // Beyond the k-th in index order, then the k-th's ties in index order.
+        let kth = top[k - 1];
+        top.sort_by_key(|&i| (cmp(i, kth) == Ordering::Equal, i));
+    }
+    top.into_iter().map(|i| (bits(i), i as u64)).collect()
+}
+
+fn check_one<T: TestElem + TopkElement>(ctx: &Context, x: &[T], k: usize, how: TopK, what: &str) {
+    let dx = ctx.htod(x).unwrap();
+    let (mut v, mut i) = (
+        ctx.alloc_zeros::<T>(k).unwrap(),
+        ctx.alloc_zeros::<u64>(k).unwrap(),
+    );
+    ctx.topk(&dx, &mut v, &mut i, how).unwrap();
+    let got: Vec<(u64, u64)> = ctx
+        .dtoh(&v)
+        .unwrap()
+        .into_iter()
+        .map(|v| v.bits())
+        .zip(ctx.dtoh(&i).unwrap())
+        .collect();
+    let want = topk_ref(x, k, how);
+    if got != want {
+        let at = got.iter().zip(&want).position(|(a, b)| a != b);
+        panic!(
+            "topk of {} {} ({what}), k = {k}, {how:?}: first difference at {at:?}: {:?} vs {:?}",
+            x.len(),
+            T::DTYPE,
+            at.map(|a| got[a]),
+            at.map(|a| want[a]),
+        );
+    }
+}
+
+/// Every `k` of `ks` (clamped to n) both ways, sorted (k <= 2048) and not.
+fn check_ks<T: TestElem + TopkElement>(ctx: &Context, x: &[T], ks: &[usize], what: &str) {
+    for &k in ks {
+        let k = k.min(x.len());
+        for how in [TopK::LARGEST, TopK::SMALLEST] {
+            check_one(ctx, x, k, how, what);
+            if k <= 2048 {
+                check_one(ctx, x, k, how.sorted(), what);
+            }
+        }
+    }
+}
+
+/// Every type at `sizes`: random data (NaN, infinities, zeros, runs of equal values), then all
+/// equal, ascending, descending and (floats) all NaN; k = 1, 2, 50, 1000, n / 3, n.
+pub fn check_topk(ctx: &Context, sizes: &[usize]) {
+    fn each<T: TestElem + TopkElement + PartialOrd>(ctx: &Context, sizes: &[usize]) {
+        for (s, &n) in sizes.iter().enumerate() {
+            let ks = [1, 2, 50, 1000, n / 3, n];
+            let x = data::<T>(n, 0x70b + s as u64);
+            check_ks(ctx, &x, &ks, "random");
+            if s % 2 == 1 {
+                let mut sorted: Vec<T> = x
+                    .iter()
+                    .copied()
+                    .filter(|v| v.partial_cmp(v).is_some())
+                    .collect();
+                sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                check_ks(ctx, &vec![x[0]; n], &[1, 50, n], "all equal");
+                // A view one element in: the unaligned (element by element) loads.
+                let mut padded = vec![x[0]];
+                padded.extend_from_slice(&x);
+                let buf = ctx.htod(&padded).unwrap();
+                let k = 50.min(n);
+                let (mut v, mut i) = (
+                    ctx.alloc_zeros::<T>(k).unwrap(),
+                    ctx.alloc_zeros::<u64>(k).unwrap(),
+                );
+                ctx.topk(buf.view(1..).unwrap(), &mut v, &mut i, TopK::LARGEST)
+                    .unwrap();
+                let got: Vec<(u64, u64)> = ctx
+                    .dtoh(&v)
+                    .unwrap()
+                    .into_iter()
+                    .map(|v| v.bits())
+                    .zip(ctx.dtoh(&i).unwrap())
+                    .collect();
+                assert!(
+                    got == topk_ref(&x, k, TopK::LARGEST),
+                    "topk of {n} {} from an unaligned view",
+                    T::DTYPE
+                );
+                check_ks(ctx, &sorted, &[1, 50, n / 2], "ascending");
+                sorted.reverse();
+                check_ks(ctx, &sorted, &[1, 50, n / 2], "descending");
+                if let Some(nan) = T::nan() {
+                    check_ks(ctx, &vec![nan; n], &[1, n], "all NaN");
+                }
+            }
+        }
+    }
+    each::<i32>(ctx, sizes);
+    each::<u32>(ctx, sizes);
+    each::<i64>(ctx, sizes);
+    each::<u64>(ctx, sizes);
+    each::<f32>(ctx, sizes);
+    each::<f64>(ctx, sizes);
+    for &n in sizes {
+        check_topk_half(ctx, n);
+    }
+}
+
+/// The candidate buffer after several passes (more elements than it holds, one top byte):
+/// `n` f32 in [0.5, 1) with a few larger, equal and NaN values, and ties across the k-th
+/// (enough that the list is too long and the result is written by chunks instead).
+pub fn check_topk_candidates(ctx: &Context, n: usize) {
+    use rand::{Rng, SeedableRng, rngs::SmallRng};
+    let mut rng = SmallRng::seed_from_u64(0xca4d);
+    let mut x: Vec<f32> = (0..n).map(|_| rng.random_range(0.5f32..1.0)).collect();
+    for (j, v) in [2.0, 2.0, f32::NAN, 0.75, 0.75, -0.0, 0.0]
+        .into_iter()
+        .enumerate()
+    {
+        x[(j * 7919) % n] = v;
+    }
+    check_ks(ctx, &x, &[1, 7, 50, 1000, 2048, 2049, 5000], "one top byte");
+    // 3000 copies of the 100th largest: ties beyond what the list holds.
+    let mut y = x.clone();
+    let mut top = x.clone();
+    top.sort_by(|a, b| b.total_cmp(a));
+    for j in 0..3000 {
+        y[(j * 61) % n] = top[100];
+    }
+    check_ks(ctx, &y, &[100, 1000, 2048], "ties beyond the list");
+}
+
+/// f16 and bf16 (NaN, infinities, many ties) against the reference on their f64 values.
+pub fn check_topk_half(ctx: &Context, n: usize) {
+    macro_rules! each {
+        ($h:ty) => {{
+            let src = data::<f32>(n, 0x16 + n as u64);
+            let x: Vec<$h> = src.iter().map(|&v| <$h>::from_f32(v)).collect();
+            let f = |v: $h| {
+                let v = v.to_f64();
+                if v.is_nan() { f64::NAN.abs() } else { v }
+            };
+            let dx = ctx.htod(&x).unwrap();
+            for k in [1, 50, n / 3, n] {
+                let k = k.min(n);
+                for how in [
+                    TopK::LARGEST,
+                    TopK::SMALLEST.sorted(),
+                    TopK::LARGEST.sorted(),
+                    TopK::SMALLEST,
+                ] {
+                    if how.sorted && k > 2048 {
+                        continue;
+                    }
+                    let (mut v, mut i) = (
+                        ctx.alloc_zeros::<$h>(k).unwrap(),
+                        ctx.alloc_zeros::<u64>(k).unwrap(),
+                    );
+                    ctx.topk(&dx, &mut v, &mut i, how).unwrap();
+                    let got: Vec<(u64, u64)> = ctx
+                        .dtoh(&v)
+                        .unwrap()
+                        .into_iter()
+                        .map(|v| v.to_bits() as u64)
+                        .zip(ctx.dtoh(&i).unwrap())
+                        .collect();
+                    let want = topk_ref_by(
+                        n,
+                        k,
+                        how,
+                        |a, b| f(x[a]).total_cmp(&f(x[b])),
+                        |a| x[a].to_bits() as u64,
+                    );
+                    assert!(
+                        got == want,
+                        "topk of {n} {}, k = {k}, {how:?}",
+                        stringify!($h)
+                    );
+                }
+            }
+        }};
+    }
+    each!(half::f16);
+    each!(half::bf16);
+}
+
+/// Bad calls: typed errors.
+pub fn check_topk_errors(ctx: &Context) {
+    let x = ctx.htod(&[1.0f32, 2.0, 3.0]).unwrap();
+    let (mut v4, mut i4) = (
+        ctx.alloc_zeros::<f32>(4).unwrap(),
+        ctx.alloc_zeros::<u64>(4).unwrap(),
+    );
+    let e = ctx.topk(&x, &mut v4, &mut i4, TopK::LARGEST).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                expected: 3,
+                got: 4,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let (mut v2, mut i1) = (
+        ctx.alloc_zeros::<f32>(2).unwrap(),
+        ctx.alloc_zeros::<u64>(1).unwrap(),
+    );
+    let e = ctx.topk(&x, &mut v2, &mut i1, TopK::LARGEST).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                expected: 2,
+                got: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let big = ctx.alloc_zeros::<f32>(3000).unwrap();
+    let (mut v, mut i) = (
+        ctx.alloc_zeros::<f32>(2049).unwrap(),
+        ctx.alloc_zeros::<u64>(2049).unwrap(),
+    );
+    let e = ctx
+        .topk(&big, &mut v, &mut i, TopK::LARGEST.sorted())
+        .unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    // k = 0: nothing to do.
+    let (mut v0, mut i0) = (
+        ctx.alloc_zeros::<f32>(0).unwrap(),
+        ctx.alloc_zeros::<u64>(0).unwrap(),
+    );
+    ctx.topk(&x, &mut v0, &mut i0, TopK::LARGEST).unwrap();
+}
