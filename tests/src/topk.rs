@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use gpu_reduce::{Context, Error, TopK, TopkElement};
+use gpu_reduce::{Context, DeviceView, Error, TopK, TopkElement};
 
 use crate::reductions::TestElem;
 use crate::select::data;
@@ -63,20 +63,28 @@ pub fn topk_ref_by(
     top.into_iter().map(|i| (bits(i), i as u64)).collect()
 }
 
-fn check_one<T: TestElem + TopkElement>(ctx: &Context, x: &[T], k: usize, how: TopK, what: &str) {
-    let dx = ctx.htod(x).unwrap();
+/// `topk` of `x` (k of them, `how`) read back as (value bits, index) pairs.
+pub fn run_topk<'a, T: TestElem + TopkElement>(
+    ctx: &Context,
+    x: impl Into<DeviceView<'a, T>>,
+    k: usize,
+    how: TopK,
+) -> Vec<(u64, u64)> {
     let (mut v, mut i) = (
         ctx.alloc_zeros::<T>(k).unwrap(),
         ctx.alloc_zeros::<u64>(k).unwrap(),
     );
-    ctx.topk(&dx, &mut v, &mut i, how).unwrap();
-    let got: Vec<(u64, u64)> = ctx
-        .dtoh(&v)
+    ctx.topk(x, &mut v, &mut i, how).unwrap();
+    ctx.dtoh(&v)
         .unwrap()
         .into_iter()
         .map(|v| v.bits())
         .zip(ctx.dtoh(&i).unwrap())
-        .collect();
+        .collect()
+}
+
+fn check_one<T: TestElem + TopkElement>(ctx: &Context, x: &[T], k: usize, how: TopK, what: &str) {
+    let got = run_topk(ctx, &ctx.htod(x).unwrap(), k, how);
     let want = topk_ref(x, k, how);
     if got != want {
         let at = got.iter().zip(&want).position(|(a, b)| a != b);
@@ -124,19 +132,7 @@ pub fn check_topk(ctx: &Context, sizes: &[usize]) {
                 padded.extend_from_slice(&x);
                 let buf = ctx.htod(&padded).unwrap();
                 let k = 50.min(n);
-                let (mut v, mut i) = (
-                    ctx.alloc_zeros::<T>(k).unwrap(),
-                    ctx.alloc_zeros::<u64>(k).unwrap(),
-                );
-                ctx.topk(buf.view(1..).unwrap(), &mut v, &mut i, TopK::LARGEST)
-                    .unwrap();
-                let got: Vec<(u64, u64)> = ctx
-                    .dtoh(&v)
-                    .unwrap()
-                    .into_iter()
-                    .map(|v| v.bits())
-                    .zip(ctx.dtoh(&i).unwrap())
-                    .collect();
+                let got = run_topk(ctx, buf.view(1..).unwrap(), k, TopK::LARGEST);
                 assert!(
                     got == topk_ref(&x, k, TopK::LARGEST),
                     "topk of {n} {} from an unaligned view",

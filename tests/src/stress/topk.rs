@@ -7,7 +7,7 @@ use rand::Rng;
 
 use super::{Case, Family, bytes, make};
 use crate::reductions::TestElem;
-use crate::topk::topk_ref;
+use crate::topk::{run_topk, topk_ref};
 
 fn case<T: TestElem + TopkElement>(c: &mut Case) -> u64 {
     let n = c.size(&[1, 2, 31, 33, 1023, 1024, 1025, 2048 * 3 + 5, 1 << 16]);
@@ -32,19 +32,7 @@ fn case<T: TestElem + TopkElement>(c: &mut Case) -> u64 {
     let want = topk_ref(&data, k, how);
     let run = |ctx: &Context| -> Vec<u8> {
         let x = ctx.htod(&padded).unwrap();
-        let (mut v, mut i) = (
-            ctx.alloc_zeros::<T>(k).unwrap(),
-            ctx.alloc_zeros::<u64>(k).unwrap(),
-        );
-        ctx.topk(x.view(offset..).unwrap(), &mut v, &mut i, how)
-            .unwrap();
-        let got: Vec<(u64, u64)> = ctx
-            .dtoh(&v)
-            .unwrap()
-            .into_iter()
-            .map(|v| v.bits())
-            .zip(ctx.dtoh(&i).unwrap())
-            .collect();
+        let got = run_topk(ctx, x.view(offset..).unwrap(), k, how);
         bytes(&got.iter().flat_map(|&(a, b)| [a, b]).collect::<Vec<u64>>())
     };
     let got = run(c.ctx);
