@@ -4,6 +4,7 @@
 //! | call | result |
 //! | --- | --- |
 //! | [`Context::topk`]`(x, values, indices, TopK::LARGEST)` | the `k = values.len()` largest of `x` and their indices |
+//! | [`Context::topk_rows`]`(x, cols, values, indices, how)` | per row of a row-major matrix: its k largest (or smallest) and their indices within the row |
 //!
 //! Deterministic: ties are broken by the lower index; NaN orders above every number (so it is
 //! among the largest and last among the smallest, as in PyTorch), `-0.0` below `+0.0`. Unsorted,
@@ -17,7 +18,8 @@ use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use kernels::Kernel;
 use kernels::topk::{
     BLOCK, Bits, CHUNK_COUNTS, DIGITS_SHARED, KIND_BF16, KIND_FLOAT, KIND_INT, KIND_UINT, RADIX,
-    SCAN_SHARED, SORT_MAX, SORT_SHARED, SimTopkFn, TopkInstance, TopkParams, passes,
+    ROWS_BLOCK, ROWS_SHARED, SCAN_SHARED, SORT_MAX, SORT_SHARED, SimTopkFn, TopkInstance,
+    TopkParams, passes,
 };
 
 use crate::error::{Error, Result};
@@ -103,6 +105,35 @@ fn candidate_cap(n: u64) -> u64 {
     (n / 64).max(1 << 16).min(n)
 }
 
+/// Rows fewer than this, each of at least [`LONG_ROW`] elements, take the whole-GPU passes
+/// one row after another (one block a row would leave most SMs idle).
+const FEW_ROWS: u64 = 16;
+const LONG_ROW: u64 = 1 << 18;
+
+/// As many indices as values.
+fn one_index_a_value(call: &str, values: u64, indices: usize) -> Result<()> {
+    if indices as u64 != values {
+        return Err(Error::LengthMismatch {
+            what: format!("{call}: the indices (one a value)"),
+            expected: values,
+            got: indices as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Sorted output is for k up to [`SORT_MAX`] (one block sorts it).
+fn sorted_k<T: TopkElement>(call: &str, how: TopK, k: u64) -> Result<()> {
+    if how.sorted && k > SORT_MAX as u64 {
+        return Err(Error::Unsupported {
+            op: format!("{call} sorted, k = {k}"),
+            dtype: T::DTYPE,
+            reason: "sorted output up to k = 2048 (unsorted: any k)",
+        });
+    }
+    Ok(())
+}
+
 /// Chunks (blocks) of the writing launches per SM.
 const CHUNKS_PER_SM: u64 = 4;
 
@@ -135,13 +166,7 @@ impl Context {
         const CALL: &str = "topk";
         let (x, mut values, mut indices) = (x.into(), values.into(), indices.into());
         let (n, k) = (x.len() as u64, values.len() as u64);
-        if indices.len() as u64 != k {
-            return Err(Error::LengthMismatch {
-                what: format!("{CALL}: the indices (one a value)"),
-                expected: k,
-                got: indices.len() as u64,
-            });
-        }
+        one_index_a_value(CALL, k, indices.len())?;
         if k > n {
             return Err(Error::LengthMismatch {
                 what: format!("{CALL}: k (the values' length) of {n} elements: at most n"),
@@ -156,16 +181,130 @@ impl Context {
                 limit: u32::MAX as u64,
             });
         }
-        if how.sorted && k > SORT_MAX as u64 {
-            return Err(Error::Unsupported {
-                op: format!("{CALL} sorted, k = {k}"),
-                dtype: T::DTYPE,
-                reason: "sorted output up to k = 2048 (unsorted: any k)",
-            });
-        }
+        sorted_k::<T>(CALL, how, k)?;
         if k == 0 {
             return Ok(());
         }
+        let (xp, _x_read) = self.read(&x)?;
+        let (vp, _v_write) = self.write(&mut values)?;
+        let (ip, _i_write) = self.write(&mut indices)?;
+        self.topk_at::<T>(xp, n, vp, ip, k, how)
+    }
+
+    /// Top-k of every row of a row-major matrix with `cols` columns (`x.len() / cols` rows):
+    /// the `k = values.len() / rows` largest (or smallest) of row `r` into `values[r * k..][..k]`
+    /// and their indices *within the row* into `indices` (as many as `values`); ties, NaN and
+    /// order as in [`Context::topk`] (sorted: k up to 2048). One block a row in one launch
+    /// (rows read from L2 after the first digit pass); a few long rows take
+    /// [`Context::topk`]'s whole-GPU passes one row after another. `x.len()` must be a multiple
+    /// of `cols`, and `values.len()` of the rows, with `k <= cols`.
+    ///
+    /// ```
+    /// # fn main() -> gpu_reduce::Result<()> {
+    /// use gpu_reduce::TopK;
+    /// let ctx = gpu_reduce::Context::sim()?;
+    /// let m = ctx.htod(&[3.0f32, 9.0, 1.0, 7.0, /* row 1 */ 2.0, 2.0, 8.0, 0.5])?;
+    /// let (mut v, mut i) = (ctx.alloc_zeros::<f32>(4)?, ctx.alloc_zeros::<u64>(4)?);
+    /// ctx.topk_rows(&m, 4, &mut v, &mut i, TopK::LARGEST.sorted())?; // k = 2 a row
+    /// assert_eq!(ctx.dtoh(&v)?, [9.0, 7.0, 8.0, 2.0]);
+    /// assert_eq!(ctx.dtoh(&i)?, [1, 3, 2, 0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn topk_rows<'a, 'v, 'i, T: TopkElement>(
+        &self,
+        x: impl Into<DeviceView<'a, T>>,
+        cols: u64,
+        values: impl Into<DeviceViewMut<'v, T>>,
+        indices: impl Into<DeviceViewMut<'i, u64>>,
+        how: TopK,
+    ) -> Result<()> {
+        const CALL: &str = "topk_rows";
+        let (x, mut values, mut indices) = (x.into(), values.into(), indices.into());
+        let (n, out) = (x.len() as u64, values.len() as u64);
+        one_index_a_value(CALL, out, indices.len())?;
+        if n == 0 && out == 0 {
+            return Ok(());
+        }
+        if cols == 0 || n % cols != 0 {
+            return Err(Error::LengthMismatch {
+                what: format!("{CALL}: the elements (whole rows of {cols} columns)"),
+                expected: if cols == 0 {
+                    0
+                } else {
+                    n.div_ceil(cols) * cols
+                },
+                got: n,
+            });
+        }
+        let rows = n / cols;
+        let k = out / rows;
+        if out % rows != 0 || k > cols {
+            return Err(Error::LengthMismatch {
+                what: format!(
+                    "{CALL}: the values (k a row for each of {rows} rows, k at most {cols})"
+                ),
+                expected: k.min(cols) * rows,
+                got: out,
+            });
+        }
+        if rows > i32::MAX as u64 {
+            return Err(Error::TooLarge {
+                what: format!("{CALL}: the rows"),
+                size: rows,
+                limit: i32::MAX as u64,
+            });
+        }
+        sorted_k::<T>(CALL, how, k)?;
+        if k == 0 {
+            return Ok(());
+        }
+        let (xp, _x_read) = self.read(&x)?;
+        let (vp, _v_write) = self.write(&mut values)?;
+        let (ip, _i_write) = self.write(&mut indices)?;
+        let size = std::mem::size_of::<T>() as u64;
+        if rows < FEW_ROWS && cols >= LONG_ROW && cols <= u32::MAX as u64 {
+            for r in 0..rows {
+                let (x, v, i) = (xp + r * cols * size, vp + r * k * size, ip + r * k * 8);
+                self.topk_at::<T>(x, cols, v, i, k, how)?;
+            }
+            return Ok(());
+        }
+        let params = TopkParams::<T::Bits> {
+            input: xp as *const T::Bits,
+            n: cols,
+            k,
+            kind: T::KIND,
+            smallest: (!how.largest) as u32,
+            pass: 0,
+            sorted: how.sorted as u32,
+            counts: std::ptr::null_mut(),
+            tables: std::ptr::null_mut(),
+            cap: 0,
+            cand_bits: std::ptr::null_mut(),
+            cand_idx: std::ptr::null_mut(),
+            list_bits: std::ptr::null_mut(),
+            list_idx: std::ptr::null_mut(),
+            chunks: 0,
+            values: vp as *mut T::Bits,
+            indices: ip as *mut u64,
+        };
+        let shape = LaunchShape::linear(rows as u32, ROWS_BLOCK, ROWS_SHARED);
+        // SAFETY: addresses of this context's memory: `rows * cols` elements, `rows * k`
+        // values and indices, `k <= cols` (and <= SORT_MAX sorted); the other fields unread.
+        unsafe { self.launch_kernel(&crate::BUILTIN, &T::Bits::ROWS, shape, params) }
+    }
+
+    /// [`Context::topk`] of `n` elements at `xp` into `k` values at `vp` and indices at `ip`
+    /// (checked by the caller; `0 < k <= n`).
+    fn topk_at<T: TopkElement>(
+        &self,
+        xp: u64,
+        n: u64,
+        vp: u64,
+        ip: u64,
+        k: u64,
+        how: TopK,
+    ) -> Result<()> {
         let sms = self.info().multiprocessors as u64;
         let chunks = (sms * CHUNKS_PER_SM)
             .min(n.div_ceil((BLOCK as usize * kernels::topk::ITEMS) as u64))
@@ -200,9 +339,6 @@ impl Context {
             }
         };
         self.memset_raw(base, count_bytes)?;
-        let (xp, _x_read) = self.read(&x)?;
-        let (vp, _v_write) = self.write(&mut values)?;
-        let (ip, _i_write) = self.write(&mut indices)?;
         let at = |off: usize| base + off as u64;
         let params = |pass: u32| TopkParams::<T::Bits> {
             input: xp as *const T::Bits,
@@ -261,6 +397,7 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
             W::COUNT.name,
             W::WRITE.name,
             W::SORT.name,
+            W::ROWS.name,
         ]);
     }
     let mut names = Vec::new();

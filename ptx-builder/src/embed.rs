@@ -12,7 +12,8 @@ use crate::{Error, PTX_DIR_ENV, PtxArtifact};
 /// `(function, PTX length, include_bytes!(<deflated PTX>), &[(arch, include_bytes!(<deflated cubin>)), ...])`.
 ///
 /// What is embedded is small: each module is compressed (raw deflate, inflated by the host on
-/// first load), and entries whose module is the same text up to the entry's name (an `i32` and
+/// first load) against a dictionary of the lines most modules share ([`dictionary`], embedded
+/// once: the index's third element, deflated), and entries whose module is the same text up to the entry's name (an `i32` and
 /// a `u32` sum) share one module, loaded under its `function` name. The compressed files sit in
 /// a directory beside `out` (`<out without extension>/`), named by their content's hash, so an
 /// unchanged module is not compressed again and a changed one (or another architecture's,
@@ -63,8 +64,9 @@ pub fn write_embed_index(artifact: &PtxArtifact, out: &Path) -> Result<(), Error
     }
     s.push_str("    ],\n    &[\n");
     let mut used = std::collections::HashSet::new();
+    let dict = dictionary(modules.iter().map(|m| m.1.as_str()));
     for (function, text, m) in &modules {
-        let ptx = deflated(text.as_bytes(), &blobs, function, "ptx", &mut used)?;
+        let ptx = deflated(text.as_bytes(), &dict, &blobs, function, "ptx", &mut used)?;
         let _ = write!(
             s,
             "        ({function:?}, {}, include_bytes!({}), &[",
@@ -78,6 +80,7 @@ pub fn write_embed_index(artifact: &PtxArtifact, out: &Path) -> Result<(), Error
             })?;
             let z = deflated(
                 &bytes,
+                &[],
                 &blobs,
                 &format!("{function}.{arch}"),
                 "cubin",
@@ -88,7 +91,12 @@ pub fn write_embed_index(artifact: &PtxArtifact, out: &Path) -> Result<(), Error
         }
         s.push_str("]),\n");
     }
-    s.push_str("    ],\n)\n");
+    let dict_blob = deflated(&dict, &[], &blobs, "dictionary", "dict", &mut used)?;
+    let _ = write!(
+        s,
+        "    ],\n    include_bytes!({}),\n)\n",
+        literal(&dict_blob)?
+    );
     // Blobs of modules that are gone, changed or now shared.
     if let Ok(dir) = std::fs::read_dir(&blobs) {
         for e in dir.flatten() {
@@ -109,23 +117,79 @@ fn read_text(path: &Path) -> Result<String, Error> {
     })
 }
 
-/// `bytes` deflated into `<dir>/<stem>.<content hash>.<kind>.deflate`, unless that file is
-/// already there (the hash names the content: an unchanged module is not compressed again).
-/// Adds the file's name to `used`.
+/// Bytes of a deflate window: the most a dictionary can hold.
+pub const DICTIONARY_MAX: usize = 32 * 1024;
+
+/// A deflate dictionary for `texts`: the lines that at least one in 32 of them holds (two at
+/// least), those worth most (modules holding it times its length) last, where the window
+/// reaches them cheapest; the last [`DICTIONARY_MAX`] bytes. Deterministic: ties by the text.
+pub fn dictionary<'a>(texts: impl Iterator<Item = &'a str>) -> Vec<u8> {
+    let mut count: std::collections::HashMap<&str, usize> = Default::default();
+    let mut n = 0;
+    for t in texts {
+        n += 1;
+        let lines: std::collections::HashSet<&str> = t.lines().collect();
+        for l in lines {
+            *count.entry(l).or_default() += 1;
+        }
+    }
+    let min = (n / 32).max(2);
+    let mut lines: Vec<(usize, &str)> = count
+        .into_iter()
+        .filter(|&(_, c)| c >= min)
+        .map(|(l, c)| (c * l.len(), l))
+        .collect();
+    lines.sort_unstable();
+    let mut d = Vec::new();
+    for (_, l) in lines {
+        d.extend_from_slice(l.as_bytes());
+        d.push(b'\n');
+    }
+    d.split_off(d.len().saturating_sub(DICTIONARY_MAX))
+}
+
+/// `bytes` deflated (raw) as the continuation of `dict`: the compressor reads the dictionary
+/// first (its output dropped at a byte-aligned sync point), so matches reach back into it; the
+/// inflater puts `dict` before its output to resolve them.
+pub fn deflate_with(dict: &[u8], bytes: &[u8]) -> Vec<u8> {
+    use miniz_oxide::deflate::core::{
+        CompressorOxide, TDEFLFlush, compress_to_output, create_comp_flags_from_zip_params,
+    };
+    let mut d = CompressorOxide::new(create_comp_flags_from_zip_params(
+        DEFLATE_LEVEL as i32,
+        -15,
+        0,
+    ));
+    if !dict.is_empty() {
+        let (_, read) = compress_to_output(&mut d, dict, TDEFLFlush::Sync, |_| true);
+        assert_eq!(read, dict.len(), "the compressor took the whole dictionary");
+    }
+    let mut out = Vec::with_capacity(bytes.len() / 4);
+    let (_, read) = compress_to_output(&mut d, bytes, TDEFLFlush::Finish, |b| {
+        out.extend_from_slice(b);
+        true
+    });
+    assert_eq!(read, bytes.len(), "the compressor took the whole text");
+    out
+}
+
+/// `bytes` deflated against `dict` ([`deflate_with`]) into
+/// `<dir>/<stem>.<content hash>.<kind>.deflate`, unless that file is already there (the hash
+/// names the content and the dictionary: an unchanged module is not compressed again). Adds
+/// the file's name to `used`.
 fn deflated(
     bytes: &[u8],
+    dict: &[u8],
     dir: &Path,
     stem: &str,
     kind: &str,
     used: &mut std::collections::HashSet<String>,
 ) -> Result<std::path::PathBuf, Error> {
-    let mut h = crate::Fnv::new();
-    h.feed(bytes);
-    let name = format!("{stem}.{:016x}.{kind}.deflate", h.finish());
+    let name = format!("{stem}.{:016x}.{kind}.deflate", blob_hash(dict, bytes));
     let dest = dir.join(&name);
     used.insert(name.clone());
     if !dest.exists() {
-        let z = miniz_oxide::deflate::compress_to_vec(bytes, DEFLATE_LEVEL);
+        let z = deflate_with(dict, bytes);
         // Written whole under another name first: a build stopped halfway leaves no partial
         // file under the final name.
         let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
@@ -137,6 +201,17 @@ fn deflated(
             })?;
     }
     Ok(dest)
+}
+
+/// The name of `bytes` deflated against `dict`.
+fn blob_hash(dict: &[u8], bytes: &[u8]) -> u64 {
+    let mut h = crate::Fnv::new();
+    if !dict.is_empty() {
+        h.feed(dict);
+        h.feed(&(dict.len() as u64).to_le_bytes());
+    }
+    h.feed(bytes);
+    h.finish()
 }
 
 /// miniz's best ratio short of its slow "uber" level.
@@ -315,19 +390,25 @@ mod tests {
             n.sort();
             n
         };
-        let hash = |t: &str| {
-            let mut h = crate::Fnv::new();
-            h.feed(t.as_bytes());
-            h.finish()
+        // The dictionary of the two distinct modules: the lines they share.
+        let dict_of = |a: &str, b: &str| dictionary([a, b].into_iter());
+        let dict = dict_of(&texts[0].1, &texts[2].1);
+        assert!(dict.ends_with(b"\n") && !dict.is_empty());
+        let dict_blob = |d: &[u8]| format!("dictionary.{:016x}.dict.deflate", blob_hash(&[], d));
+        let blob = |function: &str, d: &[u8], t: &str| {
+            format!("{function}.{:016x}.ptx.deflate", blob_hash(d, t.as_bytes()))
         };
-        let blob = |function: &str, t: &str| format!("{function}.{:016x}.ptx.deflate", hash(t));
         assert_eq!(
             names(),
-            [blob("sum_i32", &texts[2].1), blob("zeta", &texts[0].1)]
+            [
+                dict_blob(&dict),
+                blob("sum_i32", &dict, &texts[2].1),
+                blob("zeta", &dict, &texts[0].1)
+            ]
         );
-        let check = |function: &str, text: &str| {
+        let check = |function: &str, dict: &[u8], text: &str| {
             let index = std::fs::read_to_string(&out).unwrap();
-            let path = blobs.join(blob(function, text));
+            let path = blobs.join(blob(function, dict, text));
             let line = format!(
                 "        ({function:?}, {}, include_bytes!({:?}), &[]),\n",
                 text.len(),
@@ -335,11 +416,12 @@ mod tests {
             );
             assert!(index.contains(&line), "{line} in {index}");
             let z = std::fs::read(&path).unwrap();
-            let back = miniz_oxide::inflate::decompress_to_vec(&z).unwrap();
-            assert_eq!(back, text.as_bytes());
+            assert_eq!(inflate_with(dict, &z, text.len()), text.as_bytes());
+            let d = std::fs::read(blobs.join(dict_blob(dict))).unwrap();
+            assert_eq!(miniz_oxide::inflate::decompress_to_vec(&d).unwrap(), dict);
         };
-        check("sum_i32", &texts[2].1);
-        check("zeta", &texts[0].1);
+        check("sum_i32", &dict, &texts[2].1);
+        check("zeta", &dict, &texts[0].1);
         // Another build into the same directory (another architecture's PTX, or an edit)
         // whose module files are OLDER than the blobs: the index must embed the new text
         // (a blob reused by its time once embedded another architecture's module, which then
@@ -360,14 +442,68 @@ mod tests {
             .unwrap();
         drop(f);
         write_embed_index(&art, &out).unwrap();
-        check("zeta", &zeta2);
-        check("sum_i32", &texts[2].1);
-        // The old module's blob is gone.
+        let dict2 = dict_of(&zeta2, &texts[2].1);
+        check("zeta", &dict2, &zeta2);
+        check("sum_i32", &dict2, &texts[2].1);
+        // The old blobs are gone.
         assert_eq!(
             names(),
-            [blob("sum_i32", &texts[2].1), blob("zeta", &zeta2)]
+            [
+                dict_blob(&dict2),
+                blob("sum_i32", &dict2, &texts[2].1),
+                blob("zeta", &dict2, &zeta2)
+            ]
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Inflates `z` (`len` bytes) with `dict` before it, as the host does.
+    fn inflate_with(dict: &[u8], z: &[u8], len: usize) -> Vec<u8> {
+        use miniz_oxide::inflate::TINFLStatus;
+        use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+        let mut out = dict.to_vec();
+        out.resize(dict.len() + len, 0);
+        let mut r = DecompressorOxide::new();
+        let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+        let (status, _, n) = decompress(&mut r, z, &mut out, dict.len(), flags);
+        assert_eq!((status, n), (TINFLStatus::Done, len));
+        out.split_off(dict.len())
+    }
+
+    /// A dictionary pays: modules sharing most lines compress smaller against it, and inflate
+    /// back to themselves.
+    #[test]
+    fn modules_deflate_smaller_against_their_dictionary() {
+        let text = |i: usize| {
+            let mut t = String::new();
+            for l in 0..400 {
+                t.push_str(&format!(
+                    "\tadd.s64 \t%rd{}, %rd{}, {};\n",
+                    l % 37,
+                    l % 11,
+                    l * 7 % 101
+                ));
+            }
+            t.push_str(&format!("\tmul.lo.s32 %r1, %r1, {i};\n"));
+            t
+        };
+        let texts: Vec<String> = (0..8).map(text).collect();
+        let dict = dictionary(texts.iter().map(|t| t.as_str()));
+        assert!(!dict.is_empty() && dict.len() <= DICTIONARY_MAX);
+        for t in &texts {
+            let (plain, with) = (
+                deflate_with(&[], t.as_bytes()),
+                deflate_with(&dict, t.as_bytes()),
+            );
+            assert!(
+                with.len() * 4 < plain.len() * 3,
+                "{} vs {}",
+                with.len(),
+                plain.len()
+            );
+            assert_eq!(inflate_with(&dict, &with, t.len()), t.as_bytes());
+            assert_eq!(inflate_with(&[], &plain, t.len()), t.as_bytes());
+        }
     }
 
     #[test]

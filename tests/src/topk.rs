@@ -63,6 +63,20 @@ pub fn topk_ref_by(
     top.into_iter().map(|i| (bits(i), i as u64)).collect()
 }
 
+/// Values and indices read back as (value bits, index) pairs.
+fn read_pairs<T: TestElem>(
+    ctx: &Context,
+    v: &gpu_reduce::DeviceBuffer<T>,
+    i: &gpu_reduce::DeviceBuffer<u64>,
+) -> Vec<(u64, u64)> {
+    ctx.dtoh(v)
+        .unwrap()
+        .into_iter()
+        .map(|v| v.bits())
+        .zip(ctx.dtoh(i).unwrap())
+        .collect()
+}
+
 /// `topk` of `x` (k of them, `how`) read back as (value bits, index) pairs.
 pub fn run_topk<'a, T: TestElem + TopkElement>(
     ctx: &Context,
@@ -75,12 +89,7 @@ pub fn run_topk<'a, T: TestElem + TopkElement>(
         ctx.alloc_zeros::<u64>(k).unwrap(),
     );
     ctx.topk(x, &mut v, &mut i, how).unwrap();
-    ctx.dtoh(&v)
-        .unwrap()
-        .into_iter()
-        .map(|v| v.bits())
-        .zip(ctx.dtoh(&i).unwrap())
-        .collect()
+    read_pairs(ctx, &v, &i)
 }
 
 fn check_one<T: TestElem + TopkElement>(ctx: &Context, x: &[T], k: usize, how: TopK, what: &str) {
@@ -184,56 +193,96 @@ pub fn check_topk_candidates(ctx: &Context, n: usize) {
 
 /// f16 and bf16 (NaN, infinities, many ties) against the reference on their f64 values.
 pub fn check_topk_half(ctx: &Context, n: usize) {
-    macro_rules! each {
-        ($h:ty) => {{
-            let src = data::<f32>(n, 0x16 + n as u64);
-            let x: Vec<$h> = src.iter().map(|&v| <$h>::from_f32(v)).collect();
-            let f = |v: $h| {
-                let v = v.to_f64();
-                if v.is_nan() { f64::NAN.abs() } else { v }
-            };
-            let dx = ctx.htod(&x).unwrap();
-            for k in [1, 50, n / 3, n] {
-                let k = k.min(n);
-                for how in [
-                    TopK::LARGEST,
-                    TopK::SMALLEST.sorted(),
-                    TopK::LARGEST.sorted(),
-                    TopK::SMALLEST,
-                ] {
-                    if how.sorted && k > 2048 {
-                        continue;
-                    }
-                    let (mut v, mut i) = (
-                        ctx.alloc_zeros::<$h>(k).unwrap(),
-                        ctx.alloc_zeros::<u64>(k).unwrap(),
-                    );
-                    ctx.topk(&dx, &mut v, &mut i, how).unwrap();
-                    let got: Vec<(u64, u64)> = ctx
-                        .dtoh(&v)
-                        .unwrap()
-                        .into_iter()
-                        .map(|v| v.to_bits() as u64)
-                        .zip(ctx.dtoh(&i).unwrap())
-                        .collect();
-                    let want = topk_ref_by(
-                        n,
-                        k,
-                        how,
-                        |a, b| f(x[a]).total_cmp(&f(x[b])),
-                        |a| x[a].to_bits() as u64,
-                    );
-                    assert!(
-                        got == want,
-                        "topk of {n} {}, k = {k}, {how:?}",
-                        stringify!($h)
-                    );
+    fn each<H: Half>(ctx: &Context, n: usize) {
+        let x = H::data(n, 0x16 + n as u64);
+        let dx = ctx.htod(&x).unwrap();
+        for k in [1, 50, n / 3, n] {
+            let k = k.min(n);
+            for how in [
+                TopK::LARGEST,
+                TopK::SMALLEST.sorted(),
+                TopK::LARGEST.sorted(),
+                TopK::SMALLEST,
+            ] {
+                if how.sorted && k > 2048 {
+                    continue;
                 }
+                let (mut v, mut i) = (
+                    ctx.alloc_zeros::<H>(k).unwrap(),
+                    ctx.alloc_zeros::<u64>(k).unwrap(),
+                );
+                ctx.topk(&dx, &mut v, &mut i, how).unwrap();
+                assert!(
+                    half_pairs(ctx, &v, &i) == half_ref(&x, k, how),
+                    "topk of {n} {}, k = {k}, {how:?}",
+                    H::DTYPE
+                );
             }
-        }};
+        }
     }
-    each!(half::f16);
-    each!(half::bf16);
+    each::<half::f16>(ctx, n);
+    each::<half::bf16>(ctx, n);
+}
+
+/// f16 and bf16 for the checks: compared on their f64 values (NaN above every number).
+trait Half: TopkElement + Copy {
+    fn from_f32(v: f32) -> Self;
+    fn to_f64(self) -> f64;
+    fn bits(self) -> u64;
+    /// `n` values of the f32 test data, rounded.
+    fn data(n: usize, seed: u64) -> Vec<Self> {
+        data::<f32>(n, seed)
+            .into_iter()
+            .map(Self::from_f32)
+            .collect()
+    }
+    /// The value as the order has it.
+    fn ordered(self) -> f64 {
+        let v = self.to_f64();
+        if v.is_nan() { f64::NAN.abs() } else { v }
+    }
+}
+
+macro_rules! half_impl {
+    ($($h:ty),*) => {$(
+        impl Half for $h {
+            fn from_f32(v: f32) -> Self {
+                <$h>::from_f32(v)
+            }
+            fn to_f64(self) -> f64 {
+                <$h>::to_f64(self)
+            }
+            fn bits(self) -> u64 {
+                self.to_bits() as u64
+            }
+        }
+    )*};
+}
+half_impl!(half::f16, half::bf16);
+
+/// The CPU's top-k of half-precision `x`.
+fn half_ref<H: Half>(x: &[H], k: usize, how: TopK) -> Vec<(u64, u64)> {
+    topk_ref_by(
+        x.len(),
+        k,
+        how,
+        |a, b| x[a].ordered().total_cmp(&x[b].ordered()),
+        |a| x[a].bits(),
+    )
+}
+
+/// Half-precision values and indices read back as (bits, index) pairs.
+fn half_pairs<H: Half>(
+    ctx: &Context,
+    v: &gpu_reduce::DeviceBuffer<H>,
+    i: &gpu_reduce::DeviceBuffer<u64>,
+) -> Vec<(u64, u64)> {
+    ctx.dtoh(v)
+        .unwrap()
+        .into_iter()
+        .map(H::bits)
+        .zip(ctx.dtoh(i).unwrap())
+        .collect()
 }
 
 /// Bad calls: typed errors.
@@ -286,4 +335,166 @@ pub fn check_topk_errors(ctx: &Context) {
         ctx.alloc_zeros::<u64>(0).unwrap(),
     );
     ctx.topk(&x, &mut v0, &mut i0, TopK::LARGEST).unwrap();
+}
+
+/// `topk_rows` of the `rows x cols` matrix `x` (k a row, `how`) read back as (value bits,
+/// index within the row) pairs, row after row.
+pub fn run_topk_rows<T: TestElem + TopkElement>(
+    ctx: &Context,
+    x: &[T],
+    cols: usize,
+    k: usize,
+    how: TopK,
+) -> Vec<(u64, u64)> {
+    let rows = x.len().checked_div(cols).unwrap_or(0);
+    let (mut v, mut i) = (
+        ctx.alloc_zeros::<T>(rows * k).unwrap(),
+        ctx.alloc_zeros::<u64>(rows * k).unwrap(),
+    );
+    ctx.topk_rows(&ctx.htod(x).unwrap(), cols as u64, &mut v, &mut i, how)
+        .unwrap();
+    read_pairs(ctx, &v, &i)
+}
+
+fn check_rows_one<T: TestElem + TopkElement>(
+    ctx: &Context,
+    x: &[T],
+    cols: usize,
+    k: usize,
+    how: TopK,
+    what: &str,
+) {
+    let got = run_topk_rows(ctx, x, cols, k, how);
+    let want: Vec<(u64, u64)> = x.chunks(cols).flat_map(|r| topk_ref(r, k, how)).collect();
+    if got != want {
+        let at = got.iter().zip(&want).position(|(a, b)| a != b);
+        panic!(
+            "topk_rows of {} x {cols} {} ({what}), k = {k}, {how:?}: first difference at {at:?} \
+             (row {:?}): {:?} vs {:?}",
+            x.len() / cols,
+            T::DTYPE,
+            at.map(|a| a / k.max(1)),
+            at.map(|a| got[a]),
+            at.map(|a| want[a]),
+        );
+    }
+}
+
+/// Every type, `(rows, cols)` of `shapes`: random rows (NaN, infinities, runs of ties), then rows
+/// all equal and (floats) all NaN; k = 1, 50, cols / 3 and cols, both ways, sorted (k <= 2048)
+/// and not.
+pub fn check_topk_rows(ctx: &Context, shapes: &[(usize, usize)]) {
+    fn each<T: TestElem + TopkElement>(ctx: &Context, shapes: &[(usize, usize)]) {
+        for (s, &(rows, cols)) in shapes.iter().enumerate() {
+            let x = data::<T>(rows * cols, 0x7a0 + s as u64);
+            for k in [1, 50, cols / 3, cols] {
+                let k = k.min(cols);
+                for how in [TopK::LARGEST, TopK::SMALLEST] {
+                    check_rows_one(ctx, &x, cols, k, how, "random");
+                    if k <= 2048 {
+                        check_rows_one(ctx, &x, cols, k, how.sorted(), "random");
+                    }
+                }
+            }
+            let k = 50.min(cols);
+            check_rows_one(
+                ctx,
+                &vec![x[0]; x.len()],
+                cols,
+                k,
+                TopK::LARGEST.sorted(),
+                "all equal",
+            );
+            check_rows_one(
+                ctx,
+                &vec![x[0]; x.len()],
+                cols,
+                k,
+                TopK::SMALLEST,
+                "all equal",
+            );
+            if let Some(nan) = T::nan() {
+                check_rows_one(ctx, &vec![nan; x.len()], cols, k, TopK::LARGEST, "all NaN");
+            }
+        }
+    }
+    each::<i32>(ctx, shapes);
+    each::<u32>(ctx, shapes);
+    each::<i64>(ctx, shapes);
+    each::<u64>(ctx, shapes);
+    each::<f32>(ctx, shapes);
+    each::<f64>(ctx, shapes);
+    // Half precision: one shape.
+    fn half<H: Half>(ctx: &Context, (rows, cols): (usize, usize)) {
+        let x = H::data(rows * cols, 0x7a16);
+        for (k, how) in [
+            (1, TopK::LARGEST),
+            (50.min(cols), TopK::SMALLEST.sorted()),
+            (cols / 3, TopK::LARGEST),
+        ] {
+            let (mut v, mut i) = (
+                ctx.alloc_zeros::<H>(rows * k).unwrap(),
+                ctx.alloc_zeros::<u64>(rows * k).unwrap(),
+            );
+            ctx.topk_rows(&ctx.htod(&x).unwrap(), cols as u64, &mut v, &mut i, how)
+                .unwrap();
+            let want: Vec<(u64, u64)> = x.chunks(cols).flat_map(|r| half_ref(r, k, how)).collect();
+            assert!(
+                half_pairs(ctx, &v, &i) == want,
+                "topk_rows of {rows} x {cols} {}, k = {k}, {how:?}",
+                H::DTYPE
+            );
+        }
+    }
+    half::<half::f16>(ctx, shapes[shapes.len() / 2]);
+    half::<half::bf16>(ctx, shapes[shapes.len() / 2]);
+}
+
+/// Bad `topk_rows` calls: typed errors.
+pub fn check_topk_rows_errors(ctx: &Context) {
+    let x = ctx.htod(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+    let (mut v, mut i) = (
+        ctx.alloc_zeros::<f32>(4).unwrap(),
+        ctx.alloc_zeros::<u64>(4).unwrap(),
+    );
+    // Not whole rows, no columns, k above the columns, a partial k, indices too short.
+    for (cols, v_len, i_len) in [(4u64, 4, 4), (0, 4, 4), (3, 8, 8), (3, 3, 3), (3, 4, 2)] {
+        let (v, i) = (
+            v.view_mut(..v_len.min(4)).unwrap(),
+            i.view_mut(..i_len.min(4)).unwrap(),
+        );
+        let e = if v_len > 4 {
+            let (mut v8, mut i8) = (
+                ctx.alloc_zeros::<f32>(v_len).unwrap(),
+                ctx.alloc_zeros::<u64>(i_len).unwrap(),
+            );
+            ctx.topk_rows(&x, cols, &mut v8, &mut i8, TopK::LARGEST)
+                .unwrap_err()
+        } else {
+            ctx.topk_rows(&x, cols, v, i, TopK::LARGEST).unwrap_err()
+        };
+        assert!(
+            matches!(e, Error::LengthMismatch { .. }),
+            "cols {cols}: {e}"
+        );
+    }
+    let big = ctx.alloc_zeros::<f32>(2 * 3000).unwrap();
+    let (mut v, mut i) = (
+        ctx.alloc_zeros::<f32>(2 * 2049).unwrap(),
+        ctx.alloc_zeros::<u64>(2 * 2049).unwrap(),
+    );
+    let e = ctx
+        .topk_rows(&big, 3000, &mut v, &mut i, TopK::LARGEST.sorted())
+        .unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    // k = 0 and an empty matrix: nothing to do.
+    let (mut v0, mut i0) = (
+        ctx.alloc_zeros::<f32>(0).unwrap(),
+        ctx.alloc_zeros::<u64>(0).unwrap(),
+    );
+    ctx.topk_rows(&x, 3, &mut v0, &mut i0, TopK::LARGEST)
+        .unwrap();
+    let empty = ctx.alloc_zeros::<f32>(0).unwrap();
+    ctx.topk_rows(&empty, 5, &mut v0, &mut i0, TopK::LARGEST)
+        .unwrap();
 }

@@ -103,3 +103,14 @@ fn sanitizer_workload_topk() {
     integration_tests::topk::check_topk_candidates(&ctx, 100_000);
     integration_tests::topk::check_topk_errors(&ctx);
 }
+
+/// Top-k over rows: one block a row, and a few long rows by the whole-GPU passes.
+#[test]
+#[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]
+fn sanitizer_workload_topk_rows() {
+    let ctx = gpu();
+    // Small shapes: racecheck slows every launch a thousandfold (the long rows are the whole-GPU
+    // passes, which sanitizer_workload_topk covers).
+    integration_tests::topk::check_topk_rows(&ctx, &[(3, 37), (4, 1000)]);
+    integration_tests::topk::check_topk_rows_errors(&ctx);
+}

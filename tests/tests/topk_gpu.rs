@@ -20,3 +20,19 @@ fn topk_candidates_after_several_passes() {
 fn topk_bad_calls_are_typed_errors() {
     check_topk_errors(&gpu());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn topk_rows_every_type_both_ways_sorted_or_not() {
+    // 64 x 32,000 (logits), many short rows, and few long rows (the whole-GPU passes a row).
+    check_topk_rows(
+        &gpu(),
+        &[(1, 1), (3, 37), (64, 32_000), (1000, 300), (3, 300_000)],
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn topk_rows_bad_calls_are_typed_errors() {
+    check_topk_rows_errors(&gpu());
+}

@@ -17,3 +17,13 @@ fn topk_candidates_after_several_passes() {
 fn topk_bad_calls_are_typed_errors() {
     check_topk_errors(&sim());
 }
+
+#[test]
+fn topk_rows_every_type_both_ways_sorted_or_not() {
+    check_topk_rows(&sim(), &[(1, 1), (3, 37), (7, 1000), (2, 5003)]);
+}
+
+#[test]
+fn topk_rows_bad_calls_are_typed_errors() {
+    check_topk_rows_errors(&sim());
+}

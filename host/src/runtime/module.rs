@@ -30,9 +30,13 @@ pub type EmbeddedModule = (
     &'static [(&'static str, &'static [u8])],
 );
 
-/// An embedded index (`ptx_builder::write_embed_index`): the kernels sorted by entry name, and
-/// the modules they refer to.
-pub type EmbeddedIndex = (&'static [EmbeddedEntry], &'static [EmbeddedModule]);
+/// An embedded index (`ptx_builder::write_embed_index`): the kernels sorted by entry name, the
+/// modules they refer to, and the dictionary the modules' PTX is deflated against (deflated).
+pub type EmbeddedIndex = (
+    &'static [EmbeddedEntry],
+    &'static [EmbeddedModule],
+    &'static [u8],
+);
 
 /// A set of kernels compiled to PTX by `ptx-builder` (the library's own, or a tool's, or a
 /// user's kernel crate), one module per kernel, kept compressed in the binary and loaded (and
@@ -43,6 +47,7 @@ pub struct KernelLibrary {
     arch: &'static str,
     entries: &'static [EmbeddedEntry],
     modules: &'static [EmbeddedModule],
+    dictionary: &'static [u8],
 }
 
 impl KernelLibrary {
@@ -54,6 +59,7 @@ impl KernelLibrary {
             arch,
             entries: index.0,
             modules: index.1,
+            dictionary: index.2,
         }
     }
 
@@ -81,7 +87,8 @@ impl KernelLibrary {
     /// [`function`](Self::function)`(entry)`: `entry` itself, or the kernel whose code it shares.
     pub fn ptx(&self, entry: &str) -> Option<String> {
         let m = self.find(entry)?;
-        inflate(m.2, Some(m.1)).and_then(|b| String::from_utf8(b).ok())
+        let dict = inflate(self.dictionary, &[], None)?;
+        inflate(m.2, &dict, Some(m.1)).and_then(|b| String::from_utf8(b).ok())
     }
 
     /// The name under which kernel `entry` is found in its module.
@@ -99,7 +106,8 @@ impl KernelLibrary {
         self.modules
             .iter()
             .map(|m| m.2.len() + m.3.iter().map(|c| c.1.len()).sum::<usize>())
-            .sum()
+            .sum::<usize>()
+            + self.dictionary.len()
     }
 
     /// Number of distinct modules (kernels that share code share one).
@@ -130,10 +138,21 @@ impl KernelLibrary {
     }
 }
 
-/// Raw deflate, inflated; `len` (when known) bounds the output.
-fn inflate(data: &[u8], len: Option<usize>) -> Option<Vec<u8>> {
-    use miniz_oxide::inflate::decompress_to_vec_with_limit;
-    decompress_to_vec_with_limit(data, len.unwrap_or(usize::MAX)).ok()
+/// Raw deflate, inflated: the continuation of `dict` (the compressor read it first, so matches
+/// reach back into it); `len` (when known) is the output's length.
+fn inflate(data: &[u8], dict: &[u8], len: Option<usize>) -> Option<Vec<u8>> {
+    use miniz_oxide::inflate::TINFLStatus;
+    use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+    let Some(len) = len else {
+        return miniz_oxide::inflate::decompress_to_vec(data).ok();
+    };
+    let mut out = Vec::with_capacity(dict.len() + len);
+    out.extend_from_slice(dict);
+    out.resize(dict.len() + len, 0);
+    let mut r = DecompressorOxide::new();
+    let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+    let (status, _, n) = decompress(&mut r, data, &mut out, dict.len(), flags);
+    (status == TINFLStatus::Done && n == len).then(|| out.split_off(dict.len()))
 }
 
 /// A kernel loaded into a device.
@@ -253,9 +272,12 @@ pub(crate) fn load(
         None => {
             let corrupt = || not_found("a module that does not inflate");
             let module = match image {
-                Some(z) => ctx.load_module(Ptx::from_binary(inflate(z, None).ok_or_else(corrupt)?)),
+                Some(z) => {
+                    ctx.load_module(Ptx::from_binary(inflate(z, &[], None).ok_or_else(corrupt)?))
+                }
                 None => {
-                    let text = inflate(ptx, Some(ptx_len))
+                    let dict = inflate(lib.dictionary, &[], None).ok_or_else(corrupt)?;
+                    let text = inflate(ptx, &dict, Some(ptx_len))
                         .and_then(|b| String::from_utf8(b).ok())
                         .ok_or_else(corrupt)?;
                     ctx.load_module(Ptx::from_src(text))

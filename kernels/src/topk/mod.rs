@@ -560,46 +560,38 @@ pub unsafe fn count_device<W: Bits>(p: TopkParams<W>) {
     }
 }
 
-/// Chunk `block` writes its keys above the threshold, then the first ties, at their places in
-/// index order (unless the result is the list). `chunks` blocks of [`BLOCK`] threads, after
-/// [`count_device`].
-///
-/// # Safety
-/// As [`count_device`]; `values` and `indices` hold `k`.
+/// Writes `[start, end)` of `input` (an element's index: its offset from `input`): the keys
+/// whose bits above `high` (all bits when `high >= 64` is false, none otherwise) exceed `kth`'s
+/// at `gt_base + rank` (while below `above`), the ties at `above + eq_base + rank` (the first
+/// `need`), in index order; tiles of `block * ITEMS`, thread `t` holding `ITEMS` consecutive
+/// elements; `scratch` as [`block_scan`]'s. Every thread of the block calls it.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub unsafe fn write_device<W: Bits>(p: TopkParams<W>) {
-    let smem = gpu::dynamic_shared::<u64>();
-    let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
-    let th = threshold::<W>(&p, passes(W::BITS), scratch);
-    if th.listed(p.k) {
-        return;
-    }
-    let (kth, need) = (th.prefix, th.need);
-    let above = p.k - need;
+fn write_ranks<W: Bits>(
+    p: &TopkParams<W>,
+    input: *const W,
+    (start, end): (u64, u64),
+    (kth, high): (u64, u32),
+    (above, need): (u64, u64),
+    (mut gt_base, mut eq_base): (u64, u64),
+    (values, indices): (*mut W, *mut u64),
+    block: u64,
+    scratch: SharedArray<u64>,
+) {
     let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
-    let c = gpu::block_idx_x() as u64;
     let t = gpu::thread_idx_x() as u64;
-    // The chunks before this one: where its keys above and its ties start.
-    let (mut gt0, mut eq0) = (0u64, 0u64);
-    let mut j = t;
-    while j < c {
-        let at = CHUNK_COUNTS + 2 * j as usize;
-        gt0 += unsafe { p.counts.add(at).read() } as u64;
-        eq0 += unsafe { p.counts.add(at + 1).read() } as u64;
-        j += BLOCK as u64;
-    }
-    let (_, mut gt_base) = block_scan(gt0, scratch);
-    let (_, mut eq_base) = block_scan(eq0, scratch);
-    let (start, end) = chunk(c, p.chunks as u64, p.n);
+    // The resolved bits of a key (none before the first pass).
+    let top = |kx: u64| if high >= 64 { 0 } else { kx >> high };
+    let kth = top(kth);
     let mut tile = start;
     while tile < end && (gt_base < above || eq_base < need) {
         let first = tile + t * ITEMS as u64;
-        let bits = load_items::<W>(p.input, first, end);
+        let bits = load_items::<W>(input, first, end);
         let mut keys = [0u64; ITEMS];
         let (mut g, mut e) = (0u64, 0u64);
         for m in 0..ITEMS {
             if first + (m as u64) < end {
-                keys[m] = key_of(bits[m], width, kind, smallest);
+                keys[m] = top(key_of(bits[m], width, kind, smallest));
                 g += (keys[m] > kth) as u64;
                 e += (keys[m] == kth) as u64;
             }
@@ -627,14 +619,93 @@ pub unsafe fn write_device<W: Bits>(p: TopkParams<W>) {
             };
             if at != u64::MAX {
                 unsafe {
-                    p.values.add(at as usize).write(W::from_u64(bits[m]));
-                    p.indices.add(at as usize).write(i);
+                    values.add(at as usize).write(W::from_u64(bits[m]));
+                    indices.add(at as usize).write(i);
                 }
             }
         }
         gt_base += total >> 32;
         eq_base += total & 0xffff_ffff;
-        tile += BLOCK as u64 * ITEMS as u64;
+        tile += block * ITEMS as u64;
+    }
+}
+
+/// Chunk `block` writes its keys above the threshold, then the first ties, at their places in
+/// index order (unless the result is the list). `chunks` blocks of [`BLOCK`] threads, after
+/// [`count_device`].
+///
+/// # Safety
+/// As [`count_device`]; `values` and `indices` hold `k`.
+#[inline(always)]
+pub unsafe fn write_device<W: Bits>(p: TopkParams<W>) {
+    let smem = gpu::dynamic_shared::<u64>();
+    let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
+    let th = threshold::<W>(&p, passes(W::BITS), scratch);
+    if th.listed(p.k) {
+        return;
+    }
+    let (kth, need) = (th.prefix, th.need);
+    let above = p.k - need;
+    let c = gpu::block_idx_x() as u64;
+    let t = gpu::thread_idx_x() as u64;
+    // The chunks before this one: where its keys above and its ties start.
+    let (mut gt0, mut eq0) = (0u64, 0u64);
+    let mut j = t;
+    while j < c {
+        let at = CHUNK_COUNTS + 2 * j as usize;
+        gt0 += unsafe { p.counts.add(at).read() } as u64;
+        eq0 += unsafe { p.counts.add(at + 1).read() } as u64;
+        j += BLOCK as u64;
+    }
+    let (_, gt_base) = block_scan(gt0, scratch);
+    let (_, eq_base) = block_scan(eq0, scratch);
+    let range = chunk(c, p.chunks as u64, p.n);
+    write_ranks(
+        &p,
+        p.input,
+        range,
+        (kth, 0),
+        (above, need),
+        (gt_base, eq_base),
+        (p.values, p.indices),
+        BLOCK as u64,
+        scratch,
+    );
+}
+
+/// Sorts the `m` (a power of two) entries of `keys` and `idx` in shared memory: the larger key
+/// first, then the lower index (a bitonic sort; `step` threads, every one calling it).
+#[inline(always)]
+fn bitonic(keys: SharedArray<u64>, idx: SharedArray<u64>, m: usize, step: usize) {
+    let t = gpu::thread_idx_x() as usize;
+    // a before b: the larger key, then the lower index.
+    let first = |ka: u64, ia: u64, kb: u64, ib: u64| ka > kb || (ka == kb && ia < ib);
+    let mut size = 2;
+    while size <= m {
+        let mut stride = size / 2;
+        while stride > 0 {
+            let mut i = t;
+            while i < m {
+                let j = i ^ stride;
+                if j > i {
+                    let (ka, ia, kb, ib) =
+                        unsafe { (keys.read(i), idx.read(i), keys.read(j), idx.read(j)) };
+                    let down = i & size == 0;
+                    if first(kb, ib, ka, ia) == down {
+                        unsafe {
+                            keys.write(i, kb);
+                            idx.write(i, ib);
+                            keys.write(j, ka);
+                            idx.write(j, ia);
+                        }
+                    }
+                }
+                i += step;
+            }
+            gpu::sync_threads();
+            stride /= 2;
+        }
+        size *= 2;
     }
 }
 
@@ -698,35 +769,7 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
         i += BLOCK as usize;
     }
     gpu::sync_threads();
-    // a before b: the larger key, then the lower index.
-    let first = |ka: u64, ia: u64, kb: u64, ib: u64| ka > kb || (ka == kb && ia < ib);
-    let mut size = 2;
-    while size <= m {
-        let mut stride = size / 2;
-        while stride > 0 {
-            let mut i = t;
-            while i < m {
-                let j = i ^ stride;
-                if j > i {
-                    let (ka, ia, kb, ib) =
-                        unsafe { (keys.read(i), idx.read(i), keys.read(j), idx.read(j)) };
-                    let down = i & size == 0;
-                    if first(kb, ib, ka, ia) == down {
-                        unsafe {
-                            keys.write(i, kb);
-                            idx.write(i, ib);
-                            keys.write(j, ka);
-                            idx.write(j, ia);
-                        }
-                    }
-                }
-                i += BLOCK as usize;
-            }
-            gpu::sync_threads();
-            stride /= 2;
-        }
-        size *= 2;
-    }
+    bitonic(keys, idx, m, BLOCK as usize);
     let mut i = t;
     while i < k {
         let at = unsafe { idx.read(i) };
@@ -738,10 +781,171 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
     }
 }
 
+/// Threads of [`rows_device`]'s blocks (one a row).
+pub const ROWS_BLOCK: u32 = 512;
+
+/// Counts digit `shift` of key `kx` into lane `col`'s column of `ctr` if its bits above `high`
+/// are `hp` (every key when `high >= 64`).
+#[inline(always)]
+fn count_digit(ctr: SharedArray<u32>, col: usize, kx: u64, shift: u32, high: u32, hp: u64) {
+    if high >= 64 || kx >> high == hp {
+        unsafe { ctr.add(((kx >> shift) & 0xff) as usize * 32 + col, 1) };
+    }
+}
+
+/// Top-k of each row of a row-major matrix, one block of [`ROWS_BLOCK`] threads a row (grid:
+/// the rows), [`ROWS_SHARED`] bytes: `n` is the columns, `values` and `indices` hold `k` a row
+/// (indices within the row). The digit passes of [`digits_device`] within the block (the row
+/// read from L2 after the first; every pass, as the order in the output needs the k-th key);
+/// then the block writes the keys above the threshold and the first ties in index order
+/// ([`write_ranks`]) and, sorted output asked (k up to [`SORT_MAX`]), sorts them in shared
+/// memory. The other fields are not read.
+///
+/// # Safety
+/// `input` holds `grid * n` elements, `values` and `indices` `grid * k`; `k <= n`, and `k <=
+/// SORT_MAX` when sorted.
+#[inline(always)]
+pub unsafe fn rows_device<W: Bits>(p: TopkParams<W>) {
+    let smem = gpu::dynamic_shared::<u64>();
+    let (scratch, ctr) = unsafe {
+        (
+            smem.part::<u64>(0, SCRATCH),
+            smem.part::<u32>(SCRATCH * 8, RADIX * 32),
+        )
+    };
+    let (t, block) = (gpu::thread_idx_x() as usize, gpu::block_dim_x() as usize);
+    let row = gpu::block_idx_x() as u64;
+    let (cols, k) = (p.n, p.k);
+    let x = unsafe { p.input.add((row * cols) as usize) };
+    let (values, indices) = unsafe {
+        (
+            p.values.add((row * k) as usize),
+            p.indices.add((row * k) as usize),
+        )
+    };
+    let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
+    let key_at = |i: u64| {
+        key_of(
+            unsafe { x.add(i as usize).read() }.to_u64(),
+            width,
+            kind,
+            smallest,
+        )
+    };
+    let col = gpu::lane_id() as usize;
+    let (mut prefix, mut need, mut high) = (0u64, k, 64u32);
+    let mut pass = 0;
+    while pass < passes(width) {
+        let mut j = t;
+        while j < RADIX * 32 {
+            unsafe { ctr.write(j, 0) };
+            j += block;
+        }
+        gpu::sync_threads();
+        let shift = width - 8 * (pass + 1);
+        let hp = if high >= 64 { 0 } else { prefix >> high };
+        let b = block as u64;
+        let mut i = t as u64;
+        // Four loads in flight a thread.
+        while i + 3 * b < cols {
+            let (k0, k1, k2, k3) = (
+                key_at(i),
+                key_at(i + b),
+                key_at(i + 2 * b),
+                key_at(i + 3 * b),
+            );
+            count_digit(ctr, col, k0, shift, high, hp);
+            count_digit(ctr, col, k1, shift, high, hp);
+            count_digit(ctr, col, k2, shift, high, hp);
+            count_digit(ctr, col, k3, shift, high, hp);
+            i += 4 * b;
+        }
+        while i < cols {
+            count_digit(ctr, col, key_at(i), shift, high, hp);
+            i += b;
+        }
+        gpu::sync_threads();
+        // Thread t holds digit 255 - t: a scan in thread order counts from the top digit.
+        let mut c = 0u64;
+        if t < RADIX {
+            let d = RADIX - 1 - t;
+            for l in 0..32 {
+                c += unsafe { ctr.read(d * 32 + ((l + t) & 31)) } as u64;
+            }
+        }
+        let (before, _) = block_scan(c, scratch);
+        if t < RADIX && before < need && need <= before + c {
+            unsafe {
+                scratch.write(32, (RADIX - 1 - t) as u64);
+                scratch.write(33, need - before);
+            }
+        }
+        gpu::sync_threads();
+        prefix |= unsafe { scratch.read(32) } << shift;
+        need = unsafe { scratch.read(33) };
+        high = shift;
+        gpu::sync_threads();
+        pass += 1;
+    }
+    write_ranks(
+        &p,
+        x,
+        (0, cols),
+        (prefix, high),
+        (k - need, need),
+        (0, 0),
+        (values, indices),
+        block as u64,
+        scratch,
+    );
+    if p.sorted == 0 {
+        return;
+    }
+    // The block's own writes, read back after the barrier; the counters' memory holds the sort.
+    gpu::sync_threads();
+    let (keys, idx) = unsafe {
+        (
+            smem.part::<u64>(SCRATCH * 8, SORT_MAX),
+            smem.part::<u64>(SCRATCH * 8 + SORT_MAX * 8, SORT_MAX),
+        )
+    };
+    let m = (k as usize).next_power_of_two();
+    let mut i = t;
+    while i < m {
+        let (kk, ii) = if i < k as usize {
+            let b = unsafe { values.add(i).read() }.to_u64();
+            (key_of(b, width, kind, smallest), unsafe {
+                indices.add(i).read()
+            })
+        } else {
+            (0, u64::MAX)
+        };
+        unsafe {
+            keys.write(i, kk);
+            idx.write(i, ii);
+        }
+        i += block;
+    }
+    gpu::sync_threads();
+    bitonic(keys, idx, m, block);
+    let mut i = t;
+    while i < k as usize {
+        let at = unsafe { idx.read(i) };
+        unsafe {
+            indices.add(i).write(at);
+            values.add(i).write(x.add(at as usize).read());
+        }
+        i += block;
+    }
+}
+
 /// Dynamic shared memory of each kernel.
 pub const DIGITS_SHARED: u32 = (SCRATCH * 8 + RADIX * 32 * 4 + 16) as u32;
 pub const SCAN_SHARED: u32 = (SCRATCH * 8) as u32;
 pub const SORT_SHARED: u32 = (SORT_MAX * 16 + SCRATCH * 8) as u32;
+/// The counters hold the sort's entries: the same bytes.
+pub const ROWS_SHARED: u32 = (RADIX * 32 * 4 + SCRATCH * 8) as u32;
+const _: () = assert!(RADIX * 32 * 4 >= SORT_MAX * 16);
 
 /// A top-k kernel's simulator entry.
 pub type SimTopkFn<W> = unsafe fn(TopkParams<W>);
@@ -754,10 +958,12 @@ pub trait TopkInstance: Sized {
     const COUNT: crate::Kernel<SimTopkFn<Self>>;
     const WRITE: crate::Kernel<SimTopkFn<Self>>;
     const SORT: crate::Kernel<SimTopkFn<Self>>;
+    const ROWS: crate::Kernel<SimTopkFn<Self>>;
 }
 
 macro_rules! topk_width {
-    ($w:ty, $digits:literal, $gather:literal, $count:literal, $write:literal, $sort:literal) => {
+    ($w:ty, $digits:literal, $gather:literal, $count:literal, $write:literal, $sort:literal, $rows:literal) => {
+        crate::launch_bounds!(@named $rows, ROWS_BLOCK, 1);
         const _: () = {
             type W = $w;
     crate::topk_params!(entry #[export_name = $digits] digits => (digits_device::<$w>));
@@ -765,6 +971,7 @@ macro_rules! topk_width {
     crate::topk_params!(entry #[export_name = $count] count => (count_device::<$w>));
     crate::topk_params!(entry #[export_name = $write] write => (write_device::<$w>));
     crate::topk_params!(entry #[export_name = $sort] sort => (sort_device::<$w>));
+    crate::topk_params!(entry #[export_name = $rows] rows => (rows_device::<$w>));
             #[cfg(not(target_arch = "nvptx64"))]
             impl TopkInstance for $w {
                 const DIGITS: crate::Kernel<SimTopkFn<$w>> = crate::Kernel {
@@ -787,6 +994,10 @@ macro_rules! topk_width {
                     name: $sort,
                     sim: sort,
                 };
+                const ROWS: crate::Kernel<SimTopkFn<$w>> = crate::Kernel {
+                    name: $rows,
+                    sim: rows,
+                };
             }
         };
     };
@@ -799,7 +1010,8 @@ topk_width!(
     "topk_gather_b16",
     "topk_count_b16",
     "topk_write_b16",
-    "topk_sort_b16"
+    "topk_sort_b16",
+    "topk_rows_b16"
 );
 #[cfg(feature = "builtin")]
 topk_width!(
@@ -808,7 +1020,8 @@ topk_width!(
     "topk_gather_b32",
     "topk_count_b32",
     "topk_write_b32",
-    "topk_sort_b32"
+    "topk_sort_b32",
+    "topk_rows_b32"
 );
 #[cfg(feature = "builtin")]
 topk_width!(
@@ -817,7 +1030,8 @@ topk_width!(
     "topk_gather_b64",
     "topk_count_b64",
     "topk_write_b64",
-    "topk_sort_b64"
+    "topk_sort_b64",
+    "topk_rows_b64"
 );
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use rand::Rng;
 
 use super::{Case, Family, bytes, make};
 use crate::reductions::TestElem;
-use crate::topk::{run_topk, topk_ref};
+use crate::topk::{run_topk, run_topk_rows, topk_ref};
 
 fn case<T: TestElem + TopkElement>(c: &mut Case) -> u64 {
     let n = c.size(&[1, 2, 31, 33, 1023, 1024, 1025, 2048 * 3 + 5, 1 << 16]);
@@ -47,3 +47,48 @@ fn run(c: &mut Case) -> u64 {
 }
 
 inventory::submit! { Family { name: "topk", run } }
+
+/// Family "topk_rows": a matrix of 1 to 300 rows (up to 4 times the largest size in all;
+/// columns of every size, so rows start
+/// unaligned), k from 0 to the columns, against the CPU row by row, and on every replica.
+fn rows_case<T: TestElem + TopkElement>(c: &mut Case) -> u64 {
+    let cols = c
+        .size(&[1, 2, 31, 33, 1023, 1024, 1025, 2048 * 3 + 5, 32_000])
+        .max(1);
+    let rows = c.rng.random_range(1..=(4 * c.max / cols).clamp(1, 300));
+    let dist = c.dist();
+    let data = make::<T>(&mut c.rng, rows * cols, dist);
+    let k = match c.rng.random_range(0..4) {
+        0 => 1,
+        1 => cols,
+        2 => c.rng.random_range(0..=cols.min(2048)),
+        _ => c.rng.random_range(0..=cols),
+    };
+    let how = TopK {
+        largest: c.rng.random_bool(0.5),
+        sorted: k <= 2048 && c.rng.random_bool(0.5),
+    };
+    c.note(format!(
+        "{} {rows} x {cols} {dist:?} k={k} {how:?}",
+        T::DTYPE
+    ));
+    let want: Vec<u64> = data
+        .chunks(cols)
+        .flat_map(|r| topk_ref(r, k, how))
+        .flat_map(|(a, b)| [a, b])
+        .collect();
+    let run = |ctx: &Context| -> Vec<u8> {
+        let got = run_topk_rows(ctx, &data, cols, k, how);
+        bytes(&got.iter().flat_map(|&(a, b)| [a, b]).collect::<Vec<u64>>())
+    };
+    let got = run(c.ctx);
+    assert!(got == bytes(&want), "{}: differs from the CPU", c.what);
+    c.check_replicas(rows * cols, &got, &|ctx| run(ctx));
+    (rows * cols) as u64
+}
+
+fn run_rows(c: &mut Case) -> u64 {
+    super::any_element_type!(c, rows_case)
+}
+
+inventory::submit! { Family { name: "topk_rows", run: run_rows } }

@@ -971,6 +971,60 @@ CUB_SHIM_UNIQUE_BY_KEY_OP(select_unique_by_key_u64_u32, cub_shim_u64)
 CUB_SHIM_HISTOGRAM_OPS(u32, cub_shim_u32)
 CUB_SHIM_HISTOGRAM_OPS(f32, cub_shim_f32)
 
+// Top-k (DeviceTopK::MaxPairs, CCCL >= 3.2: only where its header exists): the k largest f32
+// keys and their indices (a counting iterator's u32 values), in no order and with no
+// determinism asked (the one form CUB offers):
+//   int cub_temp_bytes_topk_max_f32(unsigned long long n, unsigned long long k, size_t* bytes);
+//   int cub_topk_max_f32(void* temp, size_t temp_bytes, const float* in, float* keys_out,
+//                        unsigned int* idx_out, unsigned long long n, unsigned long long k,
+//                        void* stream);
+#if __has_include(<cub/device/device_topk.cuh>)
+#  include <cub/device/device_topk.cuh>
+
+#  include <cuda/__execution/determinism.h>
+#  include <cuda/__execution/output_ordering.h>
+#  include <cuda/__execution/require.h>
+#  include <cuda/iterator>
+#  include <cuda/stream>
+
+template <class F>
+int shim_topk(cudaStream_t s, F&& call)
+{
+  auto requirements =
+    cuda::execution::require(cuda::execution::determinism::not_guaranteed, cuda::execution::output_ordering::unsorted);
+  return static_cast<int>(call(cuda::std::execution::env{cuda::stream_ref{s}, requirements}));
+}
+
+extern "C" int cub_temp_bytes_topk_max_f32(unsigned long long n, unsigned long long k, size_t* bytes)
+{
+  return shim_query(bytes, [&](size_t& tb) {
+    return shim_topk(cudaStream_t{}, [&](auto env) {
+      return cub::DeviceTopK::MaxPairs(
+        nullptr, tb, static_cast<const float*>(nullptr), static_cast<float*>(nullptr),
+        cuda::make_counting_iterator<unsigned int>(0), static_cast<unsigned int*>(nullptr),
+        static_cast<uint32_t>(n), static_cast<uint32_t>(k), env);
+    });
+  });
+}
+
+extern "C" int cub_topk_max_f32(
+  void* temp, size_t temp_bytes, const float* in, float* keys_out, unsigned int* idx_out,
+  unsigned long long n, unsigned long long k, void* stream)
+{
+  if (n > UINT_MAX)
+  {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return shim_run(temp, temp_bytes, [&](size_t& tb) {
+    return shim_topk(static_cast<cudaStream_t>(stream), [&](auto env) {
+      return cub::DeviceTopK::MaxPairs(
+        temp, tb, in, keys_out, cuda::make_counting_iterator<unsigned int>(0), idx_out,
+        static_cast<uint32_t>(n), static_cast<uint32_t>(k), env);
+    });
+  });
+}
+#endif
+
 // CUB_VERSION: major * 100000 + minor * 100 + patch (e.g. 300000 for CUB 3.0.0).
 extern "C" int cub_version(void)
 {

@@ -1,6 +1,7 @@
 //! Top-k (issue 37): the 1000 largest of f32 uniform on [0, 1) with their indices, in index
-//! order and sorted (`topk`), at each size of `--sizes`, and the read-only stream of the same
-//! input. PyTorch's `torch.topk` on the same shapes is `tools/torch_ref.py`'s (a reference
+//! order and sorted (`topk`), and the 50 largest of each row of 32,000 (`topk_rows`, sorted, as
+//! logits sampling asks), at each size of `--sizes`, and the read-only stream of the same
+//! input; once a sweep, 64 rows of 32,000. PyTorch's `torch.topk` on the same shapes is `tools/torch_ref.py`'s (a reference
 //! column; CUB's `DeviceTopK` needs a CCCL newer than the toolkit's).
 //!
 //! Inputs hashed (the same on every run), copied so the timed runs rotate over copies that
@@ -8,7 +9,7 @@
 
 use std::cell::Cell;
 
-use gpu_reduce::{BackendKind, Context, Error, Result, TopK};
+use gpu_reduce::{BackendKind, Context, DeviceBuffer, Error, Result, TopK};
 
 use super::limits::read_stream;
 use super::select::{Input, copies, generate, hash};
@@ -16,15 +17,20 @@ use super::{Cubs, Family, Measurement, SweepConfig, case_measurement};
 
 /// The rows' op.
 const OP: &str = "topk";
-/// The k of every row.
+/// The k of the whole-array cells.
 const K: usize = 1000;
+/// The rows' columns and k (a vocabulary of logits, the k of top-k sampling).
+const COLS: usize = 32_000;
+const ROW_K: usize = 50;
+/// The rows of the once-a-sweep cell.
+const FEW_ROWS: usize = 64;
 
-/// The CPU's top `K` of `x` (largest, ties by lower index) as (value bits, index), in the
+/// The CPU's top `k` of `x` (largest, ties by lower index) as (value bits, index), in the
 /// library's order for `sorted` (else index order past the k-th, then its ties).
-fn reference(x: &[f32], sorted: bool) -> Vec<(u32, u64)> {
+fn reference(x: &[f32], k: usize, sorted: bool) -> Vec<(u32, u64)> {
     let better = |&i: &usize, &j: &usize| x[j].total_cmp(&x[i]).then(i.cmp(&j));
     let mut idx: Vec<usize> = (0..x.len()).collect();
-    let k = K.min(x.len());
+    let k = k.min(x.len());
     if k < x.len() {
         idx.select_nth_unstable_by(k - 1, better);
     }
@@ -39,11 +45,21 @@ fn reference(x: &[f32], sorted: bool) -> Vec<(u32, u64)> {
         .collect()
 }
 
+/// The values (as bits) and indices of a top-k, read back.
+fn pairs(ctx: &Context, v: &DeviceBuffer<f32>, ix: &DeviceBuffer<u64>) -> Result<Vec<(u32, u64)>> {
+    Ok(ctx
+        .dtoh(v)?
+        .into_iter()
+        .map(f32::to_bits)
+        .zip(ctx.dtoh(ix)?)
+        .collect())
+}
+
 /// Every size of `config` (f32 only): ours unsorted and sorted, and the read-only stream
 /// (unless `earlier` has it).
 pub fn topk_cases(
     ctx: &Context,
-    _cubs: Cubs<'_>,
+    cubs: Cubs<'_>,
     config: &SweepConfig,
     earlier: &[Measurement],
     progress: &mut impl FnMut(&str),
@@ -90,13 +106,8 @@ pub fn topk_cases(
         ] {
             progress(&say(&name));
             ctx.topk(&input.bufs[0], &mut v, &mut ix, how)?;
-            let got: Vec<(u32, u64)> = ctx
-                .dtoh(&v)?
-                .into_iter()
-                .map(f32::to_bits)
-                .zip(ctx.dtoh(&ix)?)
-                .collect();
-            let ok = got == reference(&input.host, how.sorted);
+            let got = pairs(ctx, &v, &ix)?;
+            let ok = got == reference(&input.host, K, how.sorted);
             let t = ctx.time_ms(wu, it, || {
                 ctx.topk(&input.bufs[next()], &mut v, &mut ix, how)
             })?;
@@ -109,6 +120,86 @@ pub fn topk_cases(
                 bytes,
                 &t,
                 ok,
+                sim,
+            ));
+        }
+        for (label, cub) in cubs.iter() {
+            let Ok(f) = cub.topk() else { continue };
+            let name = format!("{label} DeviceTopK::MaxPairs: k = {K} largest, in no order");
+            progress(&say(&name));
+            let stream = crate::cub::stream_of(ctx)?;
+            let tb = f.temp_bytes(n, K as u64)?;
+            let temp = ctx.alloc_zeros::<u8>(tb.max(1))?;
+            let scratch = (ctx.device_addr(&temp)?, tb);
+            let (ck, ci) = (ctx.alloc_zeros::<f32>(K)?, ctx.alloc_zeros::<u32>(K)?);
+            let outs = (ctx.device_addr(&ck)?, ctx.device_addr(&ci)?);
+            let run = |i: usize| -> Result<()> {
+                // SAFETY: the scratch, the outputs and every input live to the end of the case,
+                // and every read of them (the check) waits for the stream.
+                unsafe { f.max_pairs(scratch, input.addrs[i], outs, (n, K as u64), stream)? };
+                Ok(())
+            };
+            run(0)?;
+            // In no order, and any of the k-th's ties: the same values, each at its index.
+            let (keys, idx) = (ctx.dtoh(&ck)?, ctx.dtoh(&ci)?);
+            let mut got: Vec<u32> = keys.iter().map(|k| k.to_bits()).collect();
+            let mut want: Vec<u32> = reference(&input.host, K, true)
+                .iter()
+                .map(|p| p.0)
+                .collect();
+            got.sort_unstable();
+            want.sort_unstable();
+            let at = |(&i, &k): (&u32, &f32)| {
+                input
+                    .host
+                    .get(i as usize)
+                    .is_some_and(|x| x.to_bits() == k.to_bits())
+            };
+            let ok = got == want && idx.iter().zip(&keys).all(at);
+            let t = ctx.time_ms(wu, it, || run(next()))?;
+            rows.push(case_measurement(
+                OP,
+                "f32",
+                &name,
+                Family::Cub,
+                n,
+                bytes,
+                &t,
+                ok,
+                sim,
+            ));
+        }
+        for r in [nn / COLS, FEW_ROWS] {
+            if r == 0 || r * COLS > nn || (r == FEW_ROWS && n != config.sizes[0]) {
+                continue;
+            }
+            let name = format!("{r} rows of {COLS}, k = {ROW_K} each, sorted");
+            progress(&say(&name));
+            let (m, nm) = (r * COLS, (r * COLS) as u64);
+            let x = |b: usize| input.bufs[b].view(..m);
+            let (mut v, mut ix) = (
+                ctx.alloc_zeros::<f32>(r * ROW_K)?,
+                ctx.alloc_zeros::<u64>(r * ROW_K)?,
+            );
+            let how = TopK::LARGEST.sorted();
+            ctx.topk_rows(x(0)?, COLS as u64, &mut v, &mut ix, how)?;
+            let got = pairs(ctx, &v, &ix)?;
+            let want: Vec<(u32, u64)> = input.host[..m]
+                .chunks(COLS)
+                .flat_map(|r| reference(r, ROW_K, true))
+                .collect();
+            let t = ctx.time_ms(wu, it, || {
+                ctx.topk_rows(x(next())?, COLS as u64, &mut v, &mut ix, how)
+            })?;
+            rows.push(case_measurement(
+                OP,
+                "f32",
+                &name,
+                Family::Ours,
+                nm,
+                nm * 4,
+                &t,
+                got == want,
                 sim,
             ));
         }

@@ -37,6 +37,7 @@ mod loader;
 mod ops;
 mod other_ops;
 mod symbols;
+mod topk;
 
 pub use compile::{
     build_shim, cccl_cub_version, cccl_include_dirs, find_nvcc, shim_nvcc_args, version_string,
@@ -44,6 +45,7 @@ pub use compile::{
 pub use histogram::{CubHistogram, CubHistogramFns, HISTOGRAM_TYPES};
 pub use loader::Cub;
 pub use symbols::*;
+pub use topk::CubTopkFns;
 
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
