@@ -17,9 +17,8 @@
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use kernels::Kernel;
 use kernels::topk::{
-    BLOCK, Bits, CHUNK_COUNTS, DIGITS_SHARED, KIND_BF16, KIND_FLOAT, KIND_INT, KIND_UINT, RADIX,
-    ROWS_BLOCK, ROWS_SHARED, SCAN_SHARED, SORT_MAX, SORT_SHARED, SimTopkFn, TopkInstance,
-    TopkParams, passes,
+    BLOCK, Bits, CHUNK_COUNTS, DIGITS_SHARED, KIND_FLOAT, KIND_INT, KIND_UINT, RADIX, ROWS_BLOCK,
+    ROWS_SHARED, SCAN_SHARED, SORT_MAX, SORT_SHARED, SimTopkFn, TopkInstance, TopkParams, passes,
 };
 
 use crate::error::{Error, Result};
@@ -89,7 +88,7 @@ topk_element! {
 #[cfg(feature = "f16")]
 topk_element! {
     half::f16 => u16, KIND_FLOAT;
-    half::bf16 => u16, KIND_BF16;
+    half::bf16 => u16, kernels::topk::KIND_BF16;
 }
 
 /// The top-k's counts, tables, list and candidate buffer, grown on demand and reused by every

@@ -783,23 +783,66 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
 
 /// Threads of [`rows_device`]'s blocks (one a row).
 pub const ROWS_BLOCK: u32 = 512;
+/// Entries of [`rows_device`]'s candidate list (shared memory).
+pub const ROWS_LIST: usize = 1024;
 
-/// Counts digit `shift` of key `kx` into lane `col`'s column of `ctr` if its bits above `high`
-/// are `hp` (every key when `high >= 64`).
-#[inline(always)]
-fn count_digit(ctr: SharedArray<u32>, col: usize, kx: u64, shift: u32, high: u32, hp: u64) {
-    if high >= 64 || kx >> high == hp {
-        unsafe { ctr.add(((kx >> shift) & 0xff) as usize * 32 + col, 1) };
+/// Where a row's digit passes stand: the digits found (`prefix`, the bits above `high`; none
+/// while `high >= 64`), how many keys matching them are still wanted and how many match.
+#[derive(Clone, Copy)]
+struct RowState {
+    prefix: u64,
+    high: u32,
+    need: u64,
+    count: u64,
+}
+
+impl RowState {
+    /// The found digits of key `kx` (0 before the first pass).
+    #[inline(always)]
+    fn top(&self, kx: u64) -> u64 {
+        if self.high >= 64 { 0 } else { kx >> self.high }
+    }
+
+    /// Counts digit `shift` of `kx` into lane `col`'s column of `ctr` if it matches.
+    #[inline(always)]
+    fn count(&self, ctr: SharedArray<u32>, col: usize, kx: u64, shift: u32) {
+        if self.top(kx) == self.top(self.prefix) {
+            unsafe { ctr.add(((kx >> shift) & 0xff) as usize * 32 + col, 1) };
+        }
+    }
+}
+
+/// The candidate list of a row (keys and indices in shared memory, its length a counter).
+#[derive(Clone, Copy)]
+struct RowList {
+    keys: SharedArray<u64>,
+    idx: SharedArray<u32>,
+    len: SharedArray<u32>,
+}
+
+impl RowList {
+    /// Lists key `kx` of element `i` if its found digits are at or above the threshold's.
+    #[inline(always)]
+    fn offer(&self, st: &RowState, kx: u64, i: u64) {
+        if st.top(kx) >= st.top(st.prefix) {
+            let at = unsafe { self.len.fetch_add(0, 1) } as usize;
+            unsafe {
+                self.keys.write(at, kx);
+                self.idx.write(at, i as u32);
+            }
+        }
     }
 }
 
 /// Top-k of each row of a row-major matrix, one block of [`ROWS_BLOCK`] threads a row (grid:
 /// the rows), [`ROWS_SHARED`] bytes: `n` is the columns, `values` and `indices` hold `k` a row
-/// (indices within the row). The digit passes of [`digits_device`] within the block (the row
-/// read from L2 after the first; every pass, as the order in the output needs the k-th key);
-/// then the block writes the keys above the threshold and the first ties in index order
-/// ([`write_ranks`]) and, sorted output asked (k up to [`SORT_MAX`]), sorts them in shared
-/// memory. The other fields are not read.
+/// (indices within the row). The digit passes of [`digits_device`] within the block; the first
+/// pass after which the keys at or above the digits found fit [`ROWS_LIST`] also lists them in
+/// shared memory (the row's last read: later passes count the list, and the result is sorted
+/// from it: key down, or above the k-th then its ties, index up). Otherwise every pass reads
+/// the row, and the block writes the keys above the k-th and its first ties in index order
+/// ([`write_ranks`]), sorted in shared memory when asked (k up to [`SORT_MAX`]). The other
+/// fields are not read.
 ///
 /// # Safety
 /// `input` holds `grid * n` elements, `values` and `indices` `grid * k`; `k <= n`, and `k <=
@@ -807,10 +850,16 @@ fn count_digit(ctr: SharedArray<u32>, col: usize, kx: u64, shift: u32, high: u32
 #[inline(always)]
 pub unsafe fn rows_device<W: Bits>(p: TopkParams<W>) {
     let smem = gpu::dynamic_shared::<u64>();
-    let (scratch, ctr) = unsafe {
+    let at_list = SCRATCH * 8 + RADIX * 32 * 4;
+    let (scratch, ctr, list) = unsafe {
         (
             smem.part::<u64>(0, SCRATCH),
             smem.part::<u32>(SCRATCH * 8, RADIX * 32),
+            RowList {
+                keys: smem.part::<u64>(at_list, ROWS_LIST),
+                idx: smem.part::<u32>(at_list + ROWS_LIST * 8, ROWS_LIST),
+                len: smem.part::<u32>(at_list + ROWS_LIST * 12, 1),
+            },
         )
     };
     let (t, block) = (gpu::thread_idx_x() as usize, gpu::block_dim_x() as usize);
@@ -833,7 +882,14 @@ pub unsafe fn rows_device<W: Bits>(p: TopkParams<W>) {
         )
     };
     let col = gpu::lane_id() as usize;
-    let (mut prefix, mut need, mut high) = (0u64, k, 64u32);
+    let mut st = RowState {
+        prefix: 0,
+        high: 64,
+        need: k,
+        count: cols,
+    };
+    // The list's length once written (NONE before).
+    let mut listed = NONE;
     let mut pass = 0;
     while pass < passes(width) {
         let mut j = t;
@@ -841,30 +897,55 @@ pub unsafe fn rows_device<W: Bits>(p: TopkParams<W>) {
             unsafe { ctr.write(j, 0) };
             j += block;
         }
+        if t == 0 {
+            unsafe { list.len.write(0, 0) };
+        }
         gpu::sync_threads();
         let shift = width - 8 * (pass + 1);
-        let hp = if high >= 64 { 0 } else { prefix >> high };
-        let b = block as u64;
-        let mut i = t as u64;
-        // Four loads in flight a thread.
-        while i + 3 * b < cols {
-            let (k0, k1, k2, k3) = (
-                key_at(i),
-                key_at(i + b),
-                key_at(i + 2 * b),
-                key_at(i + 3 * b),
-            );
-            count_digit(ctr, col, k0, shift, high, hp);
-            count_digit(ctr, col, k1, shift, high, hp);
-            count_digit(ctr, col, k2, shift, high, hp);
-            count_digit(ctr, col, k3, shift, high, hp);
-            i += 4 * b;
-        }
-        while i < cols {
-            count_digit(ctr, col, key_at(i), shift, high, hp);
-            i += b;
+        let lists =
+            listed == NONE && k - st.need + st.count <= ROWS_LIST as u64 && cols <= u32::MAX as u64;
+        if listed != NONE {
+            let mut i = t;
+            while (i as u64) < listed {
+                st.count(ctr, col, unsafe { list.keys.read(i) }, shift);
+                i += block;
+            }
+        } else {
+            let b = block as u64;
+            let mut i = t as u64;
+            // Four loads in flight a thread.
+            while i + 3 * b < cols {
+                let ks = (
+                    key_at(i),
+                    key_at(i + b),
+                    key_at(i + 2 * b),
+                    key_at(i + 3 * b),
+                );
+                st.count(ctr, col, ks.0, shift);
+                st.count(ctr, col, ks.1, shift);
+                st.count(ctr, col, ks.2, shift);
+                st.count(ctr, col, ks.3, shift);
+                if lists {
+                    list.offer(&st, ks.0, i);
+                    list.offer(&st, ks.1, i + b);
+                    list.offer(&st, ks.2, i + 2 * b);
+                    list.offer(&st, ks.3, i + 3 * b);
+                }
+                i += 4 * b;
+            }
+            while i < cols {
+                let kx = key_at(i);
+                st.count(ctr, col, kx, shift);
+                if lists {
+                    list.offer(&st, kx, i);
+                }
+                i += b;
+            }
         }
         gpu::sync_threads();
+        if lists {
+            listed = unsafe { list.len.read(0) } as u64;
+        }
         // Thread t holds digit 255 - t: a scan in thread order counts from the top digit.
         let mut c = 0u64;
         if t < RADIX {
@@ -874,51 +955,73 @@ pub unsafe fn rows_device<W: Bits>(p: TopkParams<W>) {
             }
         }
         let (before, _) = block_scan(c, scratch);
-        if t < RADIX && before < need && need <= before + c {
+        if t < RADIX && before < st.need && st.need <= before + c {
             unsafe {
                 scratch.write(32, (RADIX - 1 - t) as u64);
-                scratch.write(33, need - before);
+                scratch.write(33, st.need - before);
+                scratch.write(34, c);
             }
         }
         gpu::sync_threads();
-        prefix |= unsafe { scratch.read(32) } << shift;
-        need = unsafe { scratch.read(33) };
-        high = shift;
+        st.prefix |= unsafe { scratch.read(32) } << shift;
+        st.need = unsafe { scratch.read(33) };
+        st.count = unsafe { scratch.read(34) };
+        st.high = shift;
         gpu::sync_threads();
         pass += 1;
     }
-    write_ranks(
-        &p,
-        x,
-        (0, cols),
-        (prefix, high),
-        (k - need, need),
-        (0, 0),
-        (values, indices),
-        block as u64,
-        scratch,
-    );
-    if p.sorted == 0 {
-        return;
+    let sorted = p.sorted != 0;
+    if listed == NONE {
+        write_ranks(
+            &p,
+            x,
+            (0, cols),
+            (st.prefix, st.high),
+            (k - st.need, st.need),
+            (0, 0),
+            (values, indices),
+            block as u64,
+            scratch,
+        );
+        if !sorted {
+            return;
+        }
+        // The block's own writes, read back after the barrier.
+        gpu::sync_threads();
     }
-    // The block's own writes, read back after the barrier; the counters' memory holds the sort.
-    gpu::sync_threads();
+    // The counters' memory holds the sort: the list (every key at or above the k-th), or the
+    // k written.
     let (keys, idx) = unsafe {
         (
             smem.part::<u64>(SCRATCH * 8, SORT_MAX),
             smem.part::<u64>(SCRATCH * 8 + SORT_MAX * 8, SORT_MAX),
         )
     };
-    let m = (k as usize).next_power_of_two();
+    let len = if listed == NONE {
+        k as usize
+    } else {
+        listed as usize
+    };
+    let kth = st.prefix;
+    let m = len.next_power_of_two();
     let mut i = t;
     while i < m {
-        let (kk, ii) = if i < k as usize {
+        let (kk, ii) = if i >= len {
+            (0, u64::MAX)
+        } else if listed == NONE {
             let b = unsafe { values.add(i).read() }.to_u64();
             (key_of(b, width, kind, smallest), unsafe {
                 indices.add(i).read()
             })
         } else {
-            (0, u64::MAX)
+            let kk = unsafe { list.keys.read(i) };
+            // Index order: above the k-th, then its ties, then the rest.
+            let kk = if sorted {
+                kk
+            } else {
+                (kk >= kth) as u64 + (kk > kth) as u64
+            };
+            (kk, unsafe { list.idx.read(i) } as u64)
         };
         unsafe {
             keys.write(i, kk);
@@ -943,8 +1046,9 @@ pub unsafe fn rows_device<W: Bits>(p: TopkParams<W>) {
 pub const DIGITS_SHARED: u32 = (SCRATCH * 8 + RADIX * 32 * 4 + 16) as u32;
 pub const SCAN_SHARED: u32 = (SCRATCH * 8) as u32;
 pub const SORT_SHARED: u32 = (SORT_MAX * 16 + SCRATCH * 8) as u32;
-/// The counters hold the sort's entries: the same bytes.
-pub const ROWS_SHARED: u32 = (RADIX * 32 * 4 + SCRATCH * 8) as u32;
+/// Scratch, the counters (which hold the sort's entries after the passes: the same bytes), the
+/// candidate list and its length.
+pub const ROWS_SHARED: u32 = (SCRATCH * 8 + RADIX * 32 * 4 + ROWS_LIST * 12 + 16) as u32;
 const _: () = assert!(RADIX * 32 * 4 >= SORT_MAX * 16);
 
 /// A top-k kernel's simulator entry.
