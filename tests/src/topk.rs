@@ -450,6 +450,41 @@ pub fn check_topk_rows(ctx: &Context, shapes: &[(usize, usize)]) {
     half::<half::bf16>(ctx, shapes[shapes.len() / 2]);
 }
 
+/// A lean `topk_rows` check for the sanitizers (racecheck slows every launch a thousandfold):
+/// each width once or twice (f32, u64, f16), rows listed from the first pass (37 and 1000
+/// columns), listed after the second (5003 columns, k = 50) and never listed (k = cols / 3).
+pub fn check_topk_rows_lean(ctx: &Context) {
+    for (rows, cols) in [(3, 37), (2, 1000), (2, 5003)] {
+        let x = data::<f32>(rows * cols, 0x1ea7 + cols as u64);
+        for (k, how) in [
+            (1, TopK::LARGEST),
+            (50.min(cols), TopK::SMALLEST.sorted()),
+            (cols / 3, TopK::LARGEST),
+        ] {
+            check_rows_one(ctx, &x, cols, k, how, "lean");
+        }
+        let y = data::<u64>(rows * cols, 0x1ea8 + cols as u64);
+        check_rows_one(ctx, &y, cols, 50.min(cols), TopK::LARGEST.sorted(), "lean");
+    }
+    fn half<H: Half>(ctx: &Context) {
+        let x = H::data(2 * 1000, 0x1ea9);
+        let (mut v, mut i) = (
+            ctx.alloc_zeros::<H>(2 * 50).unwrap(),
+            ctx.alloc_zeros::<u64>(2 * 50).unwrap(),
+        );
+        let how = TopK::LARGEST.sorted();
+        ctx.topk_rows(&ctx.htod(&x).unwrap(), 1000, &mut v, &mut i, how)
+            .unwrap();
+        let want: Vec<(u64, u64)> = x.chunks(1000).flat_map(|r| half_ref(r, 50, how)).collect();
+        assert!(
+            half_pairs(ctx, &v, &i) == want,
+            "topk_rows of 2 x 1000 {}",
+            H::DTYPE
+        );
+    }
+    half::<half::f16>(ctx);
+}
+
 /// Bad `topk_rows` calls: typed errors.
 pub fn check_topk_rows_errors(ctx: &Context) {
     let x = ctx.htod(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();

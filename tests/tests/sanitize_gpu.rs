@@ -109,8 +109,8 @@ fn sanitizer_workload_topk() {
 #[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]
 fn sanitizer_workload_topk_rows() {
     let ctx = gpu();
-    // Small shapes: racecheck slows every launch a thousandfold (the long rows are the whole-GPU
-    // passes, which sanitizer_workload_topk covers).
-    integration_tests::topk::check_topk_rows(&ctx, &[(3, 37), (4, 1000)]);
+    // Lean: racecheck slows every launch a thousandfold (the long rows are the whole-GPU
+    // passes, which sanitizer_workload_topk covers); the full check is topk_gpu's.
+    integration_tests::topk::check_topk_rows_lean(&ctx);
     integration_tests::topk::check_topk_rows_errors(&ctx);
 }

@@ -27,3 +27,8 @@ fn topk_rows_every_type_both_ways_sorted_or_not() {
 fn topk_rows_bad_calls_are_typed_errors() {
     check_topk_rows_errors(&sim());
 }
+
+#[test]
+fn topk_rows_lean_sanitizer_workload() {
+    check_topk_rows_lean(&sim());
+}

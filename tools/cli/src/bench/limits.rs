@@ -18,6 +18,14 @@ pub trait StreamExt {
         partials: &mut DeviceBuffer<u32>,
     ) -> Result<()>;
 
+    /// [`StreamExt::stream_read_xor`] of the first `n` elements of `input`.
+    fn stream_read_xor_n<T: cudarc::driver::DeviceRepr>(
+        &self,
+        input: &DeviceBuffer<T>,
+        n: usize,
+        partials: &mut DeviceBuffer<u32>,
+    ) -> Result<()>;
+
     /// Grid and block of the streaming kernel: enough warps to keep the memory busy.
     fn stream_shape(&self) -> (u32, u32);
 }
@@ -28,7 +36,17 @@ impl StreamExt for Context {
         input: &DeviceBuffer<T>,
         partials: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
-        let bytes = input.len() * std::mem::size_of::<T>();
+        self.stream_read_xor_n(input, input.len(), partials)
+    }
+
+    fn stream_read_xor_n<T: cudarc::driver::DeviceRepr>(
+        &self,
+        input: &DeviceBuffer<T>,
+        n: usize,
+        partials: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let n = n.min(input.len());
+        let bytes = n * std::mem::size_of::<T>();
         if !bytes.is_multiple_of(4) {
             return Err(Error::external(format!(
                 "stream_read_xor: {bytes} bytes is not a whole number of 32-bit words"
@@ -94,8 +112,9 @@ pub(crate) fn memory_limits<T: cudarc::driver::DeviceRepr + Copy + PartialEq>(
     Ok(())
 }
 
-/// The read-only stream over `inputs[0]` checked against `host` (its host copy), then timed
-/// (`warmup`, `iters`) over `inputs[next()]`: (checked, times).
+/// The read-only stream over `inputs[0]` checked against `host` (its host copy, or the first
+/// `host.len()` elements of it: the stream reads that many), then timed (`warmup`, `iters`)
+/// over `inputs[next()]`: (checked, times).
 pub(crate) fn read_stream<T: cudarc::driver::DeviceRepr + Copy>(
     ctx: &Context,
     inputs: &[DeviceBuffer<T>],
@@ -105,10 +124,11 @@ pub(crate) fn read_stream<T: cudarc::driver::DeviceRepr + Copy>(
 ) -> Result<(bool, Vec<f64>)> {
     let (g, bl) = ctx.stream_shape();
     let mut partials = ctx.alloc_zeros::<u32>((g * bl / 32) as usize)?;
-    ctx.stream_read_xor(&inputs[0], &mut partials)?;
+    let n = host.len();
+    ctx.stream_read_xor_n(&inputs[0], n, &mut partials)?;
     let ok = ctx.dtoh(&partials)?.iter().fold(0u32, |a, &x| a ^ x) == xor_words(host);
     let t = ctx.time_ms(warmup, iters, || {
-        ctx.stream_read_xor(&inputs[next()], &mut partials)
+        ctx.stream_read_xor_n(&inputs[next()], n, &mut partials)
     })?;
     Ok((ok, t))
 }

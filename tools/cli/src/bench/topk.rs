@@ -202,6 +202,20 @@ pub fn topk_cases(
                 got == want,
                 sim,
             ));
+            // The limit at the rows' size (the guard's share of it).
+            progress(&say("read-only stream of the rows"));
+            let (ok, t) = read_stream(ctx, &input.bufs, &input.host[..m], (wu, it), &next)?;
+            rows.push(case_measurement(
+                "memory",
+                "f32",
+                "read-only stream",
+                Family::Limit,
+                nm,
+                nm * 4,
+                &t,
+                ok,
+                sim,
+            ));
         }
         let has_read = earlier.iter().chain(&rows).any(|m: &Measurement| {
             m.op == "memory" && m.dtype == "f32" && m.n == n && m.method.starts_with("read-only")
