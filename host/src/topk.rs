@@ -224,6 +224,13 @@ impl Context {
         if n == 0 && out == 0 {
             return Ok(());
         }
+        if n == 0 {
+            return Err(Error::LengthMismatch {
+                what: format!("{CALL}: the values of an empty matrix (no rows)"),
+                expected: 0,
+                got: out,
+            });
+        }
         if cols == 0 || n % cols != 0 {
             return Err(Error::LengthMismatch {
                 what: format!("{CALL}: the elements (whole rows of {cols} columns)"),

@@ -532,4 +532,23 @@ pub fn check_topk_rows_errors(ctx: &Context) {
     let empty = ctx.alloc_zeros::<f32>(0).unwrap();
     ctx.topk_rows(&empty, 5, &mut v0, &mut i0, TopK::LARGEST)
         .unwrap();
+    // An empty matrix with outputs: no rows to take k from.
+    let (mut v2, mut i2) = (
+        ctx.alloc_zeros::<f32>(2).unwrap(),
+        ctx.alloc_zeros::<u64>(2).unwrap(),
+    );
+    let e = ctx
+        .topk_rows(&empty, 4, &mut v2, &mut i2, TopK::LARGEST)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                expected: 0,
+                got: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
