@@ -1,7 +1,9 @@
 //! Every float result the library returns is the same bits on every run, grid, GPU and the
 //! simulator: scans (issue 16: the cross-tile prefixes in a fixed order), reductions, dot,
-//! norm, mean/variance, segmented reduce, 16-bit sums, the sharded sum over 1..N GPUs and
-//! reduce by key (issue 32: the value carried between tiles in a fixed order).
+//! norm, mean/variance, segmented reduce, 16-bit sums, the sharded sum over 1..N GPUs,
+//! reduce by key (issue 32: the value carried between tiles in a fixed order), weighted
+//! histograms and top-k (whole array and rows: their lists arrive in any order, the sort fixes
+//! them).
 //!
 //! The bits of fixed-seed cases are recorded in `tests/data/float_bits.txt` (an FNV-1a hash of
 //! every output element's bits, and the last element's bits): the simulator (CI) and every GPU
@@ -152,6 +154,18 @@ where
     Bits {
         hash: fnv(words, 8),
         last: a[..runs].last().map_or(0, |x| x.bits64()),
+    }
+}
+
+/// A top-k's fingerprint: every value's bits, then every index; the last index.
+fn topk_bits(v: Vec<f32>, i: Vec<u64>) -> Bits {
+    let words = v
+        .iter()
+        .map(|x| x.to_bits() as u64)
+        .chain(i.iter().copied());
+    Bits {
+        hash: fnv(words, 8),
+        last: i.last().copied().unwrap_or(0),
     }
 }
 
@@ -309,12 +323,41 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
                 .unwrap();
             bits_f64(&ctx.dtoh(&sums).unwrap())
         }
+        "f32_topk" => {
+            // The 1000 largest, sorted: values' bits then indices.
+            let x = ctx.htod(&uniform_f32(n, 51)).unwrap();
+            let (mut v, mut i) = (
+                ctx.alloc_zeros::<f32>(1000).unwrap(),
+                ctx.alloc_zeros::<u64>(1000).unwrap(),
+            );
+            ctx.topk(&x, &mut v, &mut i, gpu_reduce::TopK::LARGEST.sorted())
+                .unwrap();
+            topk_bits(ctx.dtoh(&v).unwrap(), ctx.dtoh(&i).unwrap())
+        }
+        "f32_topk_rows" => {
+            // Rows of 1021, the 50 smallest of each in index order (values with 12 random bits:
+            // ties across the k-th).
+            let cols = 1021;
+            let x: Vec<f32> = uniform_f32(n / cols * cols, 52)
+                .into_iter()
+                .map(|v| (v * 2048.0).round() / 2048.0)
+                .collect();
+            let rows = x.len() / cols;
+            let (mut v, mut i) = (
+                ctx.alloc_zeros::<f32>(rows * 50).unwrap(),
+                ctx.alloc_zeros::<u64>(rows * 50).unwrap(),
+            );
+            let x = ctx.htod(&x).unwrap();
+            ctx.topk_rows(&x, cols as u64, &mut v, &mut i, gpu_reduce::TopK::SMALLEST)
+                .unwrap();
+            topk_bits(ctx.dtoh(&v).unwrap(), ctx.dtoh(&i).unwrap())
+        }
         _ => panic!("no case {name}"),
     }
 }
 
 /// The small cases (every recorded kind).
-pub const CASES: [&str; 18] = [
+pub const CASES: [&str; 20] = [
     "f32_inclusive_sum",
     "f32_exclusive_sum",
     "f64_inclusive_sum",
@@ -333,6 +376,8 @@ pub const CASES: [&str; 18] = [
     "f64_reduce_by_key_sum",
     "f32_histogram_weighted",
     "f64_histogram_weighted",
+    "f32_topk",
+    "f32_topk_rows",
 ];
 
 /// Every recorded (case, n): all cases at `SMALL`, issue 32's reduce by key at its size, and
