@@ -17,8 +17,9 @@
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use kernels::Kernel;
 use kernels::topk::{
-    BLOCK, Bits, CHUNK_COUNTS, DIGITS_SHARED, KIND_FLOAT, KIND_INT, KIND_UINT, RADIX, ROWS_BLOCK,
-    ROWS_SHARED, SCAN_SHARED, SORT_MAX, SORT_SHARED, SimTopkFn, TopkInstance, TopkParams, passes,
+    BLOCK, Bits, CHUNK_COUNTS, DIGITS_SHARED, FILTER_PER_SM, FILTER_SHARED, KIND_FLOAT, KIND_INT, KIND_UINT,
+    RADIX, ROWS_BLOCK, ROWS_SHARED, SAMPLE, SCAN_SHARED, SORT_MAX, SORT_SHARED, SimTopkFn,
+    TopkInstance, TopkParams, passes,
 };
 
 use crate::error::{Error, Result};
@@ -103,6 +104,23 @@ struct TopkWorkspace {
 fn candidate_cap(n: u64) -> u64 {
     (n / 64).max(1 << 16).min(n)
 }
+
+/// The sample's rank whose key is the filter's threshold (`kernels::topk::sample_device`): the
+/// k-th of a whole input; else, with `mu = k * s / n` of the `s` sampled keys expected among
+/// the k largest, `mu + 5 sqrt(mu) + 5`: more of them (so fewer than k keys at or above the
+/// threshold, and a fourth read) is a tail of about 1e-7 or less, while the buffer takes about
+/// `(rank + 1) n / s` keys.
+fn sample_rank(n: u64, k: u64) -> u64 {
+    let s = n.min(SAMPLE);
+    if s == n {
+        return k;
+    }
+    let mu = k as f64 * s as f64 / n as f64;
+    ((mu + 5.0 * mu.sqrt() + 5.0).ceil() as u64).clamp(1, s)
+}
+
+/// Bytes of a filter tile (`kernels::topk::filter_device`: four 16-byte vectors a thread).
+const FILTER_TILE: u64 = BLOCK as u64 * 64;
 
 /// Rows fewer than this, each of at least [`LONG_ROW`] elements, take the whole-GPU passes
 /// one row after another (one block a row would leave most SMs idle).
@@ -291,6 +309,7 @@ impl Context {
             list_bits: std::ptr::null_mut(),
             list_idx: std::ptr::null_mut(),
             chunks: 0,
+            sample: 0,
             values: vp as *mut T::Bits,
             indices: ip as *mut u64,
         };
@@ -362,6 +381,7 @@ impl Context {
             list_bits: at(list_bits_at) as *mut T::Bits,
             list_idx: at(list_idx_at) as *mut u32,
             chunks,
+            sample: sample_rank(n, k),
             values: vp as *mut T::Bits,
             indices: ip as *mut u64,
         };
@@ -372,6 +392,13 @@ impl Context {
         // and indices, the workspace above (its counts zeroed in stream order); the digit
         // passes on one grid (the tables are per block).
         unsafe {
+            if listable {
+                let one = LaunchShape::linear(1, ROWS_BLOCK, DIGITS_SHARED);
+                self.launch_kernel(lib, &k_of(T::Bits::SAMPLE), one, params(0))?;
+                let g = (n * wb as u64).div_ceil(FILTER_TILE).min(sms * FILTER_PER_SM as u64).max(1) as u32;
+                let shape = LaunchShape::linear(g, BLOCK, FILTER_SHARED);
+                self.launch_kernel(lib, &k_of(T::Bits::FILTER), shape, params(0))?;
+            }
             for pass in 0..passes(<T::Bits as Bits>::BITS) {
                 let shape = LaunchShape::linear(grid, BLOCK, DIGITS_SHARED);
                 self.launch_kernel(lib, &k_of(T::Bits::DIGITS), shape, params(pass))?;
@@ -404,6 +431,8 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
             W::WRITE.name,
             W::SORT.name,
             W::ROWS.name,
+            W::SAMPLE.name,
+            W::FILTER.name,
         ]);
     }
     let mut names = Vec::new();

@@ -189,6 +189,16 @@ pub fn check_topk_candidates(ctx: &Context, n: usize) {
         y[(j * 61) % n] = top[100];
     }
     check_ks(ctx, &y, &[100, 1000, 2048], "ties beyond the list");
+    // The filter's misses (its sample: one element in every n / 8192): every sampled element
+    // among the largest (fewer than k at or above its threshold), and all equal (more than the
+    // buffer holds); the digit passes then read the input.
+    let stride = n / 8192;
+    let mut z = x.clone();
+    for j in 0..8192 {
+        z[j * stride] = 2.0 + j as f32 / 8192.0;
+    }
+    check_ks(ctx, &z, &[7, 1000, 2048], "a misleading sample");
+    check_ks(ctx, &vec![0.5f32; n], &[1, 2048], "all equal");
 }
 
 /// f16 and bf16 (NaN, infinities, many ties) against the reference on their f64 values.

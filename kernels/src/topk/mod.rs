@@ -60,6 +60,22 @@ pub trait Bits: Copy + 'static {
             _ => w[2 * j] as u64 | (w[2 * j + 1] as u64) << 32,
         }
     }
+    /// The vector with element `j` set to `v` (the inverse of [`Bits::lane`]).
+    #[inline(always)]
+    fn set_lane(mut w: [u32; 4], j: usize, v: u64) -> [u32; 4] {
+        match Self::BITS {
+            16 => {
+                let s = 16 * (j % 2);
+                w[j / 2] = (w[j / 2] & !(0xffff << s)) | ((v as u32 & 0xffff) << s);
+            }
+            32 => w[j] = v as u32,
+            _ => {
+                w[2 * j] = v as u32;
+                w[2 * j + 1] = (v >> 32) as u32;
+            }
+        }
+        w
+    }
 }
 impl Bits for u16 {
     const BITS: u32 = 16;
@@ -168,6 +184,9 @@ macro_rules! topk_params {
             list_idx: *mut u32,
             /// Chunks of `count_device` / `write_device` (their grid).
             chunks: u32,
+            /// `sample_device`'s rank: the threshold of `filter_device` is the sample's
+            /// `sample`-th largest key.
+            sample: u64,
             /// The `k` values and their indices.
             values: *mut W,
             indices: *mut u64,
@@ -179,10 +198,15 @@ crate::topk_params!(struct
     /// The launch parameters of the top-k kernels.
 );
 
-/// u32 words of control after the digit counts: the list's length.
+/// u32 words of control after the digit counts: the list's length, the filter's count and
+/// its threshold (two words).
 pub const CTL_WORDS: usize = 4;
 /// Where the list's length is in `counts`.
 pub const LIST: usize = MAX_PASSES * RADIX;
+/// Where the filter's count (the slots it took) is in `counts`.
+pub const FILTERED: usize = LIST + 1;
+/// Where the filter's threshold key is in `counts` (low word, high word).
+pub const THRESHOLD: usize = LIST + 2;
 /// Where the chunks' counts start in `counts`.
 pub const CHUNK_COUNTS: usize = MAX_PASSES * RADIX + CTL_WORDS;
 /// u64 words of a kernel's scratch.
@@ -246,6 +270,12 @@ impl Threshold {
 fn threshold<W: Bits>(p: &TopkParams<W>, done: u32, scratch: SharedArray<u64>) -> Threshold {
     let t = gpu::thread_idx_x() as usize;
     let (mut prefix, mut need, mut count, mut cand) = (0u64, p.k, p.n, NONE);
+    // The filter kept every key at or above its threshold, at least k of them, in the buffer:
+    // the passes read only the buffer.
+    let kept = unsafe { p.counts.add(FILTERED).read() } as u64;
+    if p.k <= kept && kept <= p.cap {
+        (count, cand) = (kept, kept);
+    }
     for q in 0..done {
         // Thread t holds digit 255 - t: a scan in thread order counts from the top digit.
         let c = if t < RADIX {
@@ -447,6 +477,213 @@ pub unsafe fn digits_device<W: Bits>(p: TopkParams<W>) {
         if !reads {
             let table = unsafe { p.tables.add((p.pass & 1) as usize * grid * RADIX) };
             unsafe { table.add(b * RADIX + t).write(c) };
+        }
+    }
+}
+
+/// Elements [`sample_device`] reads: one in `n / SAMPLE`, or all of a shorter input.
+pub const SAMPLE: u64 = 8192;
+/// Sampled elements a thread of [`sample_device`] holds (its block: [`ROWS_BLOCK`] threads).
+const SAMPLE_ITEMS: usize = SAMPLE as usize / ROWS_BLOCK as usize;
+
+/// The filter's threshold, before the digit passes (k up to [`SORT_MAX`]): the `p.sample`-th
+/// largest key of `min(n, SAMPLE)` elements one every `n / SAMPLE` (all of them when `n <=
+/// SAMPLE`), by the digit passes of [`rows_device`] over keys held in registers, into the
+/// control words. The host picks the rank so that fewer than k keys at or above it are
+/// unlikely, and more than the buffer holds too ([`filter_device`] checks both). One block of
+/// [`ROWS_BLOCK`] threads, [`DIGITS_SHARED`] bytes.
+///
+/// # Safety
+/// As [`digits_device`]; `1 <= p.sample <= min(n, SAMPLE)`.
+#[inline(always)]
+pub unsafe fn sample_device<W: Bits>(p: TopkParams<W>) {
+    let smem = gpu::dynamic_shared::<u64>();
+    let (scratch, ctr) = unsafe {
+        (
+            smem.part::<u64>(0, SCRATCH),
+            smem.part::<u32>(SCRATCH * 8, RADIX * 32),
+        )
+    };
+    let (t, block) = (gpu::thread_idx_x() as usize, gpu::block_dim_x() as usize);
+    let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
+    let s = p.n.min(SAMPLE);
+    let stride = p.n / s;
+    let mut keys = [0u64; SAMPLE_ITEMS];
+    for (j, kj) in keys.iter_mut().enumerate() {
+        let i = (t + j * block) as u64;
+        if i < s {
+            let x = unsafe { p.input.add((i * stride) as usize).read() }.to_u64();
+            *kj = key_of(x, width, kind, smallest);
+        }
+    }
+    let mut st = RowState {
+        prefix: 0,
+        high: 64,
+        need: p.sample,
+        count: s,
+    };
+    let col = gpu::lane_id() as usize;
+    for pass in 0..passes(width) {
+        let mut j = t;
+        while j < RADIX * 32 {
+            unsafe { ctr.write(j, 0) };
+            j += block;
+        }
+        gpu::sync_threads();
+        let shift = width - 8 * (pass + 1);
+        for (j, &kj) in keys.iter().enumerate() {
+            if ((t + j * block) as u64) < s {
+                st.count(ctr, col, kj, shift);
+            }
+        }
+        gpu::sync_threads();
+        st.next(ctr, scratch, shift);
+    }
+    if t == 0 {
+        unsafe {
+            p.counts.add(THRESHOLD).write(st.prefix as u32);
+            p.counts.add(THRESHOLD + 1).write((st.prefix >> 32) as u32);
+        }
+    }
+}
+
+/// Entries of [`filter_device`]'s staging in shared memory (a block's keys kept between two
+/// flushes, so the buffer's counter takes an atomic a thousand keys, not one a key).
+pub const STAGE: usize = 1024;
+/// 16-byte vectors a thread of [`filter_device`] reads a tile (issued together).
+const FILTER_VECS: usize = 4;
+/// Blocks of [`filter_device`] an SM (its registers allow: 64): its grid.
+pub const FILTER_PER_SM: u32 = 4;
+
+/// The filter: every element whose key is at or above [`sample_device`]'s threshold into the
+/// candidate buffer (bits and index, in no particular order: what reads the buffer does not
+/// depend on it), its count at [`FILTERED`]. A block stages the keys of its tiles in shared
+/// memory and takes their slots in the buffer a flush at a time (a tile with more than
+/// [`STAGE`] at once); once the slots pass `cap` it stops (the digit passes then read the
+/// input). Tiles of [`FILTER_VECS`] 16-byte vectors a thread, each thread's a block apart; any grid of [`BLOCK`] threads, [`FILTER_SHARED`] bytes.
+///
+/// # Safety
+/// As [`digits_device`], after [`sample_device`].
+#[inline(always)]
+pub unsafe fn filter_device<W: Bits>(p: TopkParams<W>) {
+    let smem = gpu::dynamic_shared::<u64>();
+    let at_bits = SCRATCH * 8;
+    let at_idx = at_bits + STAGE * 8;
+    let (scratch, stage_bits, stage_idx) = unsafe {
+        (
+            smem.part::<u64>(0, SCRATCH),
+            smem.part::<W>(at_bits, STAGE),
+            smem.part::<u32>(at_idx, STAGE),
+        )
+    };
+    let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
+    let low = unsafe { p.counts.add(THRESHOLD).read() } as u64;
+    let high = unsafe { p.counts.add(THRESHOLD + 1).read() } as u64;
+    let kth = low | high << 32;
+    let t = gpu::thread_idx_x() as usize;
+    let (per, vecs) = (W::PER_VEC, FILTER_VECS);
+    let tile = (BLOCK as usize * vecs * per) as u64;
+    let aligned = p.input as usize & 15 == 0;
+    let n = p.n;
+    // Takes `len` slots of the buffer: the first's place, in every thread.
+    let take = |len: u64| {
+        if t == 0 {
+            let at = unsafe { gpu::atomic_add_u32(p.counts.add(FILTERED), len as u32) };
+            unsafe { scratch.write(35, at as u64) };
+        }
+        gpu::sync_threads();
+        let at = unsafe { scratch.read(35) };
+        gpu::sync_threads();
+        at
+    };
+    let (mut staged, mut full) = (0u64, false);
+    let mut first = gpu::block_idx_x() as u64 * tile;
+    let step = gpu::grid_dim_x() as u64 * tile;
+    while first < n && !full {
+        // Element m of vector j: `first + (j * BLOCK + t) * per + m`; held as the vectors
+        // (the keys recomputed where kept: few registers, so many loads in flight).
+        let index = |j: usize, m: usize| first + ((j * BLOCK as usize + t) * per + m) as u64;
+        // A whole tile of an aligned input: no element checked against `n`.
+        let whole = aligned && first + tile <= n;
+        let mut w = [[0u32; 4]; FILTER_VECS];
+        for (j, wj) in w.iter_mut().enumerate() {
+            let e = index(j, 0);
+            if whole || (aligned && e + per as u64 <= n) {
+                *wj = unsafe { gpu::load_nc_v4_b32(p.input.add(e as usize) as *const u32) };
+            } else {
+                for m in 0..per {
+                    if e + (m as u64) < n {
+                        let b = unsafe { p.input.add(e as usize + m).read() }.to_u64();
+                        *wj = W::set_lane(*wj, m, b);
+                    }
+                }
+            }
+        }
+        let keep = |j: usize, m: usize| {
+            (whole || index(j, m) < n) && key_of(W::lane(w[j], m), width, kind, smallest) >= kth
+        };
+        let mut kept = 0u64;
+        for j in 0..vecs {
+            for m in 0..per {
+                kept += keep(j, m) as u64;
+            }
+        }
+        let (before, total) = block_scan(kept, scratch);
+        if total > 0 {
+            if staged + total > STAGE as u64 {
+                let at = take(staged);
+                full = at + staged > p.cap;
+                let mut i = t;
+                while (i as u64) < staged && !full {
+                    unsafe {
+                        p.cand_bits.add(at as usize + i).write(stage_bits.read(i));
+                        p.cand_idx.add(at as usize + i).write(stage_idx.read(i));
+                    }
+                    i += BLOCK as usize;
+                }
+                gpu::sync_threads();
+                staged = 0;
+            }
+            // A tile of more than the stage holds goes straight to the buffer.
+            let direct = total > STAGE as u64;
+            let at = if direct { take(total) } else { 0 };
+            full |= direct && at + total > p.cap;
+            let mut r = before;
+            for j in 0..vecs {
+                for m in 0..per {
+                    if keep(j, m) && !full {
+                        let (b, e) = (W::lane(w[j], m), index(j, m));
+                        if direct {
+                            unsafe {
+                                p.cand_bits.add((at + r) as usize).write(W::from_u64(b));
+                                p.cand_idx.add((at + r) as usize).write(e as u32);
+                            }
+                        } else {
+                            unsafe {
+                                stage_bits.write((staged + r) as usize, W::from_u64(b));
+                                stage_idx.write((staged + r) as usize, e as u32);
+                            }
+                        }
+                        r += 1;
+                    }
+                }
+            }
+            if !direct {
+                staged += total;
+            }
+        }
+        first += step;
+    }
+    // The keys still staged (the next barrier: `take`'s).
+    if staged > 0 && !full {
+        let at = take(staged);
+        let mut i = t;
+        while (i as u64) < staged && at + staged <= p.cap {
+            unsafe {
+                p.cand_bits.add(at as usize + i).write(stage_bits.read(i));
+                p.cand_idx.add(at as usize + i).write(stage_idx.read(i));
+            }
+            i += BLOCK as usize;
         }
     }
 }
@@ -810,6 +1047,35 @@ impl RowState {
             unsafe { ctr.add(((kx >> shift) & 0xff) as usize * 32 + col, 1) };
         }
     }
+
+    /// After a pass counted digit `shift` into `ctr` (and a barrier): the digit where the
+    /// key still wanted lies, in every thread; `scratch` [`SCRATCH`] words.
+    #[inline(always)]
+    fn next(&mut self, ctr: SharedArray<u32>, scratch: SharedArray<u64>, shift: u32) {
+        let t = gpu::thread_idx_x() as usize;
+        // Thread t holds digit 255 - t: a scan in thread order counts from the top digit.
+        let mut c = 0u64;
+        if t < RADIX {
+            let d = RADIX - 1 - t;
+            for l in 0..32 {
+                c += unsafe { ctr.read(d * 32 + ((l + t) & 31)) } as u64;
+            }
+        }
+        let (before, _) = block_scan(c, scratch);
+        if t < RADIX && before < self.need && self.need <= before + c {
+            unsafe {
+                scratch.write(32, (RADIX - 1 - t) as u64);
+                scratch.write(33, self.need - before);
+                scratch.write(34, c);
+            }
+        }
+        gpu::sync_threads();
+        self.prefix |= unsafe { scratch.read(32) } << shift;
+        self.need = unsafe { scratch.read(33) };
+        self.count = unsafe { scratch.read(34) };
+        self.high = shift;
+        gpu::sync_threads();
+    }
 }
 
 /// The candidate list of a row (keys and indices in shared memory, its length a counter).
@@ -946,28 +1212,7 @@ pub unsafe fn rows_device<W: Bits>(p: TopkParams<W>) {
         if lists {
             listed = unsafe { list.len.read(0) } as u64;
         }
-        // Thread t holds digit 255 - t: a scan in thread order counts from the top digit.
-        let mut c = 0u64;
-        if t < RADIX {
-            let d = RADIX - 1 - t;
-            for l in 0..32 {
-                c += unsafe { ctr.read(d * 32 + ((l + t) & 31)) } as u64;
-            }
-        }
-        let (before, _) = block_scan(c, scratch);
-        if t < RADIX && before < st.need && st.need <= before + c {
-            unsafe {
-                scratch.write(32, (RADIX - 1 - t) as u64);
-                scratch.write(33, st.need - before);
-                scratch.write(34, c);
-            }
-        }
-        gpu::sync_threads();
-        st.prefix |= unsafe { scratch.read(32) } << shift;
-        st.need = unsafe { scratch.read(33) };
-        st.count = unsafe { scratch.read(34) };
-        st.high = shift;
-        gpu::sync_threads();
+        st.next(ctr, scratch, shift);
         pass += 1;
     }
     let sorted = p.sorted != 0;
@@ -1045,6 +1290,8 @@ pub unsafe fn rows_device<W: Bits>(p: TopkParams<W>) {
 /// Dynamic shared memory of each kernel.
 pub const DIGITS_SHARED: u32 = (SCRATCH * 8 + RADIX * 32 * 4 + 16) as u32;
 pub const SCAN_SHARED: u32 = (SCRATCH * 8) as u32;
+/// Scratch, then the staged keys' bits (8 bytes each, whatever the width) and indices.
+pub const FILTER_SHARED: u32 = (SCRATCH * 8 + STAGE * 12) as u32;
 pub const SORT_SHARED: u32 = (SORT_MAX * 16 + SCRATCH * 8) as u32;
 /// Scratch, the counters (which hold the sort's entries after the passes: the same bytes), the
 /// candidate list and its length.
@@ -1063,11 +1310,15 @@ pub trait TopkInstance: Sized {
     const WRITE: crate::Kernel<SimTopkFn<Self>>;
     const SORT: crate::Kernel<SimTopkFn<Self>>;
     const ROWS: crate::Kernel<SimTopkFn<Self>>;
+    const SAMPLE: crate::Kernel<SimTopkFn<Self>>;
+    const FILTER: crate::Kernel<SimTopkFn<Self>>;
 }
 
 macro_rules! topk_width {
-    ($w:ty, $digits:literal, $gather:literal, $count:literal, $write:literal, $sort:literal, $rows:literal) => {
+    ($w:ty, $digits:literal, $gather:literal, $count:literal, $write:literal, $sort:literal, $rows:literal, $sample:literal, $filter:literal) => {
         crate::launch_bounds!(@named $rows, ROWS_BLOCK, 1);
+        crate::launch_bounds!(@named $sample, ROWS_BLOCK, 1);
+        crate::launch_bounds!(@named $filter, BLOCK, FILTER_PER_SM);
         const _: () = {
             type W = $w;
     crate::topk_params!(entry #[export_name = $digits] digits => (digits_device::<$w>));
@@ -1076,6 +1327,8 @@ macro_rules! topk_width {
     crate::topk_params!(entry #[export_name = $write] write => (write_device::<$w>));
     crate::topk_params!(entry #[export_name = $sort] sort => (sort_device::<$w>));
     crate::topk_params!(entry #[export_name = $rows] rows => (rows_device::<$w>));
+    crate::topk_params!(entry #[export_name = $sample] sample => (sample_device::<$w>));
+    crate::topk_params!(entry #[export_name = $filter] filter => (filter_device::<$w>));
             #[cfg(not(target_arch = "nvptx64"))]
             impl TopkInstance for $w {
                 const DIGITS: crate::Kernel<SimTopkFn<$w>> = crate::Kernel {
@@ -1102,6 +1355,14 @@ macro_rules! topk_width {
                     name: $rows,
                     sim: rows,
                 };
+                const SAMPLE: crate::Kernel<SimTopkFn<$w>> = crate::Kernel {
+                    name: $sample,
+                    sim: sample,
+                };
+                const FILTER: crate::Kernel<SimTopkFn<$w>> = crate::Kernel {
+                    name: $filter,
+                    sim: filter,
+                };
             }
         };
     };
@@ -1115,7 +1376,9 @@ topk_width!(
     "topk_count_b16",
     "topk_write_b16",
     "topk_sort_b16",
-    "topk_rows_b16"
+    "topk_rows_b16",
+    "topk_sample_b16",
+    "topk_filter_b16"
 );
 #[cfg(feature = "builtin")]
 topk_width!(
@@ -1125,7 +1388,9 @@ topk_width!(
     "topk_count_b32",
     "topk_write_b32",
     "topk_sort_b32",
-    "topk_rows_b32"
+    "topk_rows_b32",
+    "topk_sample_b32",
+    "topk_filter_b32"
 );
 #[cfg(feature = "builtin")]
 topk_width!(
@@ -1135,7 +1400,9 @@ topk_width!(
     "topk_count_b64",
     "topk_write_b64",
     "topk_sort_b64",
-    "topk_rows_b64"
+    "topk_rows_b64",
+    "topk_sample_b64",
+    "topk_filter_b64"
 );
 
 #[cfg(test)]
