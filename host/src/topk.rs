@@ -17,9 +17,9 @@
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use kernels::Kernel;
 use kernels::topk::{
-    BLOCK, Bits, CHUNK_COUNTS, DIGITS_SHARED, FILTER_PER_SM, FILTER_SHARED, KIND_FLOAT, KIND_INT, KIND_UINT,
-    RADIX, ROWS_BLOCK, ROWS_SHARED, SAMPLE, SCAN_SHARED, SORT_MAX, SORT_SHARED, SimTopkFn,
-    TopkInstance, TopkParams, passes,
+    BLOCK, Bits, CHUNK_COUNTS, DIGITS_SHARED, FILTER_PER_SM, FILTER_SHARED, KIND_FLOAT, KIND_INT,
+    KIND_UINT, RADIX, ROWS_BLOCK, ROWS_SHARED, SAMPLE, SCAN_SHARED, SORT_BLOCK, SORT_MAX,
+    SORT_SHARED, SimTopkFn, TopkInstance, TopkParams, passes,
 };
 
 use crate::error::{Error, Result};
@@ -395,7 +395,10 @@ impl Context {
             if listable {
                 let one = LaunchShape::linear(1, ROWS_BLOCK, DIGITS_SHARED);
                 self.launch_kernel(lib, &k_of(T::Bits::SAMPLE), one, params(0))?;
-                let g = (n * wb as u64).div_ceil(FILTER_TILE).min(sms * FILTER_PER_SM as u64).max(1) as u32;
+                let g = (n * wb as u64)
+                    .div_ceil(FILTER_TILE)
+                    .min(sms * FILTER_PER_SM as u64)
+                    .max(1) as u32;
                 let shape = LaunchShape::linear(g, BLOCK, FILTER_SHARED);
                 self.launch_kernel(lib, &k_of(T::Bits::FILTER), shape, params(0))?;
             }
@@ -412,7 +415,7 @@ impl Context {
             self.launch_kernel(lib, &k_of(T::Bits::COUNT), shape, params(0))?;
             self.launch_kernel(lib, &k_of(T::Bits::WRITE), shape, params(0))?;
             if listable {
-                let one = LaunchShape::linear(1, BLOCK, SORT_SHARED);
+                let one = LaunchShape::linear(1, SORT_BLOCK, SORT_SHARED);
                 self.launch_kernel(lib, &k_of(T::Bits::SORT), one, params(0))?;
             }
         }

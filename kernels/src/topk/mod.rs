@@ -144,6 +144,32 @@ pub fn key(bits: u64, width: u32, kind: u32, smallest: bool) -> u64 {
     if smallest { !k & all } else { k }
 }
 
+/// [`key`] of keys of up to 32 bits, in 32-bit arithmetic (the same steps; the filter's: half
+/// the instructions of 64-bit ones there, while the rows ran slower with it).
+#[inline(always)]
+fn key32(bits: u32, width: u32, kind: u32, smallest: bool) -> u32 {
+    let all = u32::MAX >> (32 - width);
+    let sign = 1u32 << (width - 1);
+    let float = kind >= KIND_FLOAT;
+    let mant = match width {
+        16 if kind == KIND_BF16 => 7,
+        16 => 10,
+        _ => 23,
+    };
+    let exp_all = (all >> 1) & !((1u32 << mant) - 1);
+    let negative = bits & sign != 0;
+    let flip = if float {
+        if negative { all } else { sign }
+    } else if kind == KIND_INT {
+        sign
+    } else {
+        0
+    };
+    let nan = float && (bits & (all >> 1)) > exp_all;
+    let k = if nan { all } else { bits ^ flip };
+    if smallest { !k & all } else { k }
+}
+
 /// [`key`] (kept as a name of its own for the kernels' call sites).
 #[inline(always)]
 pub fn key_of(bits: u64, width: u32, kind: u32, smallest: bool) -> u64 {
@@ -199,20 +225,26 @@ crate::topk_params!(struct
 );
 
 /// u32 words of control after the digit counts: the list's length, the filter's count and
-/// its threshold (two words).
-pub const CTL_WORDS: usize = 4;
+/// its threshold (two words), then the threshold after each pass.
+pub const CTL_WORDS: usize = 4 + MAX_PASSES * STATE_WORDS;
 /// Where the list's length is in `counts`.
 pub const LIST: usize = MAX_PASSES * RADIX;
 /// Where the filter's count (the slots it took) is in `counts`.
 pub const FILTERED: usize = LIST + 1;
 /// Where the filter's threshold key is in `counts` (low word, high word).
 pub const THRESHOLD: usize = LIST + 2;
+/// Where the thresholds after each pass are in `counts`.
+const STATES: usize = LIST + 4;
 /// Where the chunks' counts start in `counts`.
 pub const CHUNK_COUNTS: usize = MAX_PASSES * RADIX + CTL_WORDS;
 /// u64 words of a kernel's scratch.
 const SCRATCH: usize = 36;
 /// No candidate buffer.
 const NONE: u64 = u64::MAX;
+
+/// Candidates a thread of a digit pass over the buffer counts (at least): the blocks of the
+/// fixed grid past them return at once.
+const BUFFER_RUN: u64 = 16;
 
 /// Passes of `W`'s keys.
 #[inline(always)]
@@ -264,50 +296,102 @@ impl Threshold {
     }
 }
 
-/// The threshold after `done` digit passes; `scratch` [`SCRATCH`] words. The buffer is written
-/// by the first pass `j >= 1` whose matching elements fit `cap` (k up to [`SORT_MAX`]).
+/// u32 words of a stored [`Threshold`] (each field as two).
+const STATE_WORDS: usize = 8;
+
+/// The threshold after `q + 1` passes, stored at [`STATES`] by the first kernel that found it.
 #[inline(always)]
-fn threshold<W: Bits>(p: &TopkParams<W>, done: u32, scratch: SharedArray<u64>) -> Threshold {
-    let t = gpu::thread_idx_x() as usize;
-    let (mut prefix, mut need, mut count, mut cand) = (0u64, p.k, p.n, NONE);
-    // The filter kept every key at or above its threshold, at least k of them, in the buffer:
-    // the passes read only the buffer.
-    let kept = unsafe { p.counts.add(FILTERED).read() } as u64;
-    if p.k <= kept && kept <= p.cap {
-        (count, cand) = (kept, kept);
-    }
-    for q in 0..done {
-        // Thread t holds digit 255 - t: a scan in thread order counts from the top digit.
-        let c = if t < RADIX {
-            unsafe { p.counts.add(q as usize * RADIX + RADIX - 1 - t).read() as u64 }
-        } else {
-            0
-        };
-        let (before, _) = block_scan(c, scratch);
-        if t < RADIX && before < need && need <= before + c {
-            unsafe {
-                scratch.write(32, (RADIX - 1 - t) as u64);
-                scratch.write(33, need - before);
-                scratch.write(34, c);
-            }
-        }
-        gpu::sync_threads();
-        let shift = W::BITS - 8 * (q + 1);
-        prefix |= unsafe { scratch.read(32) } << shift;
-        need = unsafe { scratch.read(33) };
-        count = unsafe { scratch.read(34) };
-        gpu::sync_threads();
-        // Pass q + 1 wrote the buffer if it is the first to fit (and is not the pass asking).
-        if cand == NONE && q + 1 < done && count <= p.cap && p.k <= SORT_MAX as u64 {
-            cand = count;
-        }
-    }
+fn load_state<W: Bits>(p: &TopkParams<W>, q: u32) -> Threshold {
+    let at = unsafe { p.counts.add(STATES + q as usize * STATE_WORDS) };
+    let word =
+        |i: usize| unsafe { at.add(2 * i).read() as u64 | (at.add(2 * i + 1).read() as u64) << 32 };
     Threshold {
-        prefix,
-        need,
-        count,
-        cand,
+        prefix: word(0),
+        need: word(1),
+        count: word(2),
+        cand: word(3),
     }
+}
+
+#[inline(always)]
+fn store_state<W: Bits>(p: &TopkParams<W>, q: u32, th: &Threshold) {
+    let at = unsafe { p.counts.add(STATES + q as usize * STATE_WORDS) };
+    for (i, v) in [th.prefix, th.need, th.count, th.cand]
+        .into_iter()
+        .enumerate()
+    {
+        unsafe {
+            at.add(2 * i).write(v as u32);
+            at.add(2 * i + 1).write((v >> 32) as u32);
+        }
+    }
+}
+
+/// The threshold after `done` digit passes, in every thread; `scratch` [`SCRATCH`] words. One
+/// step a kernel: the threshold before the last pass was stored by the kernel before (the
+/// pass that asked for it), and block 0 stores this one. `stored`: a kernel before this one
+/// already stored it (every kernel after `count_device`). The buffer is written by the first
+/// pass `j >= 1` whose matching elements fit `cap` (k up to [`SORT_MAX`]).
+#[inline(always)]
+fn threshold<W: Bits>(
+    p: &TopkParams<W>,
+    done: u32,
+    scratch: SharedArray<u64>,
+    stored: bool,
+) -> Threshold {
+    let t = gpu::thread_idx_x() as usize;
+    if done > 0 && stored {
+        return load_state(p, done - 1);
+    }
+    let mut th = if done >= 2 {
+        let mut th = load_state(p, done - 2);
+        // Pass done - 1 wrote the buffer if it is the first to fit.
+        if th.cand == NONE && th.count <= p.cap && p.k <= SORT_MAX as u64 {
+            th.cand = th.count;
+        }
+        th
+    } else {
+        let mut th = Threshold {
+            prefix: 0,
+            need: p.k,
+            count: p.n,
+            cand: NONE,
+        };
+        // The filter kept every key at or above its threshold, at least k of them, in the
+        // buffer: the passes read only the buffer.
+        let kept = unsafe { p.counts.add(FILTERED).read() } as u64;
+        if p.k <= kept && kept <= p.cap {
+            (th.count, th.cand) = (kept, kept);
+        }
+        th
+    };
+    if done == 0 {
+        return th;
+    }
+    let q = done - 1;
+    // Thread t holds digit 255 - t: a scan in thread order counts from the top digit.
+    let c = if t < RADIX {
+        unsafe { p.counts.add(q as usize * RADIX + RADIX - 1 - t).read() as u64 }
+    } else {
+        0
+    };
+    let (before, _) = block_scan(c, scratch);
+    if t < RADIX && before < th.need && th.need <= before + c {
+        unsafe {
+            scratch.write(32, (RADIX - 1 - t) as u64);
+            scratch.write(33, th.need - before);
+            scratch.write(34, c);
+        }
+    }
+    gpu::sync_threads();
+    th.prefix |= unsafe { scratch.read(32) } << (W::BITS - 8 * (q + 1));
+    th.need = unsafe { scratch.read(33) };
+    th.count = unsafe { scratch.read(34) };
+    gpu::sync_threads();
+    if gpu::block_idx_x() == 0 && t == 0 {
+        store_state(p, q, &th);
+    }
+    th
 }
 
 /// What a digit pass does with one element (a method, not a closure: called from every
@@ -378,6 +462,15 @@ pub unsafe fn digits_device<W: Bits>(p: TopkParams<W>) {
         )
     };
     let t = gpu::thread_idx_x() as usize;
+    let counts = p.counts;
+    let th = threshold::<W>(&p, p.pass, scratch, false);
+    let prefix = th.prefix;
+    let reads = th.cand != NONE;
+    // Reading the buffer: [`BUFFER_RUN`] candidates a thread, the blocks past them idle.
+    let busy = th.cand.div_ceil(BLOCK as u64 * BUFFER_RUN);
+    if reads && gpu::block_idx_x() as u64 >= busy {
+        return;
+    }
     let mut j = t;
     while j < RADIX * 32 {
         unsafe { ctr.write(j, 0) };
@@ -386,10 +479,6 @@ pub unsafe fn digits_device<W: Bits>(p: TopkParams<W>) {
     if t == 0 {
         unsafe { slot.write(0, 0) };
     }
-    let counts = p.counts;
-    let th = threshold::<W>(&p, p.pass, scratch);
-    let prefix = th.prefix;
-    let reads = th.cand != NONE;
     let writes = !reads && p.pass >= 1 && th.count <= p.cap && p.k <= SORT_MAX as u64;
     let shift = W::BITS - 8 * (p.pass + 1);
     let high = shift + 8;
@@ -429,7 +518,7 @@ pub unsafe fn digits_device<W: Bits>(p: TopkParams<W>) {
         let mut i = me;
         while i < th.cand {
             visitor.visit(unsafe { p.cand_bits.add(i as usize).read() }.to_u64(), 0);
-            i += threads;
+            i += block * busy.min(grid as u64);
         }
     } else {
         let per = W::PER_VEC as u64;
@@ -547,67 +636,84 @@ pub unsafe fn sample_device<W: Bits>(p: TopkParams<W>) {
     }
 }
 
-/// Entries of [`filter_device`]'s staging in shared memory (a block's keys kept between two
-/// flushes, so the buffer's counter takes an atomic a thousand keys, not one a key).
+/// Entries of [`filter_device`]'s staging in shared memory, a warp's share each (a warp's keys
+/// kept between two flushes, so the buffer's counter takes an atomic a hundred keys, not one a
+/// key).
 pub const STAGE: usize = 1024;
 /// 16-byte vectors a thread of [`filter_device`] reads a tile (issued together).
 const FILTER_VECS: usize = 4;
-/// Blocks of [`filter_device`] an SM (its registers allow: 64): its grid.
-pub const FILTER_PER_SM: u32 = 4;
+/// Blocks of [`filter_device`] an SM (its registers allow: 80, two tiles in flight): its grid.
+pub const FILTER_PER_SM: u32 = 3;
 
 /// The filter: every element whose key is at or above [`sample_device`]'s threshold into the
 /// candidate buffer (bits and index, in no particular order: what reads the buffer does not
-/// depend on it), its count at [`FILTERED`]. A block stages the keys of its tiles in shared
-/// memory and takes their slots in the buffer a flush at a time (a tile with more than
-/// [`STAGE`] at once); once the slots pass `cap` it stops (the digit passes then read the
-/// input). Tiles of [`FILTER_VECS`] 16-byte vectors a thread, each thread's a block apart; any grid of [`BLOCK`] threads, [`FILTER_SHARED`] bytes.
+/// depend on it), its count at [`FILTERED`]. Each warp on its own (no block barrier): it marks
+/// the keys it keeps, stages them in its share of shared memory and takes their slots in the
+/// buffer a flush at a time (a tile with more than the share at once); once the slots pass
+/// `cap` it stops (the digit passes then read the input). Tiles of [`FILTER_VECS`] 16-byte
+/// vectors a thread, each thread's a block apart; any grid of [`BLOCK`] threads,
+/// [`FILTER_SHARED`] bytes.
 ///
 /// # Safety
 /// As [`digits_device`], after [`sample_device`].
 #[inline(always)]
 pub unsafe fn filter_device<W: Bits>(p: TopkParams<W>) {
+    const SHARE: u64 = (STAGE / (BLOCK as usize / 32)) as u64;
     let smem = gpu::dynamic_shared::<u64>();
-    let at_bits = SCRATCH * 8;
-    let at_idx = at_bits + STAGE * 8;
-    let (scratch, stage_bits, stage_idx) = unsafe {
+    let (t, lane) = (gpu::thread_idx_x() as usize, gpu::lane_id());
+    let mine = (t / 32) * SHARE as usize;
+    let (stage_bits, stage_idx) = unsafe {
         (
-            smem.part::<u64>(0, SCRATCH),
-            smem.part::<W>(at_bits, STAGE),
-            smem.part::<u32>(at_idx, STAGE),
+            smem.part::<W>(mine * 8, SHARE as usize),
+            smem.part::<u32>(STAGE * 8 + mine * 4, SHARE as usize),
         )
     };
     let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
     let low = unsafe { p.counts.add(THRESHOLD).read() } as u64;
     let high = unsafe { p.counts.add(THRESHOLD + 1).read() } as u64;
     let kth = low | high << 32;
-    let t = gpu::thread_idx_x() as usize;
     let (per, vecs) = (W::PER_VEC, FILTER_VECS);
     let tile = (BLOCK as usize * vecs * per) as u64;
     let aligned = p.input as usize & 15 == 0;
     let n = p.n;
-    // Takes `len` slots of the buffer: the first's place, in every thread.
+    let full_mask = gpu::FULL_MASK;
+    // Takes `len` slots of the buffer (lane 0 for the warp): the first's place, in every lane.
     let take = |len: u64| {
-        if t == 0 {
-            let at = unsafe { gpu::atomic_add_u32(p.counts.add(FILTERED), len as u32) };
-            unsafe { scratch.write(35, at as u64) };
+        let mut at = 0u32;
+        if lane == 0 {
+            at = unsafe { gpu::atomic_add_u32(p.counts.add(FILTERED), len as u32) };
         }
-        gpu::sync_threads();
-        let at = unsafe { scratch.read(35) };
-        gpu::sync_threads();
-        at
+        gpu::shfl_sync(full_mask, at, 0, 32) as u64
     };
-    let (mut staged, mut full) = (0u64, false);
-    let mut first = gpu::block_idx_x() as u64 * tile;
-    let step = gpu::grid_dim_x() as u64 * tile;
-    while first < n && !full {
-        // Element m of vector j: `first + (j * BLOCK + t) * per + m`; held as the vectors
-        // (the keys recomputed where kept: few registers, so many loads in flight).
-        let index = |j: usize, m: usize| first + ((j * BLOCK as usize + t) * per + m) as u64;
+    // The warp's staged keys to the buffer; whether the buffer is full.
+    let flush = |staged: u64| {
+        let at = take(staged);
+        let full = at + staged > p.cap;
+        let mut i = lane as u64;
+        while i < staged && !full {
+            unsafe {
+                p.cand_bits
+                    .add((at + i) as usize)
+                    .write(stage_bits.read(i as usize));
+                p.cand_idx
+                    .add((at + i) as usize)
+                    .write(stage_idx.read(i as usize));
+            }
+            i += 32;
+        }
+        gpu::sync_warp(full_mask);
+        full
+    };
+    // Tile `first`'s vectors: element m of vector j is `first + (j * BLOCK + t) * per + m`.
+    let load = |first: u64| {
+        let mut w = [[0u32; 4]; FILTER_VECS];
+        if first >= n {
+            return w;
+        }
         // A whole tile of an aligned input: no element checked against `n`.
         let whole = aligned && first + tile <= n;
-        let mut w = [[0u32; 4]; FILTER_VECS];
         for (j, wj) in w.iter_mut().enumerate() {
-            let e = index(j, 0);
+            let e = first + ((j * BLOCK as usize + t) * per) as u64;
             if whole || (aligned && e + per as u64 <= n) {
                 *wj = unsafe { gpu::load_nc_v4_b32(p.input.add(e as usize) as *const u32) };
             } else {
@@ -619,49 +725,58 @@ pub unsafe fn filter_device<W: Bits>(p: TopkParams<W>) {
                 }
             }
         }
-        let keep = |j: usize, m: usize| {
-            (whole || index(j, m) < n) && key_of(W::lane(w[j], m), width, kind, smallest) >= kth
-        };
-        let mut kept = 0u64;
+        w
+    };
+    let (mut staged, mut full) = (0u64, false);
+    let mut first = gpu::block_idx_x() as u64 * tile;
+    let step = gpu::grid_dim_x() as u64 * tile;
+    let mut next = load(first);
+    while first < n && !full {
+        // The next tile's loads in flight while this one is counted.
+        let w = next;
+        next = load(first + step);
+        let index = |j: usize, m: usize| first + ((j * BLOCK as usize + t) * per + m) as u64;
+        let whole = aligned && first + tile <= n;
+        // Bit `j * per + m`: element m of vector j is kept (at most 32 a thread).
+        let mut mask = 0u32;
         for j in 0..vecs {
             for m in 0..per {
-                kept += keep(j, m) as u64;
+                let x = W::lane(w[j], m);
+                // 32-bit keys and compares for keys of up to 32 bits.
+                let above = if width <= 32 {
+                    key32(x as u32, width, kind, smallest) >= kth as u32
+                } else {
+                    key_of(x, width, kind, smallest) >= kth
+                };
+                let keep = (whole || index(j, m) < n) && above;
+                mask |= (keep as u32) << (j * per + m);
             }
         }
-        let (before, total) = block_scan(kept, scratch);
-        if total > 0 {
-            if staged + total > STAGE as u64 {
-                let at = take(staged);
-                full = at + staged > p.cap;
-                let mut i = t;
-                while (i as u64) < staged && !full {
-                    unsafe {
-                        p.cand_bits.add(at as usize + i).write(stage_bits.read(i));
-                        p.cand_idx.add(at as usize + i).write(stage_idx.read(i));
-                    }
-                    i += BLOCK as usize;
-                }
-                gpu::sync_threads();
+        if gpu::any_sync(full_mask, mask != 0) {
+            let kept = mask.count_ones() as u64;
+            let inc = crate::warp::warp_inclusive_scan(kept, |a: u64, b: u64| a + b);
+            let total = gpu::shfl_sync(full_mask, inc, 31, 32);
+            if staged + total > SHARE {
+                full = flush(staged);
                 staged = 0;
             }
-            // A tile of more than the stage holds goes straight to the buffer.
-            let direct = total > STAGE as u64;
+            // A tile of more than the share at once goes straight to the buffer.
+            let direct = total > SHARE;
             let at = if direct { take(total) } else { 0 };
             full |= direct && at + total > p.cap;
-            let mut r = before;
+            let mut r = inc - kept;
+            // Static indices (the vectors stay in registers).
             for j in 0..vecs {
                 for m in 0..per {
-                    if keep(j, m) && !full {
-                        let (b, e) = (W::lane(w[j], m), index(j, m));
-                        if direct {
-                            unsafe {
-                                p.cand_bits.add((at + r) as usize).write(W::from_u64(b));
-                                p.cand_idx.add((at + r) as usize).write(e as u32);
-                            }
-                        } else {
-                            unsafe {
-                                stage_bits.write((staged + r) as usize, W::from_u64(b));
-                                stage_idx.write((staged + r) as usize, e as u32);
+                    if mask >> (j * per + m) & 1 != 0 && !full {
+                        let (b, e) = (W::from_u64(W::lane(w[j], m)), index(j, m) as u32);
+                        unsafe {
+                            if direct {
+                                p.cand_bits.add((at + r) as usize).write(b);
+                                p.cand_idx.add((at + r) as usize).write(e);
+                            } else {
+                                stage_bits.write((staged + r) as usize, b);
+                                stage_idx.write((staged + r) as usize, e);
                             }
                         }
                         r += 1;
@@ -671,20 +786,12 @@ pub unsafe fn filter_device<W: Bits>(p: TopkParams<W>) {
             if !direct {
                 staged += total;
             }
+            gpu::sync_warp(full_mask);
         }
         first += step;
     }
-    // The keys still staged (the next barrier: `take`'s).
     if staged > 0 && !full {
-        let at = take(staged);
-        let mut i = t;
-        while (i as u64) < staged && at + staged <= p.cap {
-            unsafe {
-                p.cand_bits.add(at as usize + i).write(stage_bits.read(i));
-                p.cand_idx.add(at as usize + i).write(stage_idx.read(i));
-            }
-            i += BLOCK as usize;
-        }
+        flush(staged);
     }
 }
 
@@ -698,7 +805,7 @@ pub unsafe fn filter_device<W: Bits>(p: TopkParams<W>) {
 pub unsafe fn gather_device<W: Bits>(p: TopkParams<W>) {
     let smem = gpu::dynamic_shared::<u64>();
     let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
-    let th = threshold::<W>(&p, passes(W::BITS), scratch);
+    let th = threshold::<W>(&p, passes(W::BITS), scratch, false);
     if !th.listed(p.k) {
         return;
     }
@@ -764,7 +871,7 @@ fn load_items<W: Bits>(input: *const W, first: u64, end: u64) -> [u64; ITEMS] {
 pub unsafe fn count_device<W: Bits>(p: TopkParams<W>) {
     let smem = gpu::dynamic_shared::<u64>();
     let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
-    let th = threshold::<W>(&p, passes(W::BITS), scratch);
+    let th = threshold::<W>(&p, passes(W::BITS), scratch, false);
     if th.listed(p.k) {
         return;
     }
@@ -877,7 +984,7 @@ fn write_ranks<W: Bits>(
 pub unsafe fn write_device<W: Bits>(p: TopkParams<W>) {
     let smem = gpu::dynamic_shared::<u64>();
     let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
-    let th = threshold::<W>(&p, passes(W::BITS), scratch);
+    let th = threshold::<W>(&p, passes(W::BITS), scratch, true);
     if th.listed(p.k) {
         return;
     }
@@ -946,7 +1053,7 @@ fn bitonic(keys: SharedArray<u64>, idx: SharedArray<u64>, m: usize, step: usize)
     }
 }
 
-/// The result in its order, in one block of [`BLOCK`] threads (a bitonic sort in shared
+/// The result in its order, in one block of [`SORT_BLOCK`] threads (a bitonic sort in shared
 /// memory): the list's entries when the result is the list (sorted: key down, index up; else
 /// the keys above the threshold, then the ties, each in index order; the first `k`), else,
 /// when sorted output is asked, the `k` written results (at most [`SORT_MAX`]). Values are
@@ -964,7 +1071,7 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
             smem.part::<u64>(SORT_MAX * 16, SCRATCH),
         )
     };
-    let th = threshold::<W>(&p, passes(W::BITS), scratch);
+    let th = threshold::<W>(&p, passes(W::BITS), scratch, true);
     let listed = th.listed(p.k);
     let sorted = p.sorted != 0;
     if !listed && !sorted {
@@ -978,7 +1085,7 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
         k
     };
     let m = len.next_power_of_two();
-    let t = gpu::thread_idx_x() as usize;
+    let (t, block) = (gpu::thread_idx_x() as usize, gpu::block_dim_x() as usize);
     let mut i = t;
     while i < m {
         let (kk, ii) = if i < len {
@@ -1003,10 +1110,10 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
             keys.write(i, kk);
             idx.write(i, ii);
         }
-        i += BLOCK as usize;
+        i += block;
     }
     gpu::sync_threads();
-    bitonic(keys, idx, m, BLOCK as usize);
+    bitonic(keys, idx, m, block);
     let mut i = t;
     while i < k {
         let at = unsafe { idx.read(i) };
@@ -1014,9 +1121,12 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
             p.indices.add(i).write(at);
             p.values.add(i).write(p.input.add(at as usize).read());
         }
-        i += BLOCK as usize;
+        i += block;
     }
 }
+
+/// Threads of [`sort_device`]'s one block (a thread a pair of a bitonic stage of 2048).
+pub const SORT_BLOCK: u32 = 1024;
 
 /// Threads of [`rows_device`]'s blocks (one a row).
 pub const ROWS_BLOCK: u32 = 512;
@@ -1290,8 +1400,8 @@ pub unsafe fn rows_device<W: Bits>(p: TopkParams<W>) {
 /// Dynamic shared memory of each kernel.
 pub const DIGITS_SHARED: u32 = (SCRATCH * 8 + RADIX * 32 * 4 + 16) as u32;
 pub const SCAN_SHARED: u32 = (SCRATCH * 8) as u32;
-/// Scratch, then the staged keys' bits (8 bytes each, whatever the width) and indices.
-pub const FILTER_SHARED: u32 = (SCRATCH * 8 + STAGE * 12) as u32;
+/// The staged keys' bits (8 bytes each, whatever the width) and indices.
+pub const FILTER_SHARED: u32 = (STAGE * 12) as u32;
 pub const SORT_SHARED: u32 = (SORT_MAX * 16 + SCRATCH * 8) as u32;
 /// Scratch, the counters (which hold the sort's entries after the passes: the same bytes), the
 /// candidate list and its length.
@@ -1318,6 +1428,7 @@ macro_rules! topk_width {
     ($w:ty, $digits:literal, $gather:literal, $count:literal, $write:literal, $sort:literal, $rows:literal, $sample:literal, $filter:literal) => {
         crate::launch_bounds!(@named $rows, ROWS_BLOCK, 1);
         crate::launch_bounds!(@named $sample, ROWS_BLOCK, 1);
+        crate::launch_bounds!(@named $sort, SORT_BLOCK, 1);
         crate::launch_bounds!(@named $filter, BLOCK, FILTER_PER_SM);
         const _: () = {
             type W = $w;
@@ -1408,6 +1519,43 @@ topk_width!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn narrow_keys_are_the_keys() {
+        let mut x = 0x9e37_79b9u32;
+        let mut bits = std::vec![
+            0u32,
+            0x8000_0000,
+            0x7f80_0000,
+            0x7fc0_0000,
+            0xffff_ffff,
+            0x7c00,
+            0xfc00,
+        ];
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            bits.push(x);
+        }
+        for &b in &bits {
+            for kind in [KIND_UINT, KIND_INT, KIND_FLOAT, KIND_BF16] {
+                for smallest in [false, true] {
+                    let h = b & 0xffff;
+                    assert_eq!(
+                        key32(h, 16, kind, smallest) as u64,
+                        key(h as u64, 16, kind, smallest)
+                    );
+                    if kind != KIND_BF16 {
+                        assert_eq!(
+                            key32(b, 32, kind, smallest) as u64,
+                            key(b as u64, 32, kind, smallest)
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn keys_order_as_values() {
