@@ -783,8 +783,17 @@ pub unsafe fn filter_device<W: Bits>(p: TopkParams<W>) {
                 } else {
                     key_of(x, width, kind, smallest) >= kth
                 };
-                let keep = (whole || index(j, m) < n) && above;
-                mask |= (keep as u32) << (j * per + m);
+                mask |= (above as u32) << (j * per + m);
+            }
+        }
+        // The elements past the end (a last, partial tile only: no branch an element).
+        if !whole {
+            for j in 0..vecs {
+                for m in 0..per {
+                    if index(j, m) >= n {
+                        mask &= !(1u32 << (j * per + m));
+                    }
+                }
             }
         }
         if gpu::any_sync(full_mask, mask != 0) {
