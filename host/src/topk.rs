@@ -9,9 +9,10 @@
 //! Deterministic: ties are broken by the lower index; NaN orders above every number (so it is
 //! among the largest and last among the smallest, as in PyTorch), `-0.0` below `+0.0`. Unsorted,
 //! the result lists the elements above the k-th in index order, then the ties; sorted (by value,
-//! then index), up to `k = 2048`. A radix select (one launch a byte of the elements); up to
-//! k = 2048 the candidates are copied to a buffer once they fit it, and the result is listed
-//! from there and sorted in one block; otherwise two launches write it in index order
+//! then index), up to `k = 2048`. Up to k = 2048 a sampled threshold and one filtering read
+//! copy the candidates to a buffer, and a radix select (a launch a byte of the keys) over the
+//! buffer lists the result, sorted in one block; past k = 2048, or where the sample misleads,
+//! the radix select reads the input, and two launches write the result in index order
 //! (`kernels::topk`).
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};

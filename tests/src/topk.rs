@@ -201,6 +201,43 @@ pub fn check_topk_candidates(ctx: &Context, n: usize) {
     check_ks(ctx, &vec![0.5f32; n], &[1, 2048], "all equal");
 }
 
+/// A lean whole-array workload for the sanitizers (racecheck slows every launch a
+/// thousandfold): the sampled filter and its two misses, the passes that write the buffer, the
+/// chunked writing (k above the sort), 8- and 2-byte keys; a dozen calls.
+pub fn check_topk_lean(ctx: &Context) {
+    let x = data::<f32>(20_011, 0x1ea0);
+    check_one(ctx, &x, 50, TopK::LARGEST.sorted(), "lean");
+    check_one(ctx, &x, 50, TopK::SMALLEST, "lean");
+    check_one(ctx, &x, 3000, TopK::LARGEST, "lean");
+    let n = 100_000;
+    let stride = n / 8192;
+    let mut z: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 / 1000.0).collect();
+    for j in 0..8192 {
+        z[j * stride] = 2.0 + j as f32 / 8192.0;
+    }
+    check_one(ctx, &z, 1000, TopK::LARGEST.sorted(), "a misleading sample");
+    check_one(ctx, &vec![0.5f32; n], 7, TopK::LARGEST, "all equal");
+    check_one(
+        ctx,
+        &data::<f64>(3000, 0x1ea1),
+        50,
+        TopK::LARGEST.sorted(),
+        "lean",
+    );
+    let h = half::f16::data(3000, 0x1ea2);
+    let (mut v, mut i) = (
+        ctx.alloc_zeros::<half::f16>(50).unwrap(),
+        ctx.alloc_zeros::<u64>(50).unwrap(),
+    );
+    let how = TopK::SMALLEST.sorted();
+    ctx.topk(&ctx.htod(&h).unwrap(), &mut v, &mut i, how)
+        .unwrap();
+    assert!(
+        half_pairs(ctx, &v, &i) == half_ref(&h, 50, how),
+        "topk of 3000 f16"
+    );
+}
+
 /// f16 and bf16 (NaN, infinities, many ties) against the reference on their f64 values.
 pub fn check_topk_half(ctx: &Context, n: usize) {
     fn each<H: Half>(ctx: &Context, n: usize) {

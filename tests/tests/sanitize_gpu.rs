@@ -104,6 +104,13 @@ fn sanitizer_workload_topk() {
     integration_tests::topk::check_topk_errors(&ctx);
 }
 
+/// Top-k, lean: what racecheck can finish (sanitizer_workload_topk did not in 150 s).
+#[test]
+#[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]
+fn sanitizer_workload_topk_lean() {
+    integration_tests::topk::check_topk_lean(&gpu());
+}
+
 /// Top-k over rows: one block a row, and a few long rows by the whole-GPU passes.
 #[test]
 #[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]

@@ -32,3 +32,8 @@ fn topk_rows_bad_calls_are_typed_errors() {
 fn topk_rows_lean_sanitizer_workload() {
     check_topk_rows_lean(&sim());
 }
+
+#[test]
+fn topk_lean_sanitizer_workload() {
+    check_topk_lean(&sim());
+}

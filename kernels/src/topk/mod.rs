@@ -1,27 +1,36 @@
 //! Top-k (`torch.topk`, CUB's `DeviceTopK`): the k largest (or smallest) elements and their
-//! indices, by a radix select on order-preserving keys, as NVIDIA's AIR top-k does.
+//! indices, by a radix select on order-preserving keys, as NVIDIA's AIR top-k does, after a
+//! sampled filter that leaves it a small buffer to select from.
 //!
 //! Each element maps to an unsigned key that orders as the values do ([`key`]: floats by their
 //! sign-flipped bits, every NaN the largest key; the smallest asked for by complementing), so
-//! the k largest keys are wanted. Then, from the top, one 8-bit digit a pass: each pass counts
-//! the digits of the elements whose higher digits match the threshold found so far
-//! ([`digits_device`]), and the next launch picks the digit where the k-th largest lies
-//! (`threshold`, every block the same way).
+//! the k largest keys are wanted.
 //!
-//! Candidates (k up to [`SORT_MAX`]): the first pass whose matching elements fit the candidate
-//! buffer (`cap`) copies them there, each block at its place from the previous pass's per-block
-//! counts, and lists the elements already known to be in the result; later passes read only the
-//! buffer. Once the threshold `K` is found, [`gather_device`] lists the candidates at or above
-//! it, and [`sort_device`] orders the list (key down, index up; or in index order, ties last):
-//! three reads of the input for uniform f32 instead of six. The list's order of arrival varies;
-//! the sort makes the result depend on the input alone.
+//! The filter (k up to [`SORT_MAX`]): [`sample_device`] finds a key of a strided sample of
+//! 8192 elements low enough that at least k keys are at or above it (almost surely; the host
+//! picks its rank in the sample), and [`filter_device`] copies every element at or above it to
+//! the candidate buffer in one read of the input. When it kept at least k and the buffer held
+//! them all, everything after reads only the buffer: one read of the input for any
+//! distribution the sample represents. Otherwise (a misleading sample, too many equal keys)
+//! the passes below run on the input, as without it.
+//!
+//! The digit passes: from the top, one 8-bit digit a pass, each counts the digits of the
+//! elements whose higher digits match the threshold found so far ([`digits_device`]), and the
+//! next launch picks the digit where the k-th largest lies (`threshold`, every block the same
+//! way, one step a kernel: the one before stored the step before). Without the filter, the
+//! first pass whose matching elements fit the buffer (`cap`) copies them there, each block at
+//! its place from the previous pass's per-block counts, and lists the elements already known
+//! to be in the result; later passes read only the buffer. Once the threshold `K` is found,
+//! [`gather_device`] lists the candidates at or above it, and [`sort_device`] orders the list
+//! (key down, index up; or in index order, ties last). The buffer's and the list's order of
+//! arrival vary; the sort makes the result depend on the input alone.
 //!
 //! Otherwise (larger k, or too many equal keys), [`count_device`] counts a contiguous chunk's
 //! keys above `K` and equal to it, and [`write_device`] writes the keys above `K` and then the
 //! first ties (lower index first) in index order; [`sort_device`] sorts them when asked.
 //!
 //! Kernels are generic over the bits' width (`u16`, `u32`, `u64`), the element kind a launch
-//! argument: 12 kernels serve every element type.
+//! argument: 8 kernels a width serve every element type (with [`rows_device`], top-k of rows).
 
 use crate::gpu::{self, SharedArray};
 use crate::warp::warp_inclusive_scan;
@@ -691,6 +700,7 @@ pub const FILTER_PER_SM: u32 = 3;
 /// # Safety
 /// As [`digits_device`], after [`sample_device`].
 #[inline(always)]
+#[allow(clippy::needless_range_loop)] // (j, m) name an element's bit as well as its vector
 pub unsafe fn filter_device<W: Bits>(p: TopkParams<W>) {
     const SHARE: u64 = (STAGE / (BLOCK as usize / 32)) as u64;
     let smem = gpu::dynamic_shared::<u64>();
