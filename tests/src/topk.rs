@@ -189,13 +189,12 @@ pub fn check_topk_candidates(ctx: &Context, n: usize) {
         y[(j * 61) % n] = top[100];
     }
     check_ks(ctx, &y, &[100, 1000, 2048], "ties beyond the list");
-    // The filter's misses (its sample: one element in every n / 8192): every sampled element
-    // among the largest (fewer than k at or above its threshold), and all equal (more than the
-    // buffer holds); the digit passes then read the input.
-    let stride = n / 8192;
+    // The filter's misses (its sample: elements j n / 8192): every sampled element among the
+    // largest (fewer than k at or above its threshold), and all equal (more than the buffer
+    // holds); the digit passes then read the input.
     let mut z = x.clone();
     for j in 0..8192 {
-        z[j * stride] = 2.0 + j as f32 / 8192.0;
+        z[j * n / 8192] = 2.0 + j as f32 / 8192.0;
     }
     check_ks(ctx, &z, &[7, 1000, 2048], "a misleading sample");
     check_ks(ctx, &vec![0.5f32; n], &[1, 2048], "all equal");
@@ -210,10 +209,9 @@ pub fn check_topk_lean(ctx: &Context) {
     check_one(ctx, &x, 50, TopK::SMALLEST, "lean");
     check_one(ctx, &x, 3000, TopK::LARGEST, "lean");
     let n = 100_000;
-    let stride = n / 8192;
     let mut z: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 / 1000.0).collect();
     for j in 0..8192 {
-        z[j * stride] = 2.0 + j as f32 / 8192.0;
+        z[j * n / 8192] = 2.0 + j as f32 / 8192.0;
     }
     check_one(ctx, &z, 1000, TopK::LARGEST.sorted(), "a misleading sample");
     check_one(ctx, &vec![0.5f32; n], 7, TopK::LARGEST, "all equal");

@@ -613,14 +613,15 @@ pub unsafe fn digits_device<W: Bits>(p: TopkParams<W>) {
     }
 }
 
-/// Elements [`sample_device`] reads: one in `n / SAMPLE`, or all of a shorter input.
+/// Elements [`sample_device`] reads: element `i n / SAMPLE` for each `i < SAMPLE`, or all of a
+/// shorter input.
 pub const SAMPLE: u64 = 8192;
 /// Sampled elements a thread of [`sample_device`] holds (its block: [`ROWS_BLOCK`] threads).
 const SAMPLE_ITEMS: usize = SAMPLE as usize / ROWS_BLOCK as usize;
 
 /// The filter's threshold, before the digit passes (k up to [`SORT_MAX`]): the `p.sample`-th
-/// largest key of `min(n, SAMPLE)` elements one every `n / SAMPLE` (all of them when `n <=
-/// SAMPLE`), by the digit passes of [`rows_device`] over keys held in registers, into the
+/// largest key of `min(n, SAMPLE)` elements spread evenly over the input (all of them when `n
+/// <= SAMPLE`), by the digit passes of [`rows_device`] over keys held in registers, into the
 /// control words. The host picks the rank so that fewer than k keys at or above it are
 /// unlikely, and more than the buffer holds too ([`filter_device`] checks both). One block of
 /// [`ROWS_BLOCK`] threads, [`DIGITS_SHARED`] bytes.
@@ -639,12 +640,12 @@ pub unsafe fn sample_device<W: Bits>(p: TopkParams<W>) {
     let (t, block) = (gpu::thread_idx_x() as usize, gpu::block_dim_x() as usize);
     let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
     let s = p.n.min(SAMPLE);
-    let stride = p.n / s;
     let mut keys = [0u64; SAMPLE_ITEMS];
     for (j, kj) in keys.iter_mut().enumerate() {
         let i = (t + j * block) as u64;
         if i < s {
-            let x = unsafe { p.input.add((i * stride) as usize).read() }.to_u64();
+            // Element `i n / s`: the sample spans the whole input (n < 2^32: no overflow).
+            let x = unsafe { p.input.add((i * p.n / s) as usize).read() }.to_u64();
             *kj = key_of(x, width, kind, smallest);
         }
     }
