@@ -317,6 +317,27 @@ fn block_scan(v: u64, scratch: SharedArray<u64>) -> (u64, u64) {
     (before + inc - v, total)
 }
 
+/// With thread `t < RADIX` holding the count `c` of digit `RADIX - 1 - t` (a scan in thread
+/// order counts from the top digit), the digit where the `need`-th largest key lies, how many
+/// of its keys are still wanted and how many it has, in every thread; `scratch` [`SCRATCH`]
+/// words. Every thread of the block calls it.
+#[inline(always)]
+fn pick_digit(c: u64, need: u64, scratch: SharedArray<u64>) -> (u64, u64, u64) {
+    let t = gpu::thread_idx_x() as usize;
+    let (before, _) = block_scan(c, scratch);
+    if t < RADIX && before < need && need <= before + c {
+        unsafe {
+            scratch.write(32, (RADIX - 1 - t) as u64);
+            scratch.write(33, need - before);
+            scratch.write(34, c);
+        }
+    }
+    gpu::sync_threads();
+    let found = unsafe { (scratch.read(32), scratch.read(33), scratch.read(34)) };
+    gpu::sync_threads();
+    found
+}
+
 /// Where the digit passes stand after `done` of them (every thread of the block the same).
 #[derive(Clone, Copy)]
 struct Threshold {
@@ -418,19 +439,9 @@ fn threshold<W: Bits>(
     } else {
         0
     };
-    let (before, _) = block_scan(c, scratch);
-    if t < RADIX && before < th.need && th.need <= before + c {
-        unsafe {
-            scratch.write(32, (RADIX - 1 - t) as u64);
-            scratch.write(33, th.need - before);
-            scratch.write(34, c);
-        }
-    }
-    gpu::sync_threads();
-    th.prefix |= unsafe { scratch.read(32) } << (W::BITS - 8 * (q + 1));
-    th.need = unsafe { scratch.read(33) };
-    th.count = unsafe { scratch.read(34) };
-    gpu::sync_threads();
+    let (digit, need, count) = pick_digit(c, th.need, scratch);
+    th.prefix |= digit << (W::BITS - 8 * (q + 1));
+    (th.need, th.count) = (need, count);
     if gpu::block_idx_x() == 0 && t == 0 {
         store_state(p, q, &th);
     }
@@ -809,7 +820,7 @@ pub unsafe fn filter_device<W: Bits>(p: TopkParams<W>) {
         }
         if gpu::any_sync(full_mask, mask != 0) {
             let kept = mask.count_ones() as u64;
-            let inc = crate::warp::warp_inclusive_scan(kept, |a: u64, b: u64| a + b);
+            let inc = warp_inclusive_scan(kept, |a: u64, b: u64| a + b);
             let total = gpu::shfl_sync(full_mask, inc, 31, 32);
             if staged + total > SHARE {
                 full = flush(staged);
@@ -1226,20 +1237,9 @@ impl RowState {
                 c += unsafe { ctr.read(d * 32 + ((l + t) & 31)) } as u64;
             }
         }
-        let (before, _) = block_scan(c, scratch);
-        if t < RADIX && before < self.need && self.need <= before + c {
-            unsafe {
-                scratch.write(32, (RADIX - 1 - t) as u64);
-                scratch.write(33, self.need - before);
-                scratch.write(34, c);
-            }
-        }
-        gpu::sync_threads();
-        self.prefix |= unsafe { scratch.read(32) } << shift;
-        self.need = unsafe { scratch.read(33) };
-        self.count = unsafe { scratch.read(34) };
-        self.high = shift;
-        gpu::sync_threads();
+        let (digit, need, count) = pick_digit(c, self.need, scratch);
+        self.prefix |= digit << shift;
+        (self.need, self.count, self.high) = (need, count, shift);
     }
 }
 
