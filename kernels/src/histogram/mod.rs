@@ -192,11 +192,12 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
     // every sample's add straight away: a lane's column is its own, so even a run of one bin
     // does not collide within a warp.
     let even = |x| T::even_bin(x, lo, hi, bins, scale, mul);
+    let even4 = |x| T::even_bins4(x, lo, hi, bins, scale, mul);
     if !by_edges && striped {
         let add = |b: u32, len: u32| unsafe { ctr.add(b as usize * 32 + col, len) };
-        count_input::<T, false>(input, n, even, add);
+        count_input::<T, false>(input, n, even, even4, add);
     } else if !by_edges {
-        count_input::<T, true>(input, n, even, add);
+        count_input::<T, true>(input, n, even, even4, add);
     } else {
         // The edges from shared memory where they fit, else from global (one loop for both).
         let e = |i: u32| unsafe {
@@ -206,7 +207,8 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
                 edges.add(i as usize).read()
             }
         };
-        count_input::<T, true>(input, n, |x| edge_bin(x, bins, e), add);
+        let bin = |x| edge_bin(x, bins, e);
+        count_input::<T, true>(input, n, bin, |x: [T; 4]| x.map(bin), add);
     }
 
     // The block's counts to the output.
@@ -243,12 +245,12 @@ fn count_input<T: Element + Sample, const RUNS: bool>(
     input: *const T,
     n: u64,
     bin: impl Fn(T) -> u32,
+    bin4: impl Fn([T; 4]) -> [u32; 4],
     add: impl Fn(u32, u32),
 ) {
     // The open run: its bin and length.
     let (mut cur, mut len) = (NO_BIN, 0u32);
-    let mut count = |x: T| {
-        let b = bin(x);
+    let mut count_bin = |b: u32| {
         if !RUNS {
             if b != NO_BIN {
                 add(b, 1);
@@ -273,13 +275,19 @@ fn count_input<T: Element + Sample, const RUNS: bool>(
     let mut count_vec = |w: [u32; 4]| {
         if T::PER_VEC == 8 {
             for x in T::unpack8(w) {
-                count(x);
+                count_bin(bin(x));
+            }
+        } else if T::PER_VEC == 4 && T::BINS4 && !RUNS {
+            let b = bin4(T::unpack(w));
+            // Static indices (an array iterated by value would live in local memory).
+            for j in 0..4 {
+                count_bin(b[j]);
             }
         } else {
             let e = T::unpack(w);
             for j in 0..4 {
                 if j < T::PER_VEC {
-                    count(e[j]);
+                    count_bin(bin(e[j]));
                 }
             }
         }
@@ -319,7 +327,7 @@ fn count_input<T: Element + Sample, const RUNS: bool>(
     }
     let mut i = nvec * per_vec + me;
     while i < n {
-        count(unsafe { input.add(i as usize).read() });
+        count_bin(bin(unsafe { input.add(i as usize).read() }));
         i += threads;
     }
     if cur != NO_BIN {

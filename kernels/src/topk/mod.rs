@@ -288,6 +288,11 @@ const NONE: u64 = u64::MAX;
 /// Candidates a thread of a digit pass over the buffer counts (at least): the blocks of the
 /// fixed grid past them return at once.
 const BUFFER_RUN: u64 = 16;
+/// Candidates a thread of a digit pass over the buffer loads at once.
+const BUFFER_BATCH: usize = 4;
+/// Blocks of [`digits_device`] an SM at least (48 registers; the batch above would take the
+/// 64-bit keys' to 58, a block an SM fewer for the passes over the input).
+pub const DIGITS_PER_SM: u32 = 5;
 
 /// Passes of `W`'s keys.
 #[inline(always)]
@@ -569,10 +574,24 @@ pub unsafe fn digits_device<W: Bits>(p: TopkParams<W>) {
     let threads = block * grid as u64;
     let me = b as u64 * block + t as u64;
     if reads {
+        // A batch of loads issued together: the shared-memory atomics between them would
+        // otherwise keep each load waiting for the one before (one latency a candidate).
+        let stride = block * busy.min(grid as u64);
         let mut i = me;
         while i < th.cand {
-            visitor.visit(unsafe { p.cand_bits.add(i as usize).read() }.to_u64(), 0);
-            i += block * busy.min(grid as u64);
+            let mut xs = [W::from_u64(0); BUFFER_BATCH];
+            for (u, xu) in xs.iter_mut().enumerate() {
+                let j = i + u as u64 * stride;
+                if j < th.cand {
+                    *xu = unsafe { p.cand_bits.add(j as usize).read() };
+                }
+            }
+            for (u, &xu) in xs.iter().enumerate() {
+                if i + (u as u64) * stride < th.cand {
+                    visitor.visit(xu.to_u64(), 0);
+                }
+            }
+            i += BUFFER_BATCH as u64 * stride;
         }
     } else {
         let per = W::PER_VEC as u64;
@@ -625,8 +644,9 @@ pub unsafe fn digits_device<W: Bits>(p: TopkParams<W>) {
 }
 
 /// Elements [`sample_device`] reads: element `i n / SAMPLE` for each `i < SAMPLE`, or all of a
-/// shorter input.
+/// shorter input (a power of two).
 pub const SAMPLE: u64 = 8192;
+const _: () = assert!(SAMPLE.is_power_of_two());
 /// Sampled elements a thread of [`sample_device`] holds (its block: [`ROWS_BLOCK`] threads).
 const SAMPLE_ITEMS: usize = SAMPLE as usize / ROWS_BLOCK as usize;
 
@@ -651,14 +671,74 @@ pub unsafe fn sample_device<W: Bits>(p: TopkParams<W>) {
     let (t, block) = (gpu::thread_idx_x() as usize, gpu::block_dim_x() as usize);
     let (kind, smallest, width) = (p.kind, p.smallest != 0, W::BITS);
     let s = p.n.min(SAMPLE);
+    // Element `i n / s` of the sampled `i`: the sample spans the whole input (s is n or SAMPLE,
+    // a power of two: a shift, not a 64-bit division; n < 2^32: no overflow).
+    let element = |i: u64| {
+        if s == p.n {
+            i
+        } else {
+            (i * p.n) >> SAMPLE.trailing_zeros()
+        }
+    };
+    if width <= 32 {
+        // Keys of up to 32 bits as 32-bit words, their kind folded once ([`Key32`]): the same
+        // steps as below at half the instructions (this block is on the call's critical path).
+        let key32 = Key32::new(width, kind, smallest);
+        // Every load unconditional (past s: the last sampled element again, not counted), so
+        // the sixteen are in flight together, not one latency each.
+        let mut keys = [0u32; SAMPLE_ITEMS];
+        for (j, kj) in keys.iter_mut().enumerate() {
+            let i = ((t + j * block) as u64).min(s - 1);
+            let x = unsafe { p.input.add(element(i) as usize).read() }.to_u64();
+            *kj = key32.key(x as u32);
+        }
+        let (mut prefix, mut need) = (0u32, p.sample);
+        let col = gpu::lane_id() as usize;
+        for pass in 0..passes(width) {
+            let mut j = t;
+            while j < RADIX * 32 {
+                unsafe { ctr.write(j, 0) };
+                j += block;
+            }
+            gpu::sync_threads();
+            let shift = width - 8 * (pass + 1);
+            // The digits found so far: the bits above this pass's digit.
+            let found = if pass == 0 {
+                0
+            } else {
+                u32::MAX << (shift + 8)
+            };
+            for (j, &kj) in keys.iter().enumerate() {
+                if ((t + j * block) as u64) < s && kj & found == prefix & found {
+                    unsafe { ctr.add(((kj >> shift) & 0xff) as usize * 32 + col, 1) };
+                }
+            }
+            gpu::sync_threads();
+            // Thread t holds digit 255 - t: a scan in thread order counts from the top digit.
+            let mut c = 0u64;
+            if t < RADIX {
+                let d = RADIX - 1 - t;
+                for l in 0..32 {
+                    c += unsafe { ctr.read(d * 32 + ((l + t) & 31)) } as u64;
+                }
+            }
+            let (digit, nd, _) = pick_digit(c, need, scratch);
+            prefix |= (digit as u32) << shift;
+            need = nd;
+        }
+        if t == 0 {
+            unsafe {
+                p.counts.add(THRESHOLD).write(prefix);
+                p.counts.add(THRESHOLD + 1).write(0);
+            }
+        }
+        return;
+    }
     let mut keys = [0u64; SAMPLE_ITEMS];
     for (j, kj) in keys.iter_mut().enumerate() {
-        let i = (t + j * block) as u64;
-        if i < s {
-            // Element `i n / s`: the sample spans the whole input (n < 2^32: no overflow).
-            let x = unsafe { p.input.add((i * p.n / s) as usize).read() }.to_u64();
-            *kj = key_of(x, width, kind, smallest);
-        }
+        let i = ((t + j * block) as u64).min(s - 1);
+        let x = unsafe { p.input.add(element(i) as usize).read() }.to_u64();
+        *kj = key_of(x, width, kind, smallest);
     }
     let mut st = RowState {
         prefix: 0,
@@ -1119,6 +1199,80 @@ fn bitonic(keys: SharedArray<u64>, idx: SharedArray<u64>, m: usize, step: usize)
     }
 }
 
+/// [`bitonic`]'s network over `m` (a power of two) single-word entries of `ent`, the largest
+/// first, with the entries in registers, `R` a thread (entry `r * block + t` in thread `t`):
+/// partners within a warp swap by shuffles, those a thread apart in registers, and only the
+/// strides from 32 to half the block go through shared memory (`ld.shared`, two barriers a
+/// stage: 20 of the 66 stages of 2048). Every thread of the block calls it; the block a
+/// multiple of 32 threads, at least `m / R`.
+#[inline(always)]
+fn bitonic_desc<const R: usize>(ent: SharedArray<u64>, m: usize) {
+    let (t, block) = (gpu::thread_idx_x() as usize, gpu::block_dim_x() as usize);
+    let slots = unsafe { gpu::shared_slots(ent, 0) };
+    let at = |r: usize| r * block + t;
+    // Past m: 0, the last (it meets only others past m).
+    let mut v = [0u64; R];
+    for (r, vr) in v.iter_mut().enumerate() {
+        if at(r) < m {
+            *vr = unsafe { gpu::load_slot(slots, at(r) as u32) };
+        }
+    }
+    // Entry e's new value from its partner's: the larger where e is the lower of the pair in
+    // a descending run (or the upper in an ascending one), else the smaller.
+    let pick = |e: usize, size: usize, stride: usize, a: u64, b: u64| {
+        if (e & stride == 0) == (e & size == 0) {
+            a.max(b)
+        } else {
+            a.min(b)
+        }
+    };
+    let mut size = 2;
+    while size <= m {
+        let mut stride = size / 2;
+        while stride > 0 {
+            if stride >= block {
+                // Partners in this thread's registers (static indices: no local memory).
+                let v0 = v;
+                for r in 0..R {
+                    for q in 0..R {
+                        if q == r ^ (stride / block) {
+                            v[r] = pick(at(r), size, stride, v0[r], v0[q]);
+                        }
+                    }
+                }
+            } else if stride >= 32 {
+                for (r, &vr) in v.iter().enumerate() {
+                    if at(r) < m {
+                        unsafe { gpu::store_slot(slots, at(r) as u32, vr) };
+                    }
+                }
+                gpu::sync_threads();
+                for (r, vr) in v.iter_mut().enumerate() {
+                    let e = at(r);
+                    if e < m {
+                        let b = unsafe { gpu::load_slot(slots, (e ^ stride) as u32) };
+                        *vr = pick(e, size, stride, *vr, b);
+                    }
+                }
+                gpu::sync_threads();
+            } else {
+                for (r, vr) in v.iter_mut().enumerate() {
+                    let b = gpu::shfl_xor_sync(gpu::FULL_MASK, *vr, stride as u32, 32);
+                    *vr = pick(at(r), size, stride, *vr, b);
+                }
+            }
+            stride /= 2;
+        }
+        size *= 2;
+    }
+    for (r, &vr) in v.iter().enumerate() {
+        if at(r) < m {
+            unsafe { gpu::store_slot(slots, at(r) as u32, vr) };
+        }
+    }
+    gpu::sync_threads();
+}
+
 /// The result in its order, in one block of [`SORT_BLOCK`] threads (a bitonic sort in shared
 /// memory): the list's entries when the result is the list (sorted: key down, index up; else
 /// the keys above the threshold, then the ties, each in index order; the first `k`), else,
@@ -1152,6 +1306,49 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
     };
     let m = len.next_power_of_two();
     let (t, block) = (gpu::thread_idx_x() as usize, gpu::block_dim_x() as usize);
+    if W::BITS <= 32 {
+        // One word an entry: the key above the index's complement (n < 2^32), the sort's order
+        // in one compare; 0 (past the list) is below every entry.
+        let mut i = t;
+        while i < m {
+            let e = if i < len {
+                let (b, at) = if listed {
+                    unsafe {
+                        (
+                            p.list_bits.add(i).read().to_u64(),
+                            p.list_idx.add(i).read() as u64,
+                        )
+                    }
+                } else {
+                    let at = unsafe { p.indices.add(i).read() };
+                    (unsafe { p.input.add(at as usize).read() }.to_u64(), at)
+                };
+                let kk = key_of(b, width, kind, smallest);
+                let kk = if sorted { kk } else { (kk != th.prefix) as u64 };
+                kk << 32 | (u32::MAX - at as u32) as u64
+            } else {
+                0
+            };
+            unsafe { keys.write(i, e) };
+            i += block;
+        }
+        gpu::sync_threads();
+        if m <= block {
+            bitonic_desc::<1>(keys, m);
+        } else {
+            bitonic_desc::<{ SORT_MAX / SORT_BLOCK as usize }>(keys, m);
+        }
+        let mut i = t;
+        while i < k {
+            let at = (u32::MAX - unsafe { keys.read(i) } as u32) as u64;
+            unsafe {
+                p.indices.add(i).write(at);
+                p.values.add(i).write(p.input.add(at as usize).read());
+            }
+            i += block;
+        }
+        return;
+    }
     let mut i = t;
     while i < m {
         let (kk, ii) = if i < len {
@@ -1485,6 +1682,7 @@ macro_rules! topk_width {
         crate::launch_bounds!(@named $sample, ROWS_BLOCK, 1);
         crate::launch_bounds!(@named $sort, SORT_BLOCK, 1);
         crate::launch_bounds!(@named $filter, BLOCK, FILTER_PER_SM);
+        crate::launch_bounds!(@named $digits, BLOCK, DIGITS_PER_SM);
         const _: () = {
             type W = $w;
     crate::topk_params!(entry #[export_name = $digits] digits => (digits_device::<$w>));

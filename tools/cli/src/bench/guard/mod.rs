@@ -224,7 +224,21 @@ pub fn config_for(config: &SweepConfig, cells: &[Cell]) -> SweepConfig {
     let ops: Option<Vec<_>> = cells.iter().map(op_of).collect();
     let mut ops = ops.unwrap_or_else(|| config.ops.clone());
     ops.dedup();
-    let sized = |c: &&Cell| config.sizes.contains(&c.n);
+    // The sweep size a cell comes from: its own, or for a sized op's case cut from one (top-k's
+    // rows: a size's elements in whole rows) the smallest size at or above it; none for the
+    // fixed cases of segmented and by-key ops, which run at any sizes.
+    let size_of = |c: &Cell| {
+        let fixed =
+            op_of(c).is_some_and(|o| matches!(o, Op::Segmented | Op::ReduceByKey | Op::ScanByKey));
+        if config.sizes.contains(&c.n) {
+            Some(c.n)
+        } else if fixed {
+            None
+        } else {
+            config.sizes.iter().copied().filter(|&s| s >= c.n).min()
+        }
+    };
+    let sized = |c: &&Cell| size_of(c).is_some();
     let dtypes: Option<Vec<_>> = cells
         .iter()
         .filter(sized)
@@ -238,7 +252,7 @@ pub fn config_for(config: &SweepConfig, cells: &[Cell]) -> SweepConfig {
     }
     dtypes.sort_by_key(|d| config.dtypes.iter().position(|x| x == d));
     dtypes.dedup();
-    let mut sizes: Vec<u64> = cells.iter().filter(sized).map(|c| c.n).collect();
+    let mut sizes: Vec<u64> = cells.iter().filter_map(size_of).collect();
     sizes.sort_unstable();
     sizes.dedup();
     SweepConfig {

@@ -280,6 +280,22 @@ fn measuring_again_takes_the_slower_cells_ops_types_and_sizes() {
         (c.ops.as_slice(), c.dtypes.len(), c.sizes.len()),
         ([Op::ScanByKey].as_slice(), 0, 0)
     );
+    // A case cut from a size (top-k's rows: 2^28 elements in whole rows of 32,000) is measured
+    // again at that size (it was "missing" when measured again, session 24).
+    let topk = SweepConfig {
+        ops: vec![Op::Reduce, Op::Topk],
+        sizes: vec![1 << 24, 1 << 28],
+        ..config.clone()
+    };
+    let c = config_for(&topk, &[cell("topk", "f32", 8388 * 32000)]);
+    assert_eq!(
+        (c.ops.as_slice(), c.dtypes.as_slice(), c.sizes.as_slice()),
+        (
+            [Op::Topk].as_slice(),
+            [Dtype::F32].as_slice(),
+            [1u64 << 28].as_slice()
+        )
+    );
     // An op or type it cannot name keeps them all.
     let c = config_for(&config, &[cell("multi-GPU sum", "f32", N)]);
     assert_eq!(c.ops, config.ops);
