@@ -226,10 +226,14 @@ pub fn config_for(config: &SweepConfig, cells: &[Cell]) -> SweepConfig {
     ops.dedup();
     // The sweep size a cell comes from: its own, or for a sized op's case cut from one (top-k's
     // rows: a size's elements in whole rows) the smallest size at or above it; none for the
-    // fixed cases of segmented and by-key ops, which run at any sizes.
+    // fixed cases, which run at any sizes: segmented and by-key ops, and select without its
+    // matrix (no u32 or u64 named: its default cases at one size of its own).
+    let matrix = config.dtypes.iter().any(|d| d.select_only());
     let size_of = |c: &Cell| {
-        let fixed =
-            op_of(c).is_some_and(|o| matches!(o, Op::Segmented | Op::ReduceByKey | Op::ScanByKey));
+        let fixed = op_of(c).is_some_and(|o| {
+            matches!(o, Op::Segmented | Op::ReduceByKey | Op::ScanByKey)
+                || (o == Op::Select && !matrix)
+        });
         if config.sizes.contains(&c.n) {
             Some(c.n)
         } else if fixed {

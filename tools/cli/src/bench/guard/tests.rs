@@ -296,6 +296,15 @@ fn measuring_again_takes_the_slower_cells_ops_types_and_sizes() {
             [1u64 << 28].as_slice()
         )
     );
+    // Select's default cases (no u32 or u64 named) run at a size of their own: measured again
+    // as they were, not mapped to a sweep size (which would name u32 and run the matrix).
+    let select = SweepConfig {
+        ops: vec![Op::Select],
+        sizes: vec![1 << 24, 1 << 30],
+        ..config.clone()
+    };
+    let c = config_for(&select, &[cell("select", "u32", 1 << 28)]);
+    assert_eq!((c.dtypes.len(), c.sizes.len()), (0, 0));
     // An op or type it cannot name keeps them all.
     let c = config_for(&config, &[cell("multi-GPU sum", "f32", N)]);
     assert_eq!(c.ops, config.ops);
