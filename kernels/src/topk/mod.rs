@@ -1273,8 +1273,9 @@ fn bitonic_desc<const R: usize>(ent: SharedArray<u64>, m: usize) {
     gpu::sync_threads();
 }
 
-/// The result in its order, in one block of [`SORT_BLOCK`] threads (a bitonic sort in shared
-/// memory): the list's entries when the result is the list (sorted: key down, index up; else
+/// The result in its order, in one block of [`SORT_BLOCK`] threads (a bitonic sort: keys of up
+/// to 32 bits one word an entry in registers, [`bitonic_desc`]; wider keys in shared memory,
+/// [`bitonic`]): the list's entries when the result is the list (sorted: key down, index up; else
 /// the keys above the threshold, then the ties, each in index order; the first `k`), else,
 /// when sorted output is asked, the `k` written results (at most [`SORT_MAX`]). Values are
 /// read back by index.
