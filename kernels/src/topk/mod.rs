@@ -1307,52 +1307,9 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
     };
     let m = len.next_power_of_two();
     let (t, block) = (gpu::thread_idx_x() as usize, gpu::block_dim_x() as usize);
-    if W::BITS <= 32 {
-        // One word an entry: the key above the index's complement (n < 2^32), the sort's order
-        // in one compare; 0 (past the list) is below every entry.
-        let mut i = t;
-        while i < m {
-            let e = if i < len {
-                let (b, at) = if listed {
-                    unsafe {
-                        (
-                            p.list_bits.add(i).read().to_u64(),
-                            p.list_idx.add(i).read() as u64,
-                        )
-                    }
-                } else {
-                    let at = unsafe { p.indices.add(i).read() };
-                    (unsafe { p.input.add(at as usize).read() }.to_u64(), at)
-                };
-                let kk = key_of(b, width, kind, smallest);
-                let kk = if sorted { kk } else { (kk != th.prefix) as u64 };
-                kk << 32 | (u32::MAX - at as u32) as u64
-            } else {
-                0
-            };
-            unsafe { keys.write(i, e) };
-            i += block;
-        }
-        gpu::sync_threads();
-        if m <= block {
-            bitonic_desc::<1>(keys, m);
-        } else {
-            bitonic_desc::<{ SORT_MAX / SORT_BLOCK as usize }>(keys, m);
-        }
-        let mut i = t;
-        while i < k {
-            let at = (u32::MAX - unsafe { keys.read(i) } as u32) as u64;
-            unsafe {
-                p.indices.add(i).write(at);
-                p.values.add(i).write(p.input.add(at as usize).read());
-            }
-            i += block;
-        }
-        return;
-    }
     let mut i = t;
     while i < m {
-        let (kk, ii) = if i < len {
+        let (kk, at) = if i < len {
             let (b, at) = if listed {
                 unsafe {
                     (
@@ -1370,17 +1327,33 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
         } else {
             (0, u64::MAX)
         };
-        unsafe {
-            keys.write(i, kk);
-            idx.write(i, ii);
+        if W::BITS <= 32 {
+            // One word an entry: the key above the index's complement (n < 2^32), the sort's
+            // order in one compare; past the list 0, below every entry.
+            unsafe { keys.write(i, kk << 32 | (u32::MAX - at as u32) as u64) };
+        } else {
+            unsafe {
+                keys.write(i, kk);
+                idx.write(i, at);
+            }
         }
         i += block;
     }
     gpu::sync_threads();
-    bitonic(keys, idx, m, block);
+    if W::BITS > 32 {
+        bitonic(keys, idx, m, block);
+    } else if m <= block {
+        bitonic_desc::<1>(keys, m);
+    } else {
+        bitonic_desc::<{ SORT_MAX / SORT_BLOCK as usize }>(keys, m);
+    }
     let mut i = t;
     while i < k {
-        let at = unsafe { idx.read(i) };
+        let at = if W::BITS <= 32 {
+            (u32::MAX - unsafe { keys.read(i) } as u32) as u64
+        } else {
+            unsafe { idx.read(i) }
+        };
         unsafe {
             p.indices.add(i).write(at);
             p.values.add(i).write(p.input.add(at as usize).read());
