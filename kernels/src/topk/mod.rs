@@ -400,17 +400,21 @@ fn store_state<W: Bits>(p: &TopkParams<W>, q: u32, th: &Threshold) {
 /// step a kernel: the threshold before the last pass was stored by the kernel before (the
 /// pass that asked for it), and block 0 stores this one. `stored`: a kernel before this one
 /// already stored it (every kernel after `count_device`). The buffer is written by the first
-/// pass `j >= 1` whose matching elements fit `cap` (k up to [`SORT_MAX`]).
+/// pass `j >= 1` whose matching elements fit `cap` (k up to [`SORT_MAX`]). `idle`: whether this
+/// block has nothing to do, given the state before the step (the buffer's length is known
+/// then; block-uniform, false for block 0, which stores): such a block returns `None` at once,
+/// without the step's loads and barriers (most of a fixed grid when the buffer is small).
 #[inline(always)]
 fn threshold<W: Bits>(
     p: &TopkParams<W>,
     done: u32,
     scratch: SharedArray<u64>,
     stored: bool,
-) -> Threshold {
+    idle: impl Fn(&Threshold) -> bool,
+) -> Option<Threshold> {
     let t = gpu::thread_idx_x() as usize;
     if done > 0 && stored {
-        return load_state(p, done - 1);
+        return Some(load_state(p, done - 1));
     }
     let mut th = if done >= 2 {
         let mut th = load_state(p, done - 2);
@@ -435,7 +439,10 @@ fn threshold<W: Bits>(
         th
     };
     if done == 0 {
-        return th;
+        return Some(th);
+    }
+    if idle(&th) {
+        return None;
     }
     let q = done - 1;
     // Thread t holds digit 255 - t: a scan in thread order counts from the top digit.
@@ -450,7 +457,7 @@ fn threshold<W: Bits>(
     if gpu::block_idx_x() == 0 && t == 0 {
         store_state(p, q, &th);
     }
-    th
+    Some(th)
 }
 
 /// What a digit pass does with one element (a method, not a closure: called from every
@@ -522,12 +529,16 @@ pub unsafe fn digits_device<W: Bits>(p: TopkParams<W>) {
     };
     let t = gpu::thread_idx_x() as usize;
     let counts = p.counts;
-    let th = threshold::<W>(&p, p.pass, scratch, false);
+    // Reading the buffer: [`BUFFER_RUN`] candidates a thread, the blocks past them idle.
+    let busy = |th: &Threshold| th.cand.div_ceil(BLOCK as u64 * BUFFER_RUN);
+    let idle = |th: &Threshold| th.cand != NONE && gpu::block_idx_x() as u64 >= busy(th);
+    let Some(th) = threshold::<W>(&p, p.pass, scratch, false, idle) else {
+        return;
+    };
     let prefix = th.prefix;
     let reads = th.cand != NONE;
-    // Reading the buffer: [`BUFFER_RUN`] candidates a thread, the blocks past them idle.
-    let busy = th.cand.div_ceil(BLOCK as u64 * BUFFER_RUN);
-    if reads && gpu::block_idx_x() as u64 >= busy {
+    let busy = busy(&th);
+    if idle(&th) {
         return;
     }
     let mut j = t;
@@ -951,7 +962,13 @@ pub unsafe fn filter_device<W: Bits>(p: TopkParams<W>) {
 pub unsafe fn gather_device<W: Bits>(p: TopkParams<W>) {
     let smem = gpu::dynamic_shared::<u64>();
     let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
-    let th = threshold::<W>(&p, passes(W::BITS), scratch, false);
+    // Blocks past the buffer's candidates idle; block 0 always takes the step and stores it,
+    // which `count_device` then loads (it follows this launch whenever the host makes it).
+    let first = gpu::block_idx_x() as u64 * gpu::block_dim_x() as u64;
+    let idle = |th: &Threshold| first > 0 && (th.cand == NONE || first >= th.cand);
+    let Some(th) = threshold::<W>(&p, passes(W::BITS), scratch, false, idle) else {
+        return;
+    };
     if !th.listed(p.k) {
         return;
     }
@@ -1017,7 +1034,11 @@ fn load_items<W: Bits>(input: *const W, first: u64, end: u64) -> [u64; ITEMS] {
 pub unsafe fn count_device<W: Bits>(p: TopkParams<W>) {
     let smem = gpu::dynamic_shared::<u64>();
     let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
-    let th = threshold::<W>(&p, passes(W::BITS), scratch, false);
+    // k up to SORT_MAX: `gather_device` ran before and stored the last step.
+    let stored = p.k <= SORT_MAX as u64;
+    let Some(th) = threshold::<W>(&p, passes(W::BITS), scratch, stored, |_| false) else {
+        return;
+    };
     if th.listed(p.k) {
         return;
     }
@@ -1130,7 +1151,9 @@ fn write_ranks<W: Bits>(
 pub unsafe fn write_device<W: Bits>(p: TopkParams<W>) {
     let smem = gpu::dynamic_shared::<u64>();
     let scratch = unsafe { smem.part::<u64>(0, SCRATCH) };
-    let th = threshold::<W>(&p, passes(W::BITS), scratch, true);
+    let Some(th) = threshold::<W>(&p, passes(W::BITS), scratch, true, |_| false) else {
+        return;
+    };
     if th.listed(p.k) {
         return;
     }
@@ -1292,7 +1315,9 @@ pub unsafe fn sort_device<W: Bits>(p: TopkParams<W>) {
             smem.part::<u64>(SORT_MAX * 16, SCRATCH),
         )
     };
-    let th = threshold::<W>(&p, passes(W::BITS), scratch, true);
+    let Some(th) = threshold::<W>(&p, passes(W::BITS), scratch, true, |_| false) else {
+        return;
+    };
     let listed = th.listed(p.k);
     let sorted = p.sorted != 0;
     if !listed && !sorted {
