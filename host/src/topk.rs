@@ -445,3 +445,111 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
     of::<u64>(&mut names);
     names
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels::topk::{THRESHOLD, key};
+
+    /// `sample_device`'s threshold (simulator) against the CPU's `rank`-th largest key of the
+    /// sampled elements. Only the call's speed rests on it (a wrong threshold is caught later
+    /// and costs another read), so the results' tests cannot see it.
+    fn check_sample<T: TopkElement>(ctx: &Context, x: &[T], kind: u32, ranks: &[u64]) {
+        let n = x.len() as u64;
+        let s = n.min(SAMPLE);
+        let width = 8 * std::mem::size_of::<T>() as u32;
+        let bits = |v: &T| {
+            let mut b = [0u8; 8];
+            // SAFETY: T is a plain number of `width` bits.
+            let raw = unsafe {
+                std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>())
+            };
+            b[..raw.len()].copy_from_slice(raw);
+            u64::from_le_bytes(b)
+        };
+        let buf = ctx.htod(x).unwrap();
+        let mut counts = ctx.alloc_zeros::<u32>(CHUNK_COUNTS).unwrap();
+        for smallest in [false, true] {
+            let mut keys: Vec<u64> = (0..s)
+                .map(|i| {
+                    if s == n {
+                        i
+                    } else {
+                        (i * n) >> SAMPLE.trailing_zeros()
+                    }
+                })
+                .map(|e| key(bits(&x[e as usize]), width, kind, smallest))
+                .collect();
+            keys.sort_unstable_by(|a, b| b.cmp(a));
+            for &rank in ranks {
+                let view = buf.view(..).unwrap();
+                let (xp, _r) = ctx.read(&view).unwrap();
+                let mut out = counts.view_mut(..).unwrap();
+                let (cp, _w) = ctx.write(&mut out).unwrap();
+                let params = TopkParams::<T::Bits> {
+                    input: xp as *const T::Bits,
+                    n,
+                    k: 1,
+                    kind,
+                    smallest: smallest as u32,
+                    pass: 0,
+                    sorted: 0,
+                    counts: cp as *mut u32,
+                    tables: std::ptr::null_mut(),
+                    cap: 0,
+                    cand_bits: std::ptr::null_mut(),
+                    cand_idx: std::ptr::null_mut(),
+                    list_bits: std::ptr::null_mut(),
+                    list_idx: std::ptr::null_mut(),
+                    chunks: 0,
+                    sample: rank,
+                    values: std::ptr::null_mut(),
+                    indices: std::ptr::null_mut(),
+                };
+                let one = LaunchShape::linear(1, ROWS_BLOCK, DIGITS_SHARED);
+                // SAFETY: `n` elements at `xp`, the control words at `cp`; 1 <= rank <= s.
+                unsafe {
+                    ctx.launch_kernel(&crate::BUILTIN, &T::Bits::SAMPLE, one, params)
+                        .unwrap()
+                };
+                drop((_r, _w));
+                let c = ctx.dtoh(&counts).unwrap();
+                let got = c[THRESHOLD] as u64 | (c[THRESHOLD + 1] as u64) << 32;
+                assert_eq!(
+                    got,
+                    keys[rank as usize - 1],
+                    "{n} {}, rank {rank}, smallest {smallest}",
+                    T::DTYPE
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn sample_threshold_is_the_ranked_key() {
+        let ctx = Context::sim().unwrap();
+        let mut r = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            r
+        };
+        // Uniform [0, 1): a few keys left after two passes (ranked by comparing), or many.
+        let uniform: Vec<f32> = (0..40_000)
+            .map(|_| (next() >> 40) as f32 / 16_777_216.0)
+            .collect();
+        check_sample(&ctx, &uniform, KIND_FLOAT, &[1, 9, 64, 300, 8192]);
+        // Shorter than the sample: every element; ties of the top value across the ranks.
+        let mut short: Vec<f32> = uniform[..3000].to_vec();
+        for j in 0..40 {
+            short[j * 71] = 2.0;
+        }
+        check_sample(&ctx, &short, KIND_FLOAT, &[1, 39, 40, 41, 65, 3000]);
+        // Five values: every pass with thousands of keys left.
+        let few: Vec<u32> = (0..50_000).map(|_| (next() % 5) as u32).collect();
+        check_sample(&ctx, &few, kernels::topk::KIND_UINT, &[1, 2000, 8192]);
+        let wide: Vec<f64> = (0..20_000).map(|_| (next() >> 11) as f64).collect();
+        check_sample(&ctx, &wide, KIND_FLOAT, &[1, 17, 8192]);
+    }
+}

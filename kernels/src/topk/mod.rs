@@ -660,6 +660,9 @@ pub const SAMPLE: u64 = 8192;
 const _: () = assert!(SAMPLE.is_power_of_two());
 /// Sampled elements a thread of [`sample_device`] holds (its block: [`ROWS_BLOCK`] threads).
 const SAMPLE_ITEMS: usize = SAMPLE as usize / ROWS_BLOCK as usize;
+/// Keys left after a pass of [`sample_device`] (keys of up to 32 bits) few enough to rank by
+/// comparing each with all (a pass costs about as much as ranking this many).
+const SAMPLE_FEW: u64 = 64;
 
 /// The filter's threshold, before the digit passes (k up to [`SORT_MAX`]): the `p.sample`-th
 /// largest key of `min(n, SAMPLE)` elements spread evenly over the input (all of them when `n
@@ -705,13 +708,19 @@ pub unsafe fn sample_device<W: Bits>(p: TopkParams<W>) {
         }
         let (mut prefix, mut need) = (0u32, p.sample);
         let col = gpu::lane_id() as usize;
+        let slots = unsafe { gpu::shared_slots(ctr, 0) };
+        // Zeroed once: each pass's column sums zero what they read.
+        let mut j = t;
+        while j < RADIX * 32 {
+            unsafe { gpu::store_slot(slots, j as u32, 0u32) };
+            j += block;
+        }
+        gpu::sync_threads();
+        let threshold = |key: u32| unsafe {
+            p.counts.add(THRESHOLD).write(key);
+            p.counts.add(THRESHOLD + 1).write(0);
+        };
         for pass in 0..passes(width) {
-            let mut j = t;
-            while j < RADIX * 32 {
-                unsafe { ctr.write(j, 0) };
-                j += block;
-            }
-            gpu::sync_threads();
             let shift = width - 8 * (pass + 1);
             // The digits found so far: the bits above this pass's digit.
             let found = if pass == 0 {
@@ -730,18 +739,42 @@ pub unsafe fn sample_device<W: Bits>(p: TopkParams<W>) {
             if t < RADIX {
                 let d = RADIX - 1 - t;
                 for l in 0..32 {
-                    c += unsafe { ctr.read(d * 32 + ((l + t) & 31)) } as u64;
+                    let at = (d * 32 + ((l + t) & 31)) as u32;
+                    c += unsafe { gpu::load_slot::<u32>(slots, at) } as u64;
+                    unsafe { gpu::store_slot(slots, at, 0u32) };
                 }
             }
-            let (digit, nd, _) = pick_digit(c, need, scratch);
+            let (digit, nd, left) = pick_digit(c, need, scratch);
             prefix |= (digit as u32) << shift;
             need = nd;
+            if shift > 0 && left <= SAMPLE_FEW {
+                // Few keys left with these digits (most inputs after two passes): each finds
+                // its rank among them by comparing with all, not two more passes.
+                let digits = u32::MAX << shift;
+                for (j, &kj) in keys.iter().enumerate() {
+                    if ((t + j * block) as u64) < s && kj & digits == prefix {
+                        let at = unsafe { ctr.fetch_add(0, 1) };
+                        unsafe { ctr.write(1 + at as usize, kj) };
+                    }
+                }
+                gpu::sync_threads();
+                if (t as u64) < left {
+                    let x = unsafe { ctr.read(1 + t) };
+                    // Rank among the left keys, ties by list position (one thread has each).
+                    let mut rank = 1u64;
+                    for j in 0..left as usize {
+                        let y = unsafe { ctr.read(1 + j) };
+                        rank += (y > x || (y == x && j < t)) as u64;
+                    }
+                    if rank == need {
+                        threshold(x);
+                    }
+                }
+                return;
+            }
         }
         if t == 0 {
-            unsafe {
-                p.counts.add(THRESHOLD).write(prefix);
-                p.counts.add(THRESHOLD + 1).write(0);
-            }
+            threshold(prefix);
         }
         return;
     }
@@ -1223,74 +1256,94 @@ fn bitonic(keys: SharedArray<u64>, idx: SharedArray<u64>, m: usize, step: usize)
 }
 
 /// [`bitonic`]'s network over `m` (a power of two) single-word entries of `ent`, the largest
-/// first, with the entries in registers, `R` a thread (entry `r * block + t` in thread `t`):
-/// partners within a warp swap by shuffles, those a thread apart in registers, and only the
-/// strides from 32 to half the block go through shared memory (`ld.shared`, two barriers a
-/// stage: 20 of the 66 stages of 2048). Every thread of the block calls it; the block a
-/// multiple of 32 threads, at least `m / R`.
+/// first, with the entries in registers, `R` a thread (entry `r * SORT_BLOCK + t` in thread
+/// `t`): partners within a warp swap by shuffles, those a thread apart in registers, and only
+/// the strides from 32 to half the block go through shared memory (`ld.shared`, two barriers a
+/// stage: 20 of the 66 stages of 2048). Every stage is written out with constant size and
+/// stride (the loops had cost three times the network's instructions: 64-bit counters, the
+/// stage kind picked at run time). Every thread of a block of [`SORT_BLOCK`] calls it; `m <= R *
+/// SORT_BLOCK`.
 #[inline(always)]
 fn bitonic_desc<const R: usize>(ent: SharedArray<u64>, m: usize) {
-    let (t, block) = (gpu::thread_idx_x() as usize, gpu::block_dim_x() as usize);
+    const BLOCK: u32 = SORT_BLOCK;
+    let t = gpu::thread_idx_x();
+    let m = m as u32;
     let slots = unsafe { gpu::shared_slots(ent, 0) };
-    let at = |r: usize| r * block + t;
+    let at = |r: usize| r as u32 * BLOCK + t;
     // Past m: 0, the last (it meets only others past m).
     let mut v = [0u64; R];
     for (r, vr) in v.iter_mut().enumerate() {
         if at(r) < m {
-            *vr = unsafe { gpu::load_slot(slots, at(r) as u32) };
+            *vr = unsafe { gpu::load_slot(slots, at(r)) };
         }
     }
     // Entry e's new value from its partner's: the larger where e is the lower of the pair in
     // a descending run (or the upper in an ascending one), else the smaller.
-    let pick = |e: usize, size: usize, stride: usize, a: u64, b: u64| {
-        if (e & stride == 0) == (e & size == 0) {
-            a.max(b)
+    let pick = |e: u32, size: u32, stride: u32, a: u64, b: u64| {
+        if (a > b) == ((e & stride == 0) == (e & size == 0)) {
+            a
         } else {
-            a.min(b)
+            b
         }
     };
-    let mut size = 2;
-    while size <= m {
-        let mut stride = size / 2;
-        while stride > 0 {
-            if stride >= block {
-                // Partners in this thread's registers (static indices: no local memory).
-                let v0 = v;
-                for r in 0..R {
-                    for q in 0..R {
-                        if q == r ^ (stride / block) {
-                            v[r] = pick(at(r), size, stride, v0[r], v0[q]);
-                        }
+    let mut stage = |size: u32, stride: u32| {
+        if stride >= BLOCK {
+            // Partners in this thread's registers (static indices: no local memory).
+            let v0 = v;
+            for r in 0..R {
+                for q in 0..R {
+                    if q as u32 == r as u32 ^ (stride / BLOCK) {
+                        v[r] = pick(at(r), size, stride, v0[r], v0[q]);
                     }
-                }
-            } else if stride >= 32 {
-                for (r, &vr) in v.iter().enumerate() {
-                    if at(r) < m {
-                        unsafe { gpu::store_slot(slots, at(r) as u32, vr) };
-                    }
-                }
-                gpu::sync_threads();
-                for (r, vr) in v.iter_mut().enumerate() {
-                    let e = at(r);
-                    if e < m {
-                        let b = unsafe { gpu::load_slot(slots, (e ^ stride) as u32) };
-                        *vr = pick(e, size, stride, *vr, b);
-                    }
-                }
-                gpu::sync_threads();
-            } else {
-                for (r, vr) in v.iter_mut().enumerate() {
-                    let b = gpu::shfl_xor_sync(gpu::FULL_MASK, *vr, stride as u32, 32);
-                    *vr = pick(at(r), size, stride, *vr, b);
                 }
             }
-            stride /= 2;
+        } else if stride >= 32 {
+            for (r, &vr) in v.iter().enumerate() {
+                if at(r) < m {
+                    unsafe { gpu::store_slot(slots, at(r), vr) };
+                }
+            }
+            gpu::sync_threads();
+            for (r, vr) in v.iter_mut().enumerate() {
+                let e = at(r);
+                if e < m {
+                    let b = unsafe { gpu::load_slot(slots, e ^ stride) };
+                    *vr = pick(e, size, stride, *vr, b);
+                }
+            }
+            gpu::sync_threads();
+        } else {
+            for (r, vr) in v.iter_mut().enumerate() {
+                let b = gpu::shfl_xor_sync(gpu::FULL_MASK, *vr, stride, 32);
+                *vr = pick(at(r), size, stride, *vr, b);
+            }
         }
-        size *= 2;
+    };
+    // Sizes past R * BLOCK are left out at compile time, those past m skipped (block-uniform).
+    macro_rules! merges {
+        ($($size:literal: $($stride:literal)*;)*) => {$(
+            if $size <= R as u32 * BLOCK && $size <= m {
+                $(stage($size, $stride);)*
+            }
+        )*};
     }
+    merges! {
+        2: 1;
+        4: 2 1;
+        8: 4 2 1;
+        16: 8 4 2 1;
+        32: 16 8 4 2 1;
+        64: 32 16 8 4 2 1;
+        128: 64 32 16 8 4 2 1;
+        256: 128 64 32 16 8 4 2 1;
+        512: 256 128 64 32 16 8 4 2 1;
+        1024: 512 256 128 64 32 16 8 4 2 1;
+        2048: 1024 512 256 128 64 32 16 8 4 2 1;
+    }
+    const _: () = assert!(SORT_MAX <= 2048);
     for (r, &vr) in v.iter().enumerate() {
         if at(r) < m {
-            unsafe { gpu::store_slot(slots, at(r) as u32, vr) };
+            unsafe { gpu::store_slot(slots, at(r), vr) };
         }
     }
     gpu::sync_threads();
