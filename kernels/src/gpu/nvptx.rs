@@ -785,6 +785,19 @@ pub unsafe fn store_slot<T: ShflValue>(s: SharedSlots<T>, k: u32, v: T) {
     }
 }
 
+/// Add `v` to slot `k` of `s` atomically among the block's threads: `red.shared.add.u32`, its
+/// address one multiply-add from the slots' (a counter a sample: the generic address's 64-bit
+/// add and conversion cost as much as the add).
+/// # Safety
+/// Slot `k` lies inside the array.
+#[inline(always)]
+pub unsafe fn red_add_slot(s: SharedSlots<u32>, k: u32, v: u32) {
+    let p = s.addr + k * 4;
+    unsafe {
+        asm!("red.shared.add.u32 [{p}], {v};", p = in(reg32) p, v = in(reg32) v, options(nostack))
+    }
+}
+
 /// Element `i` of a 16-byte shared array: `ld.shared.v4.b32`.
 /// # Safety
 /// `i < src.len()`, and no other thread writes element `i` between the same two barriers.

@@ -194,7 +194,9 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
     let even = |x| T::even_bin(x, lo, hi, bins, scale, mul);
     let even4 = |x| T::even_bins4(x, lo, hi, bins, scale, mul);
     if !by_edges && striped {
-        let add = |b: u32, len: u32| unsafe { ctr.add(b as usize * 32 + col, len) };
+        // The lane's column as a shared-space address: a counter's is one multiply-add.
+        let column = unsafe { gpu::shared_slots(ctr, col) };
+        let add = |b: u32, len: u32| unsafe { gpu::red_add_slot(column, b * 32, len) };
         count_input::<T, false>(input, n, even, even4, add);
     } else if !by_edges {
         count_input::<T, true>(input, n, even, even4, add);

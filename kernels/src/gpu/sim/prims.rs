@@ -515,6 +515,14 @@ pub unsafe fn load_slot<T: Copy>(s: SharedSlots<T>, k: u32) -> T {
     unsafe { s.arr.read(s.first + k as usize) }
 }
 
+/// Add `v` to slot `k` of `s` atomically among the block's threads (`red.shared.add.u32` on
+/// the GPU); bounds-checked.
+/// # Safety
+/// Slot `k` lies inside the array.
+pub unsafe fn red_add_slot(s: SharedSlots<u32>, k: u32, v: u32) {
+    unsafe { s.arr.add(s.first + k as usize, v) }
+}
+
 // Asynchronous copies: the source is read at issue, the shared destination written when the
 // copy's group retires (`cp_async_wait_group`).
 
