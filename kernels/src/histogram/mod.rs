@@ -181,9 +181,12 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
     } else {
         (1, 0)
     };
+    // The lane's column as a shared-space address: a counter's is one multiply-add (a generic
+    // address costs a 64-bit add and a conversion a sample).
+    let column = unsafe { gpu::shared_slots(ctr, col) };
     let add = |b: u32, len: u32| {
         if shared {
-            unsafe { ctr.add(b as usize * stride + col, len) };
+            unsafe { gpu::red_add_slot(column, b * stride as u32, len) };
         } else {
             unsafe { add_count(counts, wide, b, len) };
         }
@@ -194,8 +197,6 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
     let even = |x| T::even_bin(x, lo, hi, bins, scale, mul);
     let even4 = |x| T::even_bins4(x, lo, hi, bins, scale, mul);
     if !by_edges && striped {
-        // The lane's column as a shared-space address: a counter's is one multiply-add.
-        let column = unsafe { gpu::shared_slots(ctr, col) };
         let add = |b: u32, len: u32| unsafe { gpu::red_add_slot(column, b * 32, len) };
         count_input::<T, false>(input, n, even, even4, add);
     } else if !by_edges {
