@@ -468,7 +468,6 @@ mod tests {
             u64::from_le_bytes(b)
         };
         let buf = ctx.htod(x).unwrap();
-        let mut counts = ctx.alloc_zeros::<u32>(CHUNK_COUNTS).unwrap();
         for smallest in [false, true] {
             let mut keys: Vec<u64> = (0..s)
                 .map(|i| {
@@ -482,6 +481,9 @@ mod tests {
                 .collect();
             keys.sort_unstable_by(|a, b| b.cmp(a));
             for &rank in ranks {
+                // Poisoned before each launch: a launch that wrote nothing cannot pass on the
+                // threshold left by the one before.
+                let mut counts = ctx.htod(&vec![0xdead_beefu32; CHUNK_COUNTS]).unwrap();
                 let view = buf.view(..).unwrap();
                 let (xp, _r) = ctx.read(&view).unwrap();
                 let mut out = counts.view_mut(..).unwrap();
@@ -551,5 +553,14 @@ mod tests {
         check_sample(&ctx, &few, kernels::topk::KIND_UINT, &[1, 2000, 8192]);
         let wide: Vec<f64> = (0..20_000).map(|_| (next() >> 11) as f64).collect();
         check_sample(&ctx, &wide, KIND_FLOAT, &[1, 17, 8192]);
+        // 16-bit keys: two passes, a few keys left after the first.
+        #[cfg(feature = "f16")]
+        {
+            let h: Vec<half::f16> = uniform.iter().map(|&v| half::f16::from_f32(v)).collect();
+            check_sample(&ctx, &h, KIND_FLOAT, &[1, 5, 64, 8192]);
+            // 40 ties of the top value: at most 64 keys left after the first pass.
+            let h: Vec<half::f16> = short.iter().map(|&v| half::f16::from_f32(v)).collect();
+            check_sample(&ctx, &h, KIND_FLOAT, &[1, 39, 40, 41, 3000]);
+        }
     }
 }
