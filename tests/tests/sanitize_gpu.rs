@@ -86,7 +86,7 @@ fn sanitizer_workload_compaction() {
 #[ignore = "needs a CUDA GPU: run under compute-sanitizer by the bundle's run.sh"]
 fn sanitizer_workload_histogram() {
     let ctx = gpu();
-    integration_tests::histogram::check_histogram(&ctx, &[1, 1000, 20_011], &[1, 256, 5000]);
+    integration_tests::histogram::check_histogram(&ctx, &[1, 1000, 20_011], &[1, 256, 1000, 5000]);
     integration_tests::histogram::check_histogram_errors(&ctx);
     integration_tests::histogram::check_histogram_half(&ctx, 20_003);
     integration_tests::histogram::check_histogram_weighted(&ctx, &[1, 20_011], &[7, 256, 3000]);

@@ -34,6 +34,15 @@ pub trait Sample: Ordered {
     fn even_bins4(x: [Self; 4], lo: Self, hi: Self, bins: u32, scale: f64, mul: u64) -> [u32; 4] {
         x.map(|v| Self::even_bin(v, lo, hi, bins, scale, mul))
     }
+
+    /// The rule of [`Sample::cell`] over `[lo, hi]` in `cells` cells (a power of two, at least
+    /// 2), computed once a block.
+    fn cell_rule(lo: Self, hi: Self, cells: u32) -> u64;
+
+    /// A cell of `x` (below `cells`), nondecreasing in `x`: the edges' table
+    /// ([`edge_range`]) needs only that order, so any such map gives the exact bins; an even
+    /// one keeps each cell's edges few.
+    fn cell(x: Self, lo: Self, rule: u64, cells: u32) -> u32;
 }
 
 macro_rules! sample_int {
@@ -80,6 +89,20 @@ macro_rules! sample_int {
                     q
                 }
             }
+
+            #[inline(always)]
+            fn cell_rule(lo: Self, hi: Self, cells: u32) -> u64 {
+                // The least shift that maps the range below `cells`: cells of a power of two
+                // of values (at least half of them used).
+                let range = (hi as $w).wrapping_sub(lo as $w);
+                (<$w>::BITS - range.leading_zeros()).saturating_sub(cells.trailing_zeros()) as u64
+            }
+
+            #[inline(always)]
+            fn cell(x: Self, lo: Self, rule: u64, cells: u32) -> u32 {
+                // (rule < BITS: cells >= 2.) Clamped: an edge out of order may lie past `hi`.
+                ((x as $w).wrapping_sub(lo as $w) >> rule as u32).min(cells as $w - 1) as u32
+            }
         }
     )*};
 }
@@ -94,7 +117,7 @@ sample_int! {
 pub const F32_BINS: u32 = 1 << 16;
 
 macro_rules! sample_float {
-    ($($t:ty => $wide:expr, $f32:expr;)*) => {$(
+    ($($t:ty => $wide:expr, $f32:expr, $narrow:expr;)*) => {$(
         impl Sample for $t {
             #[inline(always)]
             fn even_rule(lo: Self, hi: Self, bins: u32) -> (f64, u64) {
@@ -165,16 +188,36 @@ macro_rules! sample_float {
                 }
                 if near { x.map(exact) } else { out }
             }
+
+            #[inline(always)]
+            fn cell_rule(lo: Self, hi: Self, cells: u32) -> u64 {
+                match $narrow {
+                    Some(f) => (cells as f32 / (f(hi) - f(lo))).to_bits() as u64,
+                    None => (cells as f64 / ($wide(hi) - $wide(lo))).to_bits(),
+                }
+            }
+
+            #[inline(always)]
+            fn cell(x: Self, lo: Self, rule: u64, cells: u32) -> u32 {
+                // IEEE subtraction, product and truncation are each nondecreasing in `x`
+                // (a range too wide for the type scales by 0: one cell, a full search).
+                let c = match $narrow {
+                    Some(f) => ((f(x) - f(lo)) * f32::from_bits(rule as u32)) as u32,
+                    None => (($wide(x) - $wide(lo)) * f64::from_bits(rule)) as u32,
+                };
+                c.min(cells - 1)
+            }
         }
     )*};
 }
+// (sample, its value in f64, its even bins' f32 step, its cells' f32 value)
 sample_float! {
-    f32 => |v: f32| v as f64, Some(|v: f32| v);
-    f64 => |v: f64| v, None::<fn(f64) -> f32>;
+    f32 => |v: f32| v as f64, Some(|v: f32| v), Some(|v: f32| v);
+    f64 => |v: f64| v, None::<fn(f64) -> f32>, None::<fn(f64) -> f32>;
     // The 16-bit types: the f64 rule alone (eight samples a vector make the kernel large; the
     // f32 path's copy would double it, past the embedded PTX's budget).
-    F16 => |v: F16| v.widen() as f64, None::<fn(F16) -> f32>;
-    Bf16 => |v: Bf16| v.widen() as f64, None::<fn(Bf16) -> f32>;
+    F16 => |v: F16| v.widen() as f64, None::<fn(F16) -> f32>, Some(|v: F16| v.widen());
+    Bf16 => |v: Bf16| v.widen() as f64, None::<fn(Bf16) -> f32>, Some(|v: Bf16| v.widen());
 }
 
 /// The bin of `x` between `edges` (`bins + 1` ascending values, read by `edge(i)`): the `b`
@@ -185,8 +228,13 @@ pub fn edge_bin<T: Ordered>(x: T, bins: u32, edge: impl Fn(u32) -> T) -> u32 {
     if !(edge(0).le(x) && x.lt(edge(bins))) {
         return NO_BIN;
     }
-    // Invariant: edges[lo] <= x < edges[hi].
-    let (mut lo, mut hi) = (0u32, bins);
+    edge_search(x, 0, bins, edge)
+}
+
+/// The `b` in `lo..hi` with `edges[b] <= x < edges[b + 1]`, given `edges[lo] <= x <
+/// edges[hi]` (`lo < hi`): a binary search.
+#[inline(always)]
+pub fn edge_search<T: Ordered>(x: T, mut lo: u32, mut hi: u32, edge: impl Fn(u32) -> T) -> u32 {
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if x.lt(edge(mid)) {
@@ -198,9 +246,43 @@ pub fn edge_bin<T: Ordered>(x: T, bins: u32, edge: impl Fn(u32) -> T) -> u32 {
     lo
 }
 
+/// The first and last bin (`lo..=hi`) a sample of cell `c` may fall in, from the edges' table
+/// entry `tab[c]` (`L(c) | L(c + 1) << 16`, `L(c)` the edges `1..bins` whose cell is below `c`):
+/// an edge of a lower cell lies below the sample and one of a higher cell above it, as the
+/// cells are in the samples' order, so its bin is `L(c)` plus the edges of its own cell at or
+/// below it. (Out of order edges give some range inside `0..bins`.)
+#[inline(always)]
+pub fn edge_range(entry: u32) -> (u32, u32) {
+    let lo = entry & 0xffff;
+    (lo, (entry >> 16).max(lo))
+}
+
+/// `L(c)` of [`edge_range`]: how many of the edges `1..bins` (`edge(b)`) have a cell below `c`
+/// (`cell(x)`: [`Sample::cell`]), by a binary search (ascending edges: ascending cells).
+#[inline(always)]
+pub fn edges_below<T: Ordered>(
+    c: u32,
+    bins: u32,
+    edge: impl Fn(u32) -> T,
+    cell: impl Fn(T) -> u32,
+) -> u32 {
+    let (mut a, mut b) = (1u32, bins);
+    while a < b {
+        let m = a + (b - a) / 2;
+        if cell(edge(m)) < c {
+            a = m + 1;
+        } else {
+            b = m;
+        }
+    }
+    a - 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    extern crate std;
+    use std::vec::Vec;
 
     #[test]
     fn even_bins_of_integers_are_exact_at_the_ends() {
@@ -295,6 +377,74 @@ mod tests {
         assert_eq!(bin(9.99), 2);
         assert_eq!(bin(10.0), NO_BIN);
         assert_eq!(bin(f32::NAN), NO_BIN);
+    }
+
+    /// The edges' table (`edges_below`, `edge_range`, `edge_search`) finds the searched bin of
+    /// every sample, for even, clustered, repeated and extreme edges and every cell count.
+    #[test]
+    fn edge_table_bins_are_the_searched_ones() {
+        fn check<T: Sample + core::fmt::Debug>(edges: &[T], samples: &[T]) {
+            let bins = edges.len() as u32 - 1;
+            let e = |i: u32| edges[i as usize];
+            for cells in [2u32, 4, 64, 4096] {
+                let rule = T::cell_rule(edges[0], edges[bins as usize], cells);
+                let cell = |x| T::cell(x, edges[0], rule, cells);
+                let below = |c| edges_below(c, bins, e, cell);
+                for &x in samples {
+                    let want = edge_bin(x, bins, e);
+                    if want == NO_BIN {
+                        continue;
+                    }
+                    let c = cell(x);
+                    assert!(c < cells);
+                    let (lo, hi) = edge_range(below(c) | below(c + 1) << 16);
+                    assert!(lo <= want && want <= hi, "{x:?} in {edges:?} / {cells}");
+                    assert_eq!(edge_search(x, lo, hi + 1, e), want, "{x:?} / {cells}");
+                }
+            }
+        }
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..200 {
+            let bins = 1 + (next() % 300) as usize;
+            // Even, clustered at the low end, or with repeats.
+            let mut u: Vec<u32> = (0..=bins)
+                .map(|i| match round % 3 {
+                    0 => (i as u64 * (u32::MAX as u64) / bins as u64) as u32,
+                    1 => (next() as u32) >> (next() % 32),
+                    _ => (next() % 8) as u32 * 1000,
+                })
+                .collect();
+            u.sort();
+            let mut xs: Vec<u32> = (0..500).map(|_| next() as u32 >> (next() % 32)).collect();
+            xs.extend(
+                u.iter()
+                    .flat_map(|&v| [v.wrapping_sub(1), v, v.wrapping_add(1)]),
+            );
+            check(&u, &xs);
+            let i: Vec<i32> = u.iter().map(|&v| (v ^ 0x8000_0000) as i32).collect();
+            let xi: Vec<i32> = xs.iter().map(|&v| (v ^ 0x8000_0000) as i32).collect();
+            check(&i, &xi);
+            let w: Vec<u64> = u.iter().map(|&v| (v as u64) << 31).collect();
+            let xw: Vec<u64> = xs.iter().map(|&v| (v as u64) << 31).collect();
+            check(&w, &xw);
+            let f = |v: u32| (v as f32 / u32::MAX as f32 - 0.5) * 3e38;
+            let mut fe: Vec<f32> = u.iter().map(|&v| f(v)).collect();
+            fe[0] = if round % 5 == 0 { f32::MIN } else { fe[0] };
+            fe.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            let mut fx: Vec<f32> = xs.iter().map(|&v| f(v)).collect();
+            fx.extend(fe.iter().flat_map(|&v| [v.next_down(), v, v.next_up()]));
+            fx.extend([0.0, -0.0, f32::NAN, f32::INFINITY, f32::MAX]);
+            check(&fe, &fx);
+            let de: Vec<f64> = fe.iter().map(|&v| v as f64 * 1e-300).collect();
+            let dx: Vec<f64> = fx.iter().map(|&v| v as f64 * 1e-300).collect();
+            check(&de, &dx);
+        }
     }
 
     /// Even bins of f32 found in f32 (away from the integers) are the f64 rule's, on and

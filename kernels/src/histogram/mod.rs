@@ -10,14 +10,16 @@
 //! the input as 16-byte vectors, the next step's loads issued before this step's samples are
 //! counted. Past the striped counters it adds runs of equal bins once: a skewed input (every
 //! sample in one bin) costs one atomic per run, not 32 colliding ones per warp. The binning
-//! rule is chosen once a launch, each rule with a loop of its own.
+//! rule is chosen once a launch, each rule with a loop of its own. Bins between edges: each
+//! block first tabulates, for cells even over the edges' range, which edges fall in each cell
+//! ([`edge_cells`]), so a sample's binary search runs over its cell's few edges, not all.
 
 pub mod bins;
 pub mod weighted;
 
 use crate::gpu;
 use crate::ops::Element;
-pub use bins::{F32_BINS, NO_BIN, Sample, edge_bin};
+pub use bins::{F32_BINS, NO_BIN, Sample, edge_bin, edge_range, edge_search, edges_below};
 
 /// Threads per block.
 pub const BLOCK: u32 = 256;
@@ -64,18 +66,41 @@ pub const fn edges_shared(bins: u32, bytes: usize) -> bool {
             .next_multiple_of(16)
             <= SHARED_LIMIT
 }
+/// Where the edges' table starts in shared memory: after the counters and the `bins + 1`
+/// edges, each 16-byte aligned.
+const fn table_offset(bins: u32, bytes: usize) -> u32 {
+    ((counter_words(bins) * 4).next_multiple_of(16) + (bins + 1) * bytes as u32)
+        .next_multiple_of(16)
+}
+/// Most cells of the edges' table.
+pub const MAX_CELLS: u32 = 4096;
+/// Cells of the edges' table (a power of two, or 0: none), where the edges are shared: each
+/// cell's entry bounds the bins of its samples ([`edge_range`]), so a sample's search starts
+/// among its cell's edges (evenly spread edges: none or one) instead of all of them. Up to 4
+/// a bin and [`MAX_CELLS`], as many as fit beside the counters and the edges.
+pub const fn edge_cells(bins: u32, bytes: usize) -> u32 {
+    if !edges_shared(bins, bytes) {
+        return 0;
+    }
+    let mut g = MAX_CELLS;
+    while g > 2 && g > 4 * bins.next_power_of_two() {
+        g /= 2;
+    }
+    while g >= 2 && table_offset(bins, bytes) + g * 4 > SHARED_LIMIT {
+        g /= 2;
+    }
+    if g >= 2 { g } else { 0 }
+}
 /// Dynamic shared memory of a launch with `bins` bins of `bytes`-byte samples (`edges`: bins
-/// by edges): the counters ([`counter_words`]), then the edges, where [`edges_shared`].
+/// by edges): the counters ([`counter_words`]), then the edges and their table, where
+/// [`edges_shared`].
 pub const fn shared_bytes(bins: u32, bytes: usize, edges: bool) -> u32 {
     if bins > SHARED_BINS {
         0
+    } else if edges && edges_shared(bins, bytes) {
+        table_offset(bins, bytes) + edge_cells(bins, bytes) * 4
     } else {
-        let e = if edges && edges_shared(bins, bytes) {
-            (bins + 1) * bytes as u32
-        } else {
-            0
-        };
-        ((counter_words(bins) * 4).next_multiple_of(16) + e).next_multiple_of(16)
+        (counter_words(bins) * 4).next_multiple_of(16)
     }
 }
 
@@ -159,9 +184,18 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
     // The edges after the counters (16-byte aligned), where the bins fit.
     let e_off = (words * 4).next_multiple_of(16);
     let se_len = if se_in { bins as usize + 1 } else { 0 };
-    let (ctr, se) = (unsafe { smem.part::<u32>(0, words) }, unsafe {
-        smem.part::<T>(e_off, se_len)
-    });
+    let cells = if se_in {
+        edge_cells(bins, size_of::<T>())
+    } else {
+        0
+    };
+    let (ctr, se, tab) = unsafe {
+        (
+            smem.part::<u32>(0, words),
+            smem.part::<T>(e_off, se_len),
+            smem.part::<u32>(table_offset(bins, size_of::<T>()) as usize, cells as usize),
+        )
+    };
     if shared {
         let mut w = tid as usize;
         while w < words {
@@ -175,6 +209,22 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
         }
         gpu::sync_threads();
     }
+    // The edges' table (`edge_range`), from the shared edges.
+    let rule = if cells > 0 {
+        let e = |i: u32| unsafe { se.read(i as usize) };
+        let rule = T::cell_rule(e(0), e(bins), cells);
+        let cell = |x| T::cell(x, e(0), rule, cells);
+        let mut c = tid;
+        while c < cells {
+            let below = |c| edges_below(c, bins, e, cell);
+            unsafe { tab.write(c as usize, below(c) | below(c + 1) << 16) };
+            c += block;
+        }
+        gpu::sync_threads();
+        rule
+    } else {
+        0
+    };
     // Bin b's counter: column `lane` of its 32 when striped.
     let (stride, col) = if striped {
         (32, tid as usize % 32)
@@ -199,19 +249,43 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
     if !by_edges && striped {
         let add = |b: u32, len: u32| unsafe { gpu::red_add_slot(column, b * 32, len) };
         count_input::<T, false>(input, n, even, even4, add);
+    } else if !by_edges && shared {
+        // One counter a bin, runs combined (a skewed input's lanes would collide), each add
+        // straight to its shared counter.
+        let add = |b: u32, len: u32| unsafe { gpu::red_add_slot(column, b, len) };
+        count_input::<T, true>(input, n, even, even4, add);
     } else if !by_edges {
         count_input::<T, true>(input, n, even, even4, add);
     } else {
-        // The edges from shared memory where they fit, else from global (one loop for both).
+        // The edges from shared memory where they fit (with their table), else from global
+        // (one loop for both).
+        let (eslot, tslot) = unsafe { (gpu::shared_slots(se, 0), gpu::shared_slots(tab, 0)) };
         let e = |i: u32| unsafe {
             if se_in {
-                se.read(i as usize)
+                gpu::load_slot(eslot, i)
             } else {
                 edges.add(i as usize).read()
             }
         };
-        let bin = |x| edge_bin(x, bins, e);
-        count_input::<T, true>(input, n, bin, |x: [T; 4]| x.map(bin), add);
+        let (first, last) = (e(0), e(bins));
+        let bin = |x: T| {
+            if !(first.le(x) && x.lt(last)) {
+                return NO_BIN;
+            }
+            let (lo, hi) = if cells > 0 {
+                edge_range(unsafe { gpu::load_slot(tslot, T::cell(x, first, rule, cells)) })
+            } else {
+                (0, bins - 1)
+            };
+            edge_search(x, lo, hi + 1, e)
+        };
+        let bin4 = |x: [T; 4]| x.map(bin);
+        if striped {
+            let add = |b: u32, len: u32| unsafe { gpu::red_add_slot(column, b * 32, len) };
+            count_input::<T, false>(input, n, bin, bin4, add);
+        } else {
+            count_input::<T, true>(input, n, bin, bin4, add);
+        }
     }
 
     // The block's counts to the output.
@@ -280,7 +354,7 @@ fn count_input<T: Element + Sample, const RUNS: bool>(
             for x in T::unpack8(w) {
                 count_bin(bin(x));
             }
-        } else if T::PER_VEC == 4 && T::BINS4 && !RUNS {
+        } else if T::PER_VEC == 4 && T::BINS4 {
             let b = bin4(T::unpack(w));
             // Static indices (an array iterated by value would live in local memory).
             for j in 0..4 {

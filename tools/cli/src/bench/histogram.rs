@@ -1,6 +1,6 @@
 //! Histograms (issue 37): u32 samples uniform on the type into 16, 256 and 4096 even bins, into
 //! 256 even bins with every sample in one bin, and into 256 bins between edges, and f32 samples
-//! uniform on [0, 1) into 16, 256 and 4096 even bins; ours (`histogram_even` / `histogram_edges`, u32
+//! uniform on [0, 1) into 16, 256 and 4096 even bins and 256 between edges; ours (`histogram_even` / `histogram_edges`, u32
 //! counts; and 256 bins' sums of f32 weights, `histogram_even_weighted`, which CUB lacks) against CUB's `DeviceHistogram::HistogramEven` / `HistogramRange` (each loaded shim
 //! that has them) and the read-only stream, at every size of `--sizes`, in the same run.
 //!
@@ -43,10 +43,11 @@ const U32_CASES: [Kind; 6] = [
     Kind::Edges,
     Kind::Weighted,
 ];
-const F32_CASES: [Kind; 3] = [
+const F32_CASES: [Kind; 4] = [
     Kind::Even { bins: 16 },
     Kind::Even { bins: 256 },
     Kind::Even { bins: 4096 },
+    Kind::Edges,
 ];
 
 impl Kind {

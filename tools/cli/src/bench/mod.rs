@@ -64,7 +64,7 @@ pub enum Op {
     /// and 1000.
     Select,
     /// Histograms (issue 37): u32 samples into 16, 256 and 4096 even bins, 256 with every
-    /// sample in one bin and 256 between edges, and f32 into 16, 256 and 4096 even bins, at each of
+    /// sample in one bin and 256 between edges, and f32 into 16, 256 and 4096 even bins and 256 between edges, at each of
     /// `--sizes`, against CUB's DeviceHistogram::HistogramEven / HistogramRange and the
     /// read-only stream.
     Histogram,
