@@ -77,9 +77,11 @@ pub const MAX_CELLS: u32 = 4096;
 /// Cells of the edges' table (a power of two, or 0: none), where the edges are shared: each
 /// cell's entry bounds the bins of its samples ([`edge_range`]), so a sample's search starts
 /// among its cell's edges (evenly spread edges: none or one) instead of all of them. Up to 4
-/// a bin and [`MAX_CELLS`], as many as fit beside the counters and the edges.
+/// a bin and [`MAX_CELLS`], as many as fit beside the counters and the edges. None for 16-bit
+/// samples: eight a vector, the table's code copied into each outgrew what the compiler
+/// inlines (the counting was outlined, and with it the embedded PTX's budget).
 pub const fn edge_cells(bins: u32, bytes: usize) -> u32 {
-    if !edges_shared(bins, bytes) {
+    if bytes == 2 || !edges_shared(bins, bytes) {
         return 0;
     }
     let mut g = MAX_CELLS;
@@ -244,12 +246,16 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
     // One loop a binning rule (the rule chosen once, not per sample). Striped counters take
     // every sample's add straight away: a lane's column is its own, so even a run of one bin
     // does not collide within a warp.
+    // 16-bit samples (eight a vector) keep one loop where the others have two: a second copy
+    // of their larger counting made the compiler outline it (a call a vector, and the code in
+    // every embedded module).
+    let eight = T::PER_VEC == 8;
     let even = |x| T::even_bin(x, lo, hi, bins, scale, mul);
     let even4 = |x| T::even_bins4(x, lo, hi, bins, scale, mul);
     if !by_edges && striped {
         let add = |b: u32, len: u32| unsafe { gpu::red_add_slot(column, b * 32, len) };
         count_input::<T, false>(input, n, even, even4, add);
-    } else if !by_edges && shared {
+    } else if !by_edges && shared && !eight {
         // One counter a bin, runs combined (a skewed input's lanes would collide), each add
         // straight to its shared counter.
         let add = |b: u32, len: u32| unsafe { gpu::red_add_slot(column, b, len) };
@@ -272,15 +278,25 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
             if !(first.le(x) && x.lt(last)) {
                 return NO_BIN;
             }
-            let (lo, hi) = if cells > 0 {
-                edge_range(unsafe { gpu::load_slot(tslot, T::cell(x, first, rule, cells)) })
+            if cells == 0 {
+                return edge_search(x, 0, bins, e);
+            }
+            let (lo, hi) =
+                edge_range(unsafe { gpu::load_slot(tslot, T::cell(x, first, rule, cells)) });
+            // Most cells hold one edge or none: the first compared without a branch (edge
+            // `lo + 1` exists: `lo < bins`), any others searched.
+            let m = lo + 1;
+            let up = m <= hi && !x.lt(unsafe { gpu::load_slot(eslot, m) });
+            if up && m < hi {
+                edge_search(x, m, hi + 1, e)
+            } else if up {
+                m
             } else {
-                (0, bins - 1)
-            };
-            edge_search(x, lo, hi + 1, e)
+                lo
+            }
         };
         let bin4 = |x: [T; 4]| x.map(bin);
-        if striped {
+        if striped && !eight {
             let add = |b: u32, len: u32| unsafe { gpu::red_add_slot(column, b * 32, len) };
             count_input::<T, false>(input, n, bin, bin4, add);
         } else {
