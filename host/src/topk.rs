@@ -106,6 +106,39 @@ fn candidate_cap(n: u64) -> u64 {
     (n / 64).max(1 << 16).min(n)
 }
 
+/// Launch parameters holding the input and the call's choices only, every buffer null and
+/// every size 0: the launches that read no workspace (the rows, the sample's test) set what they
+/// use on top.
+fn bare_params<W>(
+    input: *const W,
+    n: u64,
+    k: u64,
+    kind: u32,
+    smallest: bool,
+    sorted: bool,
+) -> TopkParams<W> {
+    TopkParams {
+        input,
+        n,
+        k,
+        kind,
+        smallest: smallest as u32,
+        pass: 0,
+        sorted: sorted as u32,
+        counts: std::ptr::null_mut(),
+        tables: std::ptr::null_mut(),
+        cap: 0,
+        cand_bits: std::ptr::null_mut(),
+        cand_idx: std::ptr::null_mut(),
+        list_bits: std::ptr::null_mut(),
+        list_idx: std::ptr::null_mut(),
+        chunks: 0,
+        sample: 0,
+        values: std::ptr::null_mut(),
+        indices: std::ptr::null_mut(),
+    }
+}
+
 /// The sample's rank whose key is the filter's threshold (`kernels::topk::sample_device`): the
 /// k-th of a whole input; else, with `mu = k * s / n` of the `s` sampled keys expected among
 /// the k largest, `mu + 5 sqrt(mu) + 5`: more of them (so fewer than k keys at or above the
@@ -294,25 +327,17 @@ impl Context {
             }
             return Ok(());
         }
-        let params = TopkParams::<T::Bits> {
-            input: xp as *const T::Bits,
-            n: cols,
-            k,
-            kind: T::KIND,
-            smallest: (!how.largest) as u32,
-            pass: 0,
-            sorted: how.sorted as u32,
-            counts: std::ptr::null_mut(),
-            tables: std::ptr::null_mut(),
-            cap: 0,
-            cand_bits: std::ptr::null_mut(),
-            cand_idx: std::ptr::null_mut(),
-            list_bits: std::ptr::null_mut(),
-            list_idx: std::ptr::null_mut(),
-            chunks: 0,
-            sample: 0,
+        let params = TopkParams {
             values: vp as *mut T::Bits,
             indices: ip as *mut u64,
+            ..bare_params(
+                xp as *const T::Bits,
+                cols,
+                k,
+                T::KIND,
+                !how.largest,
+                how.sorted,
+            )
         };
         let shape = LaunchShape::linear(rows as u32, ROWS_BLOCK, ROWS_SHARED);
         // SAFETY: addresses of this context's memory: `rows * cols` elements, `rows * k`
@@ -488,25 +513,10 @@ mod tests {
                 let (xp, _r) = ctx.read(&view).unwrap();
                 let mut out = counts.view_mut(..).unwrap();
                 let (cp, _w) = ctx.write(&mut out).unwrap();
-                let params = TopkParams::<T::Bits> {
-                    input: xp as *const T::Bits,
-                    n,
-                    k: 1,
-                    kind,
-                    smallest: smallest as u32,
-                    pass: 0,
-                    sorted: 0,
+                let params = TopkParams {
                     counts: cp as *mut u32,
-                    tables: std::ptr::null_mut(),
-                    cap: 0,
-                    cand_bits: std::ptr::null_mut(),
-                    cand_idx: std::ptr::null_mut(),
-                    list_bits: std::ptr::null_mut(),
-                    list_idx: std::ptr::null_mut(),
-                    chunks: 0,
                     sample: rank,
-                    values: std::ptr::null_mut(),
-                    indices: std::ptr::null_mut(),
+                    ..bare_params(xp as *const T::Bits, n, 1, kind, smallest, false)
                 };
                 let one = LaunchShape::linear(1, ROWS_BLOCK, DIGITS_SHARED);
                 // SAFETY: `n` elements at `xp`, the control words at `cp`; 1 <= rank <= s.
