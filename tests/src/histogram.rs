@@ -211,6 +211,37 @@ pub fn check_histogram_errors(ctx: &Context) {
         ),
         "{e}"
     );
+    // Edges out of order or NaN (not checked: other counts, but nothing written past the
+    // counts, and no sample counted twice), through the table (7, 256, 1000 bins) and the
+    // plain search (5000).
+    let mut rng = SmallRng::seed_from_u64(0xbad);
+    let xs: Vec<f32> = (0..20_011).map(|_| rng.random_range(-2.0..2.0)).collect();
+    let dx = ctx.htod(&xs).unwrap();
+    for bins in [7usize, 256, 1000, 5000] {
+        let sorted: Vec<f32> = (0..=bins)
+            .map(|i| i as f32 / bins as f32 * 3.0 - 1.5)
+            .collect();
+        let mut reversed = sorted.clone();
+        reversed.reverse();
+        let mut shuffled = sorted.clone();
+        shuffled.swap(1, bins - 1);
+        shuffled.swap(0, bins / 2);
+        let mut nan = sorted.clone();
+        nan[bins / 3] = f32::NAN;
+        for edges in [reversed, shuffled, nan] {
+            let mut all = ctx.htod(&vec![0xdead_beefu32; bins + 64]).unwrap();
+            let counts = all.view_mut(..bins).unwrap();
+            ctx.histogram_edges(&dx, &ctx.htod(&edges).unwrap(), counts)
+                .unwrap();
+            let got = ctx.dtoh(&all).unwrap();
+            assert!(
+                got[bins..].iter().all(|&w| w == 0xdead_beef),
+                "{bins} bins: past the end"
+            );
+            let total: u64 = got[..bins].iter().map(|&c| c as u64).sum();
+            assert!(total <= xs.len() as u64, "{bins} bins: {total} counts");
+        }
+    }
 }
 
 /// f16 and bf16 samples (even bins and edges) against the f64 rule, NaN and infinities among

@@ -24,8 +24,7 @@ pub trait Sample: Ordered {
     fn even_bin(x: Self, lo: Self, hi: Self, bins: u32, scale: f64, mul: u64) -> u32;
 
     /// Whether [`Sample::even_bins4`] is its own (f32): the others count a sample at a time
-    /// (their four bins at once measured slower, u32), as do the bins past the striped
-    /// counters (bound by their atomics, not by instructions).
+    /// (their four bins at once measured slower, u32).
     const BINS4: bool = false;
 
     /// [`Sample::even_bin`] of four samples (a 16-byte vector of 4-byte samples): f32 takes

@@ -76,8 +76,9 @@ const fn table_offset(bins: u32, bytes: usize) -> u32 {
 pub const MAX_CELLS: u32 = 4096;
 /// Cells of the edges' table (a power of two, or 0: none), where the edges are shared: each
 /// cell's entry bounds the bins of its samples ([`edge_range`]), so a sample's search starts
-/// among its cell's edges (evenly spread edges: none or one) instead of all of them. Up to 4
-/// a bin and [`MAX_CELLS`], as many as fit beside the counters and the edges. None for 16-bit
+/// among its cell's edges (evenly spread edges: none or one) instead of all of them. Four a
+/// bin rounded up to a power of two (4 to 8 a bin) and at most [`MAX_CELLS`], as many as fit
+/// beside the counters and the edges. None for 16-bit
 /// samples: eight a vector, the table's code copied into each outgrew what the compiler
 /// inlines (the counting was outlined, and with it the embedded PTX's budget).
 pub const fn edge_cells(bins: u32, bytes: usize) -> u32 {
@@ -195,7 +196,15 @@ pub unsafe fn histogram_device<T: Element + Sample>(p: HistogramParams<T>) {
         (
             smem.part::<u32>(0, words),
             smem.part::<T>(e_off, se_len),
-            smem.part::<u32>(table_offset(bins, size_of::<T>()) as usize, cells as usize),
+            // (Its offset only where it exists: past the edges of huge bins it would overflow.)
+            smem.part::<u32>(
+                if cells > 0 {
+                    table_offset(bins, size_of::<T>()) as usize
+                } else {
+                    0
+                },
+                cells as usize,
+            ),
         )
     };
     if shared {
