@@ -283,6 +283,16 @@ mod tests {
     extern crate std;
     use std::vec::Vec;
 
+    /// A xorshift64 stream from `seed` (the tests' random inputs, the same on every run).
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     #[test]
     fn even_bins_of_integers_are_exact_at_the_ends() {
         fn bin<T: Sample + Copy>(x: T, lo: T, hi: T, bins: u32) -> u32 {
@@ -305,13 +315,7 @@ mod tests {
         fn exact(d: u128, bins: u32, range: u128) -> u32 {
             (d * bins as u128 / range) as u32
         }
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         for _ in 0..2000 {
             let lo = next() as u32 >> (next() % 32);
             let hi = lo
@@ -402,13 +406,7 @@ mod tests {
                 }
             }
         }
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         for round in 0..200 {
             let bins = 1 + (next() % 300) as usize;
             // Even, clustered at the low end, or with repeats.
