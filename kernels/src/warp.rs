@@ -11,11 +11,13 @@ pub fn warp_reduce<T: ShflValue, F: Fn(T, T) -> T>(mut value: T, op: F) -> T {
     while offset > 0 {
         let other = shfl_xor_sync(FULL_MASK, value, offset, 32);
         // Lower lane's value on the left keeps a fixed combining order for non-commutative ops.
-        value = if crate::gpu::lane_id() & offset == 0 {
-            op(value, other)
+        // The operands chosen first, then one `op`: two calls would inline it twice.
+        let (l, r) = if crate::gpu::lane_id() & offset == 0 {
+            (value, other)
         } else {
-            op(other, value)
+            (other, value)
         };
+        value = op(l, r);
         offset >>= 1;
     }
     value
@@ -31,11 +33,12 @@ pub fn warp_reduce_rev<T: ShflValue, F: Fn(T, T) -> T>(mut value: T, op: F) -> T
     let mut offset = 1;
     while offset < 32 {
         let other = shfl_xor_sync(FULL_MASK, value, offset, 32);
-        value = if crate::gpu::lane_id() & offset == 0 {
-            op(other, value)
+        let (l, r) = if crate::gpu::lane_id() & offset == 0 {
+            (other, value)
         } else {
-            op(value, other)
+            (value, other)
         };
+        value = op(l, r);
         offset <<= 1;
     }
     value
@@ -50,11 +53,13 @@ pub fn warp_reduce_in_order<T: ShflValue, F: Fn(T, T) -> T>(mut value: T, op: F)
     let mut offset = 1;
     while offset < 32 {
         let other = shfl_xor_sync(FULL_MASK, value, offset, 32);
-        value = if crate::gpu::lane_id() & offset == 0 {
-            op(value, other)
+        // The operands chosen first, then one `op`: two calls would inline it twice.
+        let (l, r) = if crate::gpu::lane_id() & offset == 0 {
+            (value, other)
         } else {
-            op(other, value)
+            (other, value)
         };
+        value = op(l, r);
         offset <<= 1;
     }
     value
