@@ -4,8 +4,8 @@
 use kernels::Kernel;
 use kernels::reduce::segmented::{
     BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, LISTED_MAX, OWNER_WORDS, SEGMENTS_PER_BLOCK,
-    SegmentedParams, SimSegmentedFn, WARP_MAX, listed_workspace_bytes, rows_chunks_per_row,
-    rows_workspace_bytes,
+    STAGE_BYTES, SegmentedParams, SimSegmentedFn, WARP_MAX, listed_workspace_bytes,
+    rows_chunks_per_row, rows_workspace_bytes,
 };
 
 use crate::error::{Error, Result, plural};
@@ -166,7 +166,7 @@ impl Context {
         if begin.is_none() && segment_len > WARP_MAX {
             return self.launch_rows(lib, &k.rows, input, segment_len, out, index_out);
         }
-        let k = &k.general;
+        let (listed, k) = (&k.listed, &k.general);
         let offsets = begin.is_some();
         if let Some(c) = check {
             self.check_owner(DeviceView::from(&c.flag).owner())?;
@@ -204,7 +204,16 @@ impl Context {
         // A few long segments: the kernel's listed form (the same bits) knows where every
         // chunk lies after one round of loads, where the work list takes several round trips.
         if offsets && count as u64 <= LISTED_MAX && n as u64 >= count as u64 * chunk {
-            self.launch_listed(lib, k, &mut ws, input, (begin, end), out, index_out, status)?;
+            self.launch_listed(
+                lib,
+                listed,
+                &mut ws,
+                input,
+                (begin, end),
+                out,
+                index_out,
+                status,
+            )?;
         } else {
             // The work list's room: multi-chunk segments of non-overlapping segments number at
             // most n / chunk and hold at most 2n / chunk chunks; when overlapping segments need
@@ -251,7 +260,7 @@ impl Context {
                     self.launch_kernel(
                         lib,
                         k,
-                        LaunchShape::linear(grid, BLOCK, 0),
+                        LaunchShape::linear(grid, BLOCK, STAGE_BYTES),
                         SegmentedParams {
                             input: input_addr as *const T,
                             n,
@@ -360,7 +369,7 @@ impl Context {
         }
     }
 
-    /// The general kernel's listed form (`entry_cap` 0: `listed_device`) over `out.len()` (at
+    /// The listed kernel (`listed_device`) over `out.len()` (at
     /// most `LISTED_MAX`) offsets segments, reporting bad offsets to `status`. Never blocks.
     #[allow(clippy::too_many_arguments)] // the general path's state, passed on
     fn launch_listed<T: DeviceElement, Out: Copy>(
@@ -399,7 +408,7 @@ impl Context {
         let (out_addr, _out_access) = self.write(&mut out)?;
         let index_write = index_out.as_mut().map(|ix| self.write(ix)).transpose()?;
         let index_addr = index_write.as_ref().map_or(0, |r| r.0);
-        // SAFETY: entry_cap 0 selects `listed_device`, which reads all but segment_len; the offsets hold `count` entries
+        // SAFETY: `listed_device` reads all but segment_len and entry_cap; the offsets hold `count` entries
         // each (checked by the caller), the outputs `count` elements, the scratch
         // `listed_workspace_bytes`; the table takes 8 bytes per segment of dynamic shared
         // memory.

@@ -55,6 +55,8 @@ pub struct SegmentedKernel<T, Out> {
     pub general: Kernel<SimSegmentedFn<T, Out>>,
     /// Fixed-size rows longer than `WARP_MAX` elements.
     pub rows: Kernel<SimSegmentedFn<T, Out>>,
+    /// A few long offsets segments, every chunk listed up front.
+    pub listed: Kernel<SimSegmentedFn<T, Out>>,
 }
 
 impl<T: kernels::ops::Element, Out> SegmentedKernel<T, Out> {
@@ -63,6 +65,7 @@ impl<T: kernels::ops::Element, Out> SegmentedKernel<T, Out> {
         Self {
             general: O::KERNEL,
             rows: O::ROWS_KERNEL,
+            listed: O::LISTED_KERNEL,
         }
     }
 }
@@ -402,7 +405,7 @@ impl Context {
     }
 }
 
-/// Every built-in segmented kernel's name (general and long rows, per pair of the built-in
+/// Every built-in segmented kernel's name (general, long rows and listed, per pair of the built-in
 /// table), for the library's kernel-index test.
 #[cfg(test)]
 pub(crate) fn kernel_names() -> Vec<&'static str> {
@@ -411,10 +414,10 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
             Reduction::ALL
                 .iter()
                 .filter_map(|&op| T::segmented_kernel(op))
-                .flat_map(|k| [k.general.name, k.rows.name]),
+                .flat_map(|k| [k.general.name, k.rows.name, k.listed.name]),
         );
         for k in [T::segmented_argmin_kernel(), T::segmented_argmax_kernel()] {
-            names.extend([k.general.name, k.rows.name]);
+            names.extend([k.general.name, k.rows.name, k.listed.name]);
         }
     }
     let mut names = vec![];

@@ -103,6 +103,9 @@ pub struct SegmentedPolicy {
     pub listed_loads: usize,
     /// Most segments the listed-segments kernel takes: a `u64` each in dynamic shared memory.
     pub listed_max: u64,
+    /// 16-byte vectors of the stage that short segments are copied to (dynamic shared memory;
+    /// a block's loads in flight): the bits do not depend on it.
+    pub stage_vecs: u64,
 }
 
 /// The segmented policy of every architecture.
@@ -114,6 +117,7 @@ pub const SEGMENTED: SegmentedPolicy = SegmentedPolicy {
     rows_loads: 2,
     listed_loads: 6,
     listed_max: 2048,
+    stage_vecs: 2048,
 };
 const _: () = assert!(SEGMENTED.block.is_multiple_of(32) && SEGMENTED.block <= 1024);
 

@@ -190,9 +190,8 @@ pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc
             if unsafe { sh.read(U_FIRST) } + kc.chunks > cap {
                 // No room for its partials: the block drawing chunk 0 reduces it alone.
                 if c == 0 {
-                    let total = unsafe {
-                        block_segment::<T, O, { VEC_LOADS as usize }>(x, len, scratch, slot)
-                    };
+                    let total =
+                        unsafe { block_segment::<T, O, LISTED_LOADS>(x, len, scratch, slot) };
                     if tid == 0 {
                         unsafe { S::store(out, index_out, sh.read(U_SEG), total) };
                     }

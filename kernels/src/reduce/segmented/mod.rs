@@ -5,9 +5,12 @@
 //!
 //! Strategy per segment length `L` (CUB's small/medium/large segment policies are the model):
 //! - Blocks of [`BLOCK`] threads take groups of [`SEGMENTS_PER_BLOCK`] consecutive segments
-//!   (drawn in batches from a global counter): warp `w` of the block owns segment `8g + w`.
-//! - `L <= WARP_MAX` (short): the owning warp reduces it alone, lane-strided with
-//!   [`WARP_LOADS`] loads in flight per lane, and a shuffle butterfly combines the lanes.
+//!   (drawn in batches from a global counter): thread `t` of warp `w` holds segment
+//!   `g * SEGMENTS_PER_BLOCK + w + 8t`.
+//! - `L <= WARP_MAX` (short): reduced in the warp order, lane-strided then a shuffle butterfly.
+//!   Offsets segments are read from a stage in shared memory that the block fills window by
+//!   window (`staged.rs`); rows of a matrix by the owning warp from global memory, with
+//!   [`WARP_LOADS`] loads in flight per lane.
 //! - Longer segments are cut into *chunks* of [`CHUNK_VECS`] 16-byte vectors, the last one up
 //!   to 1.5 times that ([`chunks_of`]; after a scalar head up to the first 16-byte boundary; a
 //!   scalar tail after the last whole vector).
@@ -18,8 +21,9 @@
 //!   block that finishes the last chunk combines the partials. So one huge segment is read by
 //!   the whole GPU, and skewed lengths balance.
 //! - A few long offsets segments (the host's choice: at most [`LISTED_MAX`], at least a chunk
-//!   of input per segment) skip the groups and the work list: [`listed_device`], the same
-//!   kernel's other form, lists every chunk in shared memory from the offsets before any load.
+//!   of input per segment) skip the groups and the work list: [`listed_device`], a kernel of
+//!   its own (its registers allocated apart from the work list's staging), lists every chunk
+//!   in shared memory from the offsets before any load.
 //! - Fixed-size rows longer than [`WARP_MAX`] need no classification: [`rows_device`], a
 //!   kernel of its own (few registers, a block per chunk), gives them the same bits.
 //!
@@ -45,8 +49,8 @@ use super::policy::SEGMENTED;
 
 /// Threads per block of the segmented reduction ([`SEGMENTED`]).
 pub const BLOCK: u32 = SEGMENTED.block;
-/// Segments per group: one per warp of a block.
-pub const SEGMENTS_PER_BLOCK: u32 = BLOCK / gpu::WARP_SIZE;
+/// Segments per group: one per thread of a block.
+pub const SEGMENTS_PER_BLOCK: u32 = BLOCK;
 /// Longest segment reduced by one warp alone ([`SEGMENTED`]).
 pub const WARP_MAX: u64 = SEGMENTED.warp_max;
 /// Scalar loads a lane of a warp-reduced segment keeps in flight ([`SEGMENTED`]).
@@ -119,6 +123,12 @@ pub const fn chunks_of(vectors: u64) -> u64 {
     if c == 0 { 1 } else { c }
 }
 
+/// Blocks an SM a segmented reduction kernel is built for, by its accumulator's size (one
+/// word: three at 80 registers; wider: two).
+pub const fn blocks_per_sm(acc_bytes: usize) -> u32 {
+    if acc_bytes <= 4 { 3 } else { 2 }
+}
+
 /// Where a segmented reduction writes segment `s`'s accumulator.
 pub trait SegmentSink<T: Element, A: ShflValue> {
     /// The element type of the main output array.
@@ -157,11 +167,14 @@ impl<T: Element> SegmentSink<T, ArgAcc<T>> for ArgSink {
 mod blocks;
 mod listed;
 mod rows;
+mod staged;
 mod work_list;
 
 use blocks::*;
 pub use listed::*;
 pub use rows::*;
+use staged::*;
+pub use staged::{STAGE_BYTES, STAGE_VECS};
 pub use work_list::*;
 
 /// The parameters of [`SegmentedParams`]'s kernels, written once: the struct and every kernel entry's
@@ -191,7 +204,7 @@ macro_rules! segmented_params {
             status: *mut u64,
             /// The workspace.
             ws: *mut u64,
-            /// Work-list entries the workspace holds; 0 selects the listed form.
+            /// Work-list entries the workspace holds (unused by the listed form).
             entry_cap: u64,
             /// Partials the workspace holds.
             partial_cap: u64,
@@ -222,6 +235,10 @@ pub trait SegmentedReduceInstance<T: Element>: ReduceOp<T> {
     /// The fixed-size rows kernel for rows longer than [`WARP_MAX`]: `rows_device::<T, Self,
     /// _>` (the same arguments and the same bits as [`Self::KERNEL`] for those rows).
     const ROWS_KERNEL: crate::Kernel<SimSegmentedFn<T, Self::Out>>;
+    /// The listed form for a few long offsets segments: `listed_device::<T, Self, _>`, named
+    /// after [`Self::KERNEL`] with `_listed` added (the same bits; a kernel of its own, so its
+    /// registers are not the work-list form's).
+    const LISTED_KERNEL: crate::Kernel<SimSegmentedFn<T, Self::Out>>;
 }
 
 /// Export `segmented_device::<T, Op, _>` and `rows_device::<T, Op, _>` as named kernels (PTX
@@ -246,6 +263,15 @@ macro_rules! segmented_reduce_kernels {
         );
     };
     (@emit $name:expr, $rows:expr, $t:ty, $op:ty, $sink:ty, $out:ty, $writes_index:expr) => {
+        // Three blocks an SM (80 registers) where the accumulator is one word: a block of the
+        // work list waits on others' chunks, and short segments stage a block's bytes in
+        // flight. Two (128) for wider accumulators, whose combines need the registers.
+        $crate::launch_bounds!(@named $name, $crate::reduce::segmented::BLOCK,
+            $crate::reduce::segmented::blocks_per_sm(
+                core::mem::size_of::<<$op as $crate::ops::ReduceOp<$t>>::Acc>()));
+        $crate::launch_bounds!(@named concat!($name, "_listed"), $crate::reduce::segmented::BLOCK,
+            $crate::reduce::segmented::blocks_per_sm(
+                core::mem::size_of::<<$op as $crate::ops::ReduceOp<$t>>::Acc>()));
         const _: () = {
             use $crate::reduce::segmented::SegmentedParams;
             type T = $t;
@@ -253,6 +279,9 @@ macro_rules! segmented_reduce_kernels {
             // One-launch segmented reduction; see `segmented_device`.
             $crate::segmented_params!(entry #[export_name = $name] kernel =>
                 ($crate::reduce::segmented::segmented_device::<$t, $op, $sink>));
+            // A few long offsets segments, every chunk listed up front; see `listed_device`.
+            $crate::segmented_params!(entry #[export_name = concat!($name, "_listed")] listed =>
+                ($crate::reduce::segmented::listed_device::<$t, $op, $sink>));
             // Segmented reduction of fixed-size long rows; see `rows_device`.
             $crate::segmented_params!(entry #[export_name = $rows] rows =>
                 ($crate::reduce::segmented::rows_device::<$t, $op, $sink>));
@@ -264,6 +293,8 @@ macro_rules! segmented_reduce_kernels {
                     $crate::Kernel { name: $name, sim: kernel };
                 const ROWS_KERNEL: $crate::Kernel<$crate::reduce::segmented::SimSegmentedFn<$t, $out>> =
                     $crate::Kernel { name: $rows, sim: rows };
+                const LISTED_KERNEL: $crate::Kernel<$crate::reduce::segmented::SimSegmentedFn<$t, $out>> =
+                    $crate::Kernel { name: concat!($name, "_listed"), sim: listed };
             }
         };
     };
@@ -287,11 +318,3 @@ macro_rules! builtin_segmented {
 // for fixed-length rows up to WARP_MAX, and one for longer fixed-length rows.
 #[cfg(feature = "builtin")]
 crate::builtin_table!(pairs builtin_segmented! {} int float);
-
-// The listed form took these two past 80 registers on sm_90 (two blocks per SM instead of
-// three); held at 80 (three blocks of BLOCK threads per SM) they spill nothing there. (sm_80's
-// code spills 4 bytes at 80; not timed on an A100.)
-#[cfg(feature = "builtin")]
-crate::launch_bounds!(reduce_segmented_sum_f32, BLOCK, 3);
-#[cfg(feature = "builtin")]
-crate::launch_bounds!(reduce_segmented_product_f32, BLOCK, 3);

@@ -13,9 +13,8 @@ use super::*;
 /// [`ENTRY_WORDS`], `partial_cap` owner records of [`OWNER_WORDS`] (all zero at launch; zero
 /// again at the end), then
 /// room for `partial_cap` accumulators (16-byte aligned; `partial_cap` even). Any grid of
-/// [`BLOCK`]-thread blocks gives the same bits. `entry_cap` 0 (with offsets) selects the
-/// listed form instead: [`listed_device`] with `partial_cap` as its `cap` and `ws` laid out
-/// as it says.
+/// [`BLOCK`]-thread blocks gives the same bits. (A few long offsets segments take
+/// [`listed_device`], a kernel of its own, instead.)
 ///
 /// The work list: a group's block lists each of its several-chunk segments (one atomic gives
 /// the entry and its chunk slots `base..base + chunks`; the warp marks each slot's owner word
@@ -43,20 +42,25 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
         entry_cap,
         partial_cap,
     } = p;
-    if entry_cap == 0 {
-        // A few long offsets segments (the host's choice): chunks listed up front, no work
-        // list. The same bits.
-        unsafe { listed_device::<T, O, S>(p) };
-        return;
-    }
     // 32 slots of up to 16 bytes for the block reduction, one per warp.
     let scratch = crate::static_shared!(SEG_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<O::Acc>() };
     let slot = crate::static_shared!(SEG_SLOT: [u128; 1]);
     let slot = unsafe { slot.cast::<O::Acc>() };
-    // Start and length of each warp's segment when its group's block reduces it (0: none).
-    let long_start = crate::static_shared!(SEG_LONG_START: [u64; SEGMENTS_PER_BLOCK as usize]);
-    let long_len = crate::static_shared!(SEG_LONG_LEN: [u64; SEGMENTS_PER_BLOCK as usize]);
+    // One array for the small shared words (one base address for LLVM to keep): start,
+    // length and index of each warp's long segment when its group's block reduces it (length 0:
+    // none), and block_min_max's slots for a window's start and end and the rounds.
+    let words = crate::static_shared!(SEG_WORDS: [u64; 6 * 32]);
+    let [
+        long_start,
+        long_len,
+        long_seg,
+        lo_slots,
+        hi_slots,
+        round_slots,
+    ] = [0, 1, 2, 3, 4, 5].map(|i| unsafe { words.part::<u64>(i * 256, 32) });
+    // The short segments' stage.
+    let stage_buf = gpu::dynamic_shared::<[u32; 4]>();
     // Thread 0's decisions, broadcast.
     let bcast = crate::static_shared!(SEG_BCAST: [u64; 8]);
 
@@ -64,6 +68,7 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
     let lane = gpu::lane_id() as u64;
     let warp = gpu::warp_id() as u64;
     let per = SEGMENTS_PER_BLOCK as u64;
+    let warps = (gpu::block_dim_x() / gpu::WARP_SIZE) as u64;
     let groups = k.div_ceil(per);
     let grid = gpu::grid_dim_x() as u64;
     // Groups per draw: a few draws per block, so the counter is not a hot spot.
@@ -182,99 +187,191 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
             gpu::sync_threads();
             continue;
         }
-        // A batch of groups.
+        // A batch of groups: thread `t` of warp `w` holds segment `g * per + w + warps * t`
+        // (a window's consecutive segments spread over every warp).
         let (a, b) = unsafe { (bcast.read(1), bcast.read(2)) };
         let mut g = a;
         while g < b {
-            let s = g * per + warp;
-            let (start, len) = if s < k {
-                unsafe { segment_bounds(s, n, begin, end, segment_len, status) }
-            } else {
-                (0, 0)
+            let seg = |w: u64, l: u64| g * per + w + warps * l;
+            let s = seg(warp, lane);
+            // (Each phase reads the bounds again, a cached load, rather than keep them in
+            // registers through the other: the kernel is held to 80.)
+            let bounds = |s: u64| {
+                if s < k {
+                    unsafe { segment_bounds(s, n, begin, end, segment_len, status) }
+                } else {
+                    (0, 0)
+                }
             };
-            let mut alone = 0;
-            if s < k && len <= WARP_MAX {
-                let total = unsafe {
-                    warp_segment::<T, O, { WARP_LOADS as usize }>(input.add(start as usize), len)
+            // Longer segments first, a round each for every warp's next one: listed on the
+            // work list (its chunks go to any block), or reduced here by the whole block.
+            let mut longs = gpu::ballot_sync(gpu::FULL_MASK, bounds(s).1 > WARP_MAX);
+            let rounds = block_min_max(longs.count_ones() as u64, true, round_slots);
+            for _ in 0..rounds {
+                let j = if longs != 0 {
+                    longs.trailing_zeros()
+                } else {
+                    0
                 };
-                if lane == 0 {
-                    unsafe { S::store(out, index_out, s, total) };
-                }
-            } else if s < k {
-                // (Warp-uniform from here: one segment per warp.)
-                let kc = cut(unsafe { input.add(start as usize) }, len);
-                alone = len;
-                if kc.chunks > 1 {
-                    // List it: an entry and chunk slots; when the list or the slots are full,
-                    // the slots are marked SKIP and the segment is reduced here.
-                    let mut word = [0u64; 2];
-                    if lane == 0 {
-                        let packed = unsafe {
-                            gpu::atomic_add_u64(
-                                ctl.wrapping_add(ALLOC),
-                                (1 << CHUNK_BITS) + kc.chunks,
-                            )
-                        };
-                        let (i, base) = (packed >> CHUNK_BITS, packed & CHUNK_MASK);
-                        let listed = i < entry_cap && base + kc.chunks <= partial_cap;
-                        if listed {
-                            unsafe {
-                                entry(i, E_SEG).write(s);
-                                entry(i, E_DONE).write(0);
+                let s = seg(warp, j as u64);
+                let (start, len) = if longs != 0 { bounds(s) } else { (0, 0) };
+                let mut alone = 0;
+                if longs != 0 {
+                    // (Warp-uniform: one segment per warp.)
+                    let kc = cut(unsafe { input.add(start as usize) }, len);
+                    alone = len;
+                    if kc.chunks > 1 {
+                        // List it: an entry and chunk slots; when the list or the slots are full,
+                        // the slots are marked SKIP and the segment is reduced here.
+                        let mut word = [0u64; 2];
+                        if lane == 0 {
+                            let packed = unsafe {
+                                gpu::atomic_add_u64(
+                                    ctl.wrapping_add(ALLOC),
+                                    (1 << CHUNK_BITS) + kc.chunks,
+                                )
+                            };
+                            let (i, base) = (packed >> CHUNK_BITS, packed & CHUNK_MASK);
+                            let listed = i < entry_cap && base + kc.chunks <= partial_cap;
+                            if listed {
+                                unsafe {
+                                    entry(i, E_SEG).write(s);
+                                    entry(i, E_DONE).write(0);
+                                }
                             }
+                            word = [if listed { i + 1 } else { SKIP }, base];
                         }
-                        word = [if listed { i + 1 } else { SKIP }, base];
-                    }
-                    let who = gpu::shfl_sync(gpu::FULL_MASK, word[0], 0, 32);
-                    let base = gpu::shfl_sync(gpu::FULL_MASK, word[1], 0, 32);
-                    // Lane 0's entry writes, then (a fence in every lane that writes one)
-                    // the owner records, each word tagged.
-                    gpu::sync_warp(gpu::FULL_MASK);
-                    if lane < kc.chunks {
-                        gpu::fence_acq_rel_gpu();
-                    }
-                    let mut c = lane;
-                    while c < kc.chunks && base + c < partial_cap {
-                        unsafe {
-                            gpu::store_relaxed_v2_u64(owner(base + c, 0), [who | TAG, start | TAG]);
-                            gpu::store_relaxed_v2_u64(owner(base + c, 2), [len | TAG, base | TAG]);
+                        let who = gpu::shfl_sync(gpu::FULL_MASK, word[0], 0, 32);
+                        let base = gpu::shfl_sync(gpu::FULL_MASK, word[1], 0, 32);
+                        // Lane 0's entry writes, then (a fence in every lane that writes one)
+                        // the owner records, each word tagged.
+                        gpu::sync_warp(gpu::FULL_MASK);
+                        if lane < kc.chunks {
+                            gpu::fence_acq_rel_gpu();
                         }
-                        c += gpu::WARP_SIZE as u64;
-                    }
-                    if who != SKIP {
-                        alone = 0;
+                        let mut c = lane;
+                        while c < kc.chunks && base + c < partial_cap {
+                            unsafe {
+                                gpu::store_relaxed_v2_u64(
+                                    owner(base + c, 0),
+                                    [who | TAG, start | TAG],
+                                );
+                                gpu::store_relaxed_v2_u64(
+                                    owner(base + c, 2),
+                                    [len | TAG, base | TAG],
+                                );
+                            }
+                            c += gpu::WARP_SIZE as u64;
+                        }
+                        if who != SKIP {
+                            alone = 0;
+                        }
                     }
                 }
-            }
-            if lane == 0 {
-                unsafe {
-                    long_start.write(warp as usize, start);
-                    long_len.write(warp as usize, alone);
+                if lane == 0 {
+                    unsafe {
+                        long_start.write(warp as usize, start);
+                        long_len.write(warp as usize, alone);
+                        long_seg.write(warp as usize, s);
+                    }
                 }
+                // Every warp's listing (fenced above) is done here.
+                gpu::sync_threads();
+                // The segments left here: the whole block, one after the other. (The bound
+                // is read at run time: a constant bound would let LLVM unroll the loop and
+                // inline the block path eight times.)
+                for w in 0..warps {
+                    let len = unsafe { long_len.read(w as usize) };
+                    if len == 0 {
+                        continue;
+                    }
+                    let x = unsafe { input.add(long_start.read(w as usize) as usize) };
+                    let total =
+                        unsafe { block_segment::<T, O, LISTED_LOADS>(x, len, scratch, slot) };
+                    if tid == 0 {
+                        unsafe { S::store(out, index_out, long_seg.read(w as usize), total) };
+                    }
+                }
+                // The next round rewrites the shared arrays.
+                gpu::sync_threads();
+                longs &= longs.wrapping_sub(1);
             }
-            // Every warp's listing (fenced above) is done here.
-            gpu::sync_threads();
             if tid == 0 && g + 1 == b {
                 gpu::fence_acq_rel_gpu();
                 unsafe { gpu::atomic_add_u64(ctl.wrapping_add(CLASSIFIED), b - a) };
             }
-            // Longer segments of the group: the whole block, one after the other. (The bound
-            // is read at run time: a constant bound would let LLVM unroll the loop and inline
-            // the block path eight times.)
-            for w in 0..(gpu::block_dim_x() / gpu::WARP_SIZE) as u64 {
-                let len = unsafe { long_len.read(w as usize) };
-                if len == 0 {
-                    continue;
+            // The short segments (empty and bad ones too), window by window: the lowest start
+            // left fixes the window, every segment left that lies inside is reduced from the
+            // stage (the one at the lowest start always is, so each window makes progress).
+            if begin.is_null() {
+                // Rows of a matrix (at most WARP_MAX long here): a warp reads each of its rows
+                // from global memory, WARP_LOADS loads in flight a lane, no window bookkeeping
+                // (through the windows, rows of 1024 were 23% slower).
+                let mut m = gpu::ballot_sync(gpu::FULL_MASK, s < k);
+                while m != 0 {
+                    let j = m.trailing_zeros();
+                    let r = seg(warp, j as u64);
+                    let total = unsafe {
+                        warp_segment::<T, O, { WARP_LOADS as usize }>(
+                            input.add((r * segment_len) as usize),
+                            segment_len,
+                        )
+                    };
+                    if lane == 0 {
+                        unsafe { S::store(out, index_out, r, total) };
+                    }
+                    m &= m - 1;
                 }
-                let x = unsafe { input.add(long_start.read(w as usize) as usize) };
-                let total =
-                    unsafe { block_segment::<T, O, { VEC_LOADS as usize }>(x, len, scratch, slot) };
-                if tid == 0 {
-                    unsafe { S::store(out, index_out, g * per + w, total) };
-                }
+                g += 1;
+                continue;
             }
-            // The next group rewrites the shared arrays.
-            gpu::sync_threads();
+            let (start, len) = bounds(s);
+            let mut todo = s < k && len <= WARP_MAX;
+            let mut first = true;
+            loop {
+                let lo = block_min_max(
+                    if todo && len > 0 { start } else { u64::MAX },
+                    false,
+                    lo_slots,
+                );
+                // The window's room: the stage less the first element's misalignment.
+                let pad = if lo == u64::MAX {
+                    0
+                } else {
+                    (input.wrapping_add(lo as usize) as u64 & 15) / size_of::<T>() as u64
+                };
+                let room = STAGE_VECS * T::PER_VEC as u64 - pad;
+                let inside = todo && (len == 0 || (lo != u64::MAX && start - lo + len <= room));
+                if lo != u64::MAX {
+                    let hi = block_min_max(
+                        if inside && len > 0 { start + len } else { 0 },
+                        true,
+                        hi_slots,
+                    );
+                    unsafe { stage::<T>(input, lo, hi, pad, stage_buf) };
+                }
+                // (Empty segments are inside the first window only; when no element is left
+                // to stage, they are all there is.)
+                if first || lo != u64::MAX {
+                    unsafe {
+                        reduce_staged::<T, O, S>(
+                            inside,
+                            start.wrapping_sub(lo).wrapping_add(pad) as u32,
+                            len as u32,
+                            |l| seg(warp, l as u64),
+                            gpu::shared_slots(stage_buf.cast::<T>(), 0),
+                            out,
+                            index_out,
+                        )
+                    };
+                }
+                todo &= !inside;
+                if lo == u64::MAX {
+                    break;
+                }
+                first = false;
+            }
+            // The next group's first barrier comes before the stage is rewritten.
             g += 1;
         }
     }

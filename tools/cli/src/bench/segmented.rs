@@ -44,6 +44,15 @@ fn cases(sim: bool, seed: u64) -> Vec<(String, Shape)> {
             (u.powf(-1.0 / 1.2).floor() as u64).min(1_000_000 / scale as u64)
         })
         .collect();
+    // The same law over at least 2^26 elements (issue 38: the read limit whatever the lengths).
+    let mut power_big = Vec::new();
+    let mut total = 0;
+    while total < (1u64 << 26) / scale as u64 {
+        let u: f64 = rng.random_range(1e-12..1.0);
+        let len = (u.powf(-1.0 / 1.2).floor() as u64).min(1_000_000 / scale as u64);
+        total += len;
+        power_big.push(len);
+    }
     vec![
         (
             format!("{} segments, lengths 1..200", short.len()),
@@ -53,6 +62,10 @@ fn cases(sim: bool, seed: u64) -> Vec<(String, Shape)> {
         (
             format!("{} segments, power-law lengths", power.len()),
             Shape::Csr(power),
+        ),
+        (
+            format!("{} segments, power-law lengths", power_big.len()),
+            Shape::Csr(power_big),
         ),
         (
             format!("rows {} x {}", (1 << 16) / scale, 1 << 10),
