@@ -114,6 +114,8 @@ pub(crate) enum WarpOp {
     Ballot,
     All,
     Any,
+    ReduxMin,
+    ReduxMax,
     Sync,
 }
 

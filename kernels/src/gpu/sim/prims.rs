@@ -191,6 +191,14 @@ pub(crate) fn resolve_warp(
         WarpOp::Ballot => Ok(bits(|q| q.value != 0)),
         WarpOp::All => Ok((bits(|q| q.value != 0) == r.mask) as u32),
         WarpOp::Any => Ok((bits(|q| q.value != 0) != 0) as u32),
+        WarpOp::ReduxMin => Ok((0..32)
+            .filter_map(|l| reqs[l].as_ref().map(|q| q.value))
+            .min()
+            .unwrap_or(r.value)),
+        WarpOp::ReduxMax => Ok((0..32)
+            .filter_map(|l| reqs[l].as_ref().map(|q| q.value))
+            .max()
+            .unwrap_or(r.value)),
         WarpOp::Sync => Ok(0),
     }
 }
@@ -220,6 +228,12 @@ pub fn all_sync(mask: u32, pred: bool) -> bool {
 }
 pub fn any_sync(mask: u32, pred: bool) -> bool {
     warp(WarpOp::Any, mask, pred as u32, 0, 0) != 0
+}
+pub fn redux_min_u32(mask: u32, value: u32) -> u32 {
+    warp(WarpOp::ReduxMin, mask, value, 0, 0)
+}
+pub fn redux_max_u32(mask: u32, value: u32) -> u32 {
+    warp(WarpOp::ReduxMax, mask, value, 0, 0)
 }
 
 // Atomics: real host atomics on the same memory (blocks run on several OS threads).

@@ -12,18 +12,39 @@ pub const STAGE_VECS: u64 = SEGMENTED.stage_vecs;
 pub const STAGE_BYTES: u32 = 16 * STAGE_VECS as u32;
 
 /// The block's minimum (`max` false) or maximum of one `u64` a thread, in every thread. One
-/// barrier; `slots` (a value per warp) may be rewritten after the caller's next barrier.
+/// barrier; `slots` (a value per warp) may be rewritten after the caller's next barrier. The
+/// warp's part takes two `redux.sync` (high words, then the low words of the lanes holding
+/// the extreme high word), the block's part [`BLOCK`]` / 32` shared loads (a loop over
+/// `u64` shuffles and a run-time warp count had been a fifth of the short segments'
+/// instructions).
 #[inline(always)]
 pub(super) fn block_min_max(v: u64, max: bool, slots: gpu::SharedArray<u64>) -> u64 {
-    let f = move |a: u64, b: u64| if max { a.max(b) } else { a.min(b) };
-    let w = warp_reduce(v, f);
+    let full = gpu::FULL_MASK;
+    let redux = |x: u32| {
+        if max {
+            gpu::redux_max_u32(full, x)
+        } else {
+            gpu::redux_min_u32(full, x)
+        }
+    };
+    let hi = redux((v >> 32) as u32);
+    let low = if (v >> 32) as u32 == hi {
+        v as u32
+    } else if max {
+        0
+    } else {
+        u32::MAX
+    };
+    let w = (hi as u64) << 32 | redux(low) as u64;
     if gpu::lane_id() == 0 {
         unsafe { slots.write(gpu::warp_id() as usize, w) };
     }
     gpu::sync_threads();
-    let mut r = unsafe { slots.read(0) };
-    for i in 1..(gpu::block_dim_x() / gpu::WARP_SIZE) as usize {
-        r = f(r, unsafe { slots.read(i) });
+    let at = unsafe { gpu::shared_slots(slots, 0) };
+    let mut r = unsafe { gpu::load_slot(at, 0) };
+    for i in 1..BLOCK / gpu::WARP_SIZE {
+        let x: u64 = unsafe { gpu::load_slot(at, i) };
+        r = if max { r.max(x) } else { r.min(x) };
     }
     r
 }
@@ -50,12 +71,16 @@ pub(super) unsafe fn stage<T: Element>(
     let cut = crate::load::Cut::new(x, hi - lo);
     let elems = unsafe { stage.cast::<T>() };
     let body = x.wrapping_add(cut.head as usize) as *const u32;
-    // The first whole vector lands on a 16-byte boundary of the stage.
-    let first_vec = (pad + cut.head) / per_vec;
-    let mut v = tid;
-    while v < cut.vectors {
-        unsafe { gpu::cp_async_16(stage, (first_vec + v) as usize, body.add(4 * v as usize)) };
-        v += b;
+    // The first whole vector lands on a 16-byte boundary of the stage. (32-bit counters and
+    // a moving pointer: the 64-bit index's arithmetic had been 20 instructions a copy.)
+    let first_vec = ((pad + cut.head) / per_vec) as u32;
+    let (vectors, step) = (cut.vectors as u32, b as u32);
+    let mut v = tid as u32;
+    let mut src = body.wrapping_add(4 * v as usize);
+    while v < vectors {
+        unsafe { gpu::cp_async_16(stage, (first_vec + v) as usize, src) };
+        v += step;
+        src = src.wrapping_add(4 * step as usize);
     }
     gpu::cp_async_commit();
     if tid < cut.head {
