@@ -36,7 +36,7 @@
 //! | [`scan`]: prefix scans | `scan(input, output, op, kind)`, `scan_in_place(data, op, kind)`, `inclusive_sum`, `scan_by_key(keys, values, output, op, kind)`, `scan_custom` |
 //! | [`segmented`]: one value per segment | `segmented_reduce(input, segments, out, op)`, `segmented_argmin`/`_argmax(input, segments, indices, values)`, `segmented_reduce_custom`, `segmented_arg_custom`; segments from [`Segments`] |
 //! | [`by_key`]: runs of equal keys | `reduce_by_key(keys, values, unique_out, aggregates_out, op)`, `_into`, `_async`, `reduce_by_key_custom` |
-//! | [`multi`]: several GPUs | `MultiContext::{reduce, argmin, argmax, scan_in_place}` over a `ShardedBuffer` |
+//! | [`multi`]: several GPUs | `MultiContext::{reduce, argmin, argmax, scan_in_place, scan_deferred}` over a `ShardedBuffer` |
 //!
 //! # Integer types
 //!

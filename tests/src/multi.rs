@@ -353,6 +353,93 @@ pub fn check_process_per_rank(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     }
 }
 
+/// The deferred scan (integers) over every layout, operator and kind, in both process models:
+/// the offsets applied on `dtoh` and `get` give the CPU's scan of the whole array, the shards
+/// hold each shard's own scan, `total` is the whole reduction, and rank 0's offset the identity.
+pub fn check_deferred_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
+    let mut rng = SmallRng::seed_from_u64(23);
+    let x: Vec<i32> = (0..n).map(|_| rng.random_range(-1000..1000)).collect();
+    // Wrapping u64 sums: values near the top of the range overflow.
+    let u: Vec<u64> = (0..n).map(|_| rng.random::<u64>()).collect();
+    check_deferred_layouts(make, &x);
+    check_deferred_layouts(make, &u);
+
+    // One process per rank, over a thread exchange: each rank's shard with its offset.
+    let layout = [n / 3, 0, 7, n - n / 3 - 7];
+    let world = layout.len();
+    let want = gpu_reduce_tools::cpu::cpu_scan(&x, Reduction::Sum, ScanKind::Exclusive);
+    let starts: Vec<usize> = (0..world).map(|r| layout[..r].iter().sum()).collect();
+    let results: Vec<(Vec<i32>, i32)> = std::thread::scope(|s| {
+        let handles: Vec<_> = make(world)
+            .into_iter()
+            .zip(ThreadExchange::group(world))
+            .enumerate()
+            .map(|(r, (ctx, ex))| {
+                let (x, starts) = (&x, &starts);
+                s.spawn(move || {
+                    let m = MultiContext::rank(ctx, r, Box::new(ex)).unwrap();
+                    let mut b = m.alloc_zeros::<i32>(&u64s(&layout)).unwrap();
+                    m.htod_local(&[&x[starts[r]..starts[r] + layout[r]]], &mut b)
+                        .unwrap();
+                    let d = m
+                        .scan_deferred(&mut b, Reduction::Sum, ScanKind::Exclusive)
+                        .unwrap();
+                    (d.dtoh_local().unwrap().remove(0), d.total())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let total = x.iter().fold(0i32, |a, &v| a.wrapping_add(v));
+    for (r, (shard, t)) in results.into_iter().enumerate() {
+        assert_eq!(
+            shard,
+            want[starts[r]..starts[r] + layout[r]],
+            "rank {r}'s shard"
+        );
+        assert_eq!(t, total, "rank {r}'s total");
+    }
+}
+
+fn check_deferred_layouts<T>(make: &dyn Fn(usize) -> Vec<Context>, x: &[T])
+where
+    T: gpu_reduce::multi::ExactElement + PartialEq + std::fmt::Debug,
+{
+    use gpu_reduce_tools::cpu::cpu_scan;
+    for layout in layouts(x.len()) {
+        let m = MultiContext::new(make(layout.len())).unwrap();
+        for op in Reduction::SCAN {
+            for kind in ScanKind::ALL {
+                let what = format!("{} {} layout {layout:?}", op.name(), kind.name());
+                let want = cpu_scan(x, op, kind);
+                let mut b = m.htod(x, &u64s(&layout)).unwrap();
+                let d = m.scan_deferred(&mut b, op, kind).unwrap();
+                assert_eq!(d.dtoh().unwrap(), want, "{what}");
+                let whole = *cpu_scan(x, op, ScanKind::Inclusive).last().unwrap();
+                assert_eq!(d.total(), whole, "total, {what}");
+                assert_eq!(d.offsets().len(), layout.len(), "{what}");
+                assert_eq!(d.offsets()[0], op.identity::<T>().unwrap(), "{what}");
+                for i in [0, x.len() / 2, x.len() - 1] {
+                    assert_eq!(d.get(i as u64).unwrap(), want[i], "element {i}, {what}");
+                }
+                // Each shard holds its own scan, as if it were the whole array.
+                let local = m.dtoh_local(d.shards()).unwrap();
+                let mut at = 0;
+                for (r, l) in layout.iter().enumerate() {
+                    assert_eq!(
+                        local[r],
+                        cpu_scan(&x[at..at + l], op, kind),
+                        "shard {r}, {what}"
+                    );
+                    let v = d.shards().local_shard(r).unwrap();
+                    assert_eq!(v.len(), *l, "shard {r}'s view, {what}");
+                    at += l;
+                }
+            }
+        }
+    }
+}
+
 /// Clear errors: a layout of the wrong rank count, a buffer of another handle, a bitwise
 /// operator on floats, data of the wrong length, the same GPU twice.
 pub fn check_errors(make: &dyn Fn(usize) -> Vec<Context>) {

@@ -34,6 +34,12 @@ fn scans_same_bits_as_one_context() {
 
 #[test]
 #[ignore = "needs a GPU: cargo xtask test --gpu"]
+fn deferred_scans_match_the_cpu() {
+    check_deferred_scans(&gpus, 3_000_017);
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo xtask test --gpu"]
 fn one_process_per_rank() {
     check_process_per_rank(&gpus, 2_000_003);
 }

@@ -21,6 +21,11 @@ fn integer_scans_same_bits_as_one_context() {
 }
 
 #[test]
+fn deferred_scans_match_the_cpu() {
+    check_deferred_scans(&sims, 9_001);
+}
+
+#[test]
 fn one_process_per_rank() {
     check_process_per_rank(&sims, 12_345);
 }

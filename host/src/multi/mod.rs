@@ -31,7 +31,10 @@
 //! against 2 of all of it). An integer scan (exact: wrapping) gives the same values however
 //! the launches are cut, so its scan takes the cheaper passes: each shard's
 //! total by the one-launch reduction (the read-only rate), exchanged, then each shard scanned
-//! in place seeded with the totals before it (no gathering).
+//! in place seeded with the totals before it (no gathering): still 4/3 at best, rank 1
+//! waiting for rank 0's total. The deferred form ([`MultiContext::scan_deferred`], integers)
+//! has no such bound: each shard is scanned on its own at once on every rank, and the offsets
+//! (one value a rank) are applied when the result is read or by the caller's next kernel.
 //!
 //! **Two ways to run**, as a cluster job would: one process driving all GPUs of a host
 //! ([`MultiContext::new`], every rank local), or one process per GPU
@@ -47,7 +50,8 @@
 //! | [`MultiContext::htod_local`]`(data, b)`, [`MultiContext::dtoh`]`(b)`, [`MultiContext::dtoh_local`]`(b)`, [`MultiContext::fill`]`(b, value)`, [`MultiContext::get`]`(b, index)` | copies |
 //! | [`MultiContext::reduce`]`(b, op)` | a [`Reduction`] over the whole array |
 //! | [`MultiContext::argmin`]`(b)`, [`MultiContext::argmax`]`(b)` | `Option<(global index: u64, value)>` |
-//! | [`MultiContext::scan_in_place`]`(b, op, kind)` | a scan ([`Reduction::SCAN`]) left in the shards |
+//! | [`MultiContext::scan_in_place`]`(b, op, kind)` | a scan ([`Reduction::SCAN`]) left in the shards (two GPUs: at most 4/3 one GPU's speed) |
+//! | [`MultiContext::scan_deferred`]`(b, op, kind)` | integers: each shard's own scan left in it, and a [`DeferredScan`] with the offsets, applied on `dtoh`/`get` (two GPUs: up to 2x) |
 //! | [`scan_group_elems`]`::<T>()` | where the scan's launches begin (cuts there need no gathering) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,14 +62,16 @@ use kernels::ops::{ArgAcc, ArgMax, ArgMin};
 
 use crate::error::{Error, Result, plural};
 use crate::reduce::{DeviceElement, Reduction, reduction_arm};
-use crate::runtime::{Context, DeviceBuffer};
+use crate::runtime::{Context, DeviceBuffer, DeviceView};
 use crate::scan::ScanElement;
 
+mod deferred;
 mod exchange;
 mod reduce;
 mod scan;
 mod straddle;
 
+pub use deferred::{DeferredScan, ExactElement};
 use exchange::AllLocal;
 pub use exchange::{Exchange, ThreadExchange};
 pub use reduce::{MAX_TILES, tile_elems};
@@ -128,6 +134,18 @@ impl<T> ShardedBuffer<T> {
     /// Every rank's shard length, in rank order.
     pub fn lengths(&self) -> &[u64] {
         &self.shard_lengths
+    }
+    /// This process's `i`-th shard (in [`MultiContext::local`]'s order) as a device view, for
+    /// kernels of your own; its first element is the logical array's element
+    /// `lengths()[..r].iter().sum()` for that shard's rank `r`.
+    pub fn local_shard(&self, i: usize) -> Result<DeviceView<'_, T>> {
+        let (buf, pad) = self.shards.get(i).ok_or_else(|| {
+            Error::MultiGpu(format!(
+                "shard {i} asked of a process holding {}",
+                plural(self.shards.len() as u64, "shard")
+            ))
+        })?;
+        buf.view(*pad..)
     }
 }
 

@@ -86,6 +86,13 @@ impl MultiContext {
     /// `offsets[r]..` of the logical array's scan, the same bits as [`Context::scan`] of the
     /// whole array on one context, for any number of ranks and any shard lengths (see the
     /// module docs for the passes).
+    ///
+    /// Speed bound: no element of rank `r > 0` is final before every earlier shard has been
+    /// read, so rank 0 reads its shard twice and the others wait for that; on two GPUs with
+    /// equal shards each moves 1.5 half-arrays' worth of traffic where one GPU moves 2 whole
+    /// arrays' worth: at most **4/3** one GPU's speed. For integers
+    /// [`MultiContext::scan_deferred`] leaves each shard's own scan and returns the offsets
+    /// (up to 2x on two GPUs).
     pub fn scan_in_place<T: ShardElement>(
         &self,
         b: &mut ShardedBuffer<T>,

@@ -1,6 +1,6 @@
 //! `host reduce --gpus N` and `host scan --gpus N`: the sharded reduction (f32 sum) and scan
-//! (i32 inclusive sum) over N ranks against one rank holding the same total, each checked,
-//! with per-GPU and total bandwidth.
+//! (i32 inclusive sum, in place and deferred) over N ranks against one rank holding the same
+//! total, each checked, with per-GPU and total bandwidth.
 
 use std::time::Instant;
 
@@ -17,7 +17,8 @@ pub const SIMULATED: &str = "SIMULATED on the CPU: times are the simulator's wal
 pub enum MultiOp {
     /// f32 sum (reads 4 bytes per element).
     Reduce,
-    /// i32 inclusive sum in place (reads and writes 4 bytes per element).
+    /// i32 inclusive sum in place (reads and writes 4 bytes per element), and on several ranks
+    /// also deferred (`MultiContext::scan_deferred`: each shard's own scan and the offsets).
     Scan,
 }
 
@@ -121,6 +122,33 @@ pub fn run(
                     8,
                     ok,
                     "inclusive i32 sum in place".into(),
+                ));
+                if r == 1 {
+                    continue;
+                }
+                // The deferred form: each shard's own scan, the offsets applied on the read.
+                let want = crate::cpu::cpu_scan(&x, Reduction::Sum, ScanKind::Inclusive);
+                let mut b = m.htod(&x, &equal_shards(n, r))?;
+                let ok = m
+                    .scan_deferred(&mut b, Reduction::Sum, ScanKind::Inclusive)?
+                    .dtoh()?
+                    == want;
+                // Timed as the in-place rows: the same shards scanned again (the values wrap).
+                let mut times = Vec::with_capacity(iters);
+                for i in 0..warmup + iters {
+                    let t = Instant::now();
+                    m.scan_deferred(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
+                    if i >= warmup {
+                        times.push(t.elapsed().as_secs_f64() * 1e3);
+                    }
+                }
+                rows.push(row(
+                    r,
+                    &times,
+                    n,
+                    8,
+                    ok,
+                    "inclusive i32 sum, deferred (offsets applied on read)".into(),
                 ));
             }
         }

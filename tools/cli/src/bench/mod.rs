@@ -78,7 +78,8 @@ pub enum Op {
     /// The sharded f32 sum over every GPU present (two simulated devices on the simulator)
     /// against one GPU holding the same total, at each of `--sizes` (`gpu_reduce::multi`).
     MultiReduce,
-    /// The sharded i32 inclusive sum in place, as `multi-reduce`.
+    /// The sharded i32 inclusive sum, in place and deferred (each shard's own scan and the
+    /// offsets), as `multi-reduce`.
     MultiScan,
 }
 
