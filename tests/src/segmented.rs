@@ -365,10 +365,34 @@ pub fn check_csr_mixed<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
         };
         offsets.push(offsets.last().unwrap() + l);
     }
+    check_csr::<T>(ctx, &offsets, seed);
+}
+
+/// Lengths of 0..=300, mostly 1..=256 (the staged windows' packs and warps, many segments a
+/// window): every result against the warp's order (the model), bit for bit, as
+/// [`check_csr_mixed`] checks it.
+pub fn check_csr_medium<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut offsets = vec![0u64];
+    for _ in 0..k {
+        let l = match rng.random_range(0..20) {
+            0 => 0,
+            1 => rng.random_range(257..=300),
+            _ => rng.random_range(1..=256),
+        };
+        offsets.push(offsets.last().unwrap() + l);
+    }
+    check_csr::<T>(ctx, &offsets, seed);
+}
+
+/// Sum, max, argmax over CSR `offsets` (given also as begin/end views and checked later):
+/// every segment's bits the model's.
+fn check_csr<T: SegElem>(ctx: &Context, offsets: &[u64], seed: u64) {
+    let k = offsets.len() - 1;
     let n = *offsets.last().unwrap() as usize;
     let data: Vec<T> = data_for(n, Reduction::Sum, seed);
-    let (x, off) = (ctx.htod(&data).unwrap(), ctx.htod(&offsets).unwrap());
-    for op in [Reduction::Sum, Reduction::Max] {
+    let (x, off) = (ctx.htod(&data).unwrap(), ctx.htod(offsets).unwrap());
+    for op in [Reduction::Sum, Reduction::Max, Reduction::Min] {
         let mut a = ctx.alloc_zeros::<T>(k).unwrap();
         let mut b = ctx.alloc_zeros::<T>(k).unwrap();
         ctx.segmented_reduce(&x, Segments::csr(&off), &mut a, op)

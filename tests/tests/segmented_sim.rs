@@ -17,6 +17,15 @@ fn csr_mixed_random_lengths() {
     check_csr_mixed::<f64>(&ctx, 200, 3);
 }
 
+/// Lengths of up to 300, many segments a window: the warp's bits.
+#[test]
+fn csr_medium_lengths() {
+    let ctx = sim();
+    check_csr_medium::<f32>(&ctx, 3000, 4);
+    check_csr_medium::<f64>(&ctx, 1000, 5);
+    check_csr_medium::<i32>(&ctx, 1000, 6);
+}
+
 #[test]
 fn many_empty_segments() {
     check_many_empty(&sim());

@@ -242,25 +242,26 @@ shfl_fn!(
 pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
     unsafe { nvvm_ballot(mask, pred) }
 }
-/// `redux.sync.min.u32 d, a, mask` (sm_80+): the least `value` of the lanes in `mask`, in each.
-#[inline(always)]
-pub fn redux_min_u32(mask: u32, value: u32) -> u32 {
-    let d: u32;
-    unsafe {
-        asm!("redux.sync.min.u32 {d}, {a}, {m};", d = out(reg32) d, a = in(reg32) value,
-            m = in(reg32) mask, options(nostack))
-    };
-    d
+/// `redux.sync.<op>.u32 d, a, mask` (sm_80+) as a function of `(mask, value)`.
+macro_rules! redux_u32 {
+    ($(#[$doc:meta] $name:ident $op:literal)*) => {$(
+        #[$doc]
+        #[inline(always)]
+        pub fn $name(mask: u32, value: u32) -> u32 {
+            let d: u32;
+            unsafe {
+                asm!(concat!("redux.sync.", $op, ".u32 {d}, {a}, {m};"), d = out(reg32) d,
+                    a = in(reg32) value, m = in(reg32) mask, options(nostack))
+            };
+            d
+        }
+    )*};
 }
-/// `redux.sync.max.u32 d, a, mask` (sm_80+): the greatest `value` of the lanes in `mask`.
-#[inline(always)]
-pub fn redux_max_u32(mask: u32, value: u32) -> u32 {
-    let d: u32;
-    unsafe {
-        asm!("redux.sync.max.u32 {d}, {a}, {m};", d = out(reg32) d, a = in(reg32) value,
-            m = in(reg32) mask, options(nostack))
-    };
-    d
+redux_u32! {
+    /// `redux.sync.min.u32`: the least `value` of the lanes in `mask`, in each.
+    redux_min_u32 "min"
+    /// `redux.sync.max.u32`: the greatest `value` of the lanes in `mask`, in each.
+    redux_max_u32 "max"
 }
 /// `vote.sync.all.pred d, p, mask`
 #[inline(always)]
