@@ -123,10 +123,8 @@ pub fn run(
                     ok,
                     "inclusive i32 sum in place".into(),
                 ));
-                if r == 1 {
-                    continue;
-                }
-                // The deferred form: each shard's own scan, the offsets applied on the read.
+                // The deferred form: each shard's own scan, the offsets applied on the read (on
+                // one rank, a plain scan plus the offsets' bookkeeping).
                 let want = crate::cpu::cpu_scan(&x, Reduction::Sum, ScanKind::Inclusive);
                 let mut b = m.htod(&x, &equal_shards(n, r))?;
                 let ok = m
