@@ -369,7 +369,10 @@ pub fn check_deferred_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
     let world = layout.len();
     let want = gpu_reduce_tools::cpu::cpu_scan(&x, Reduction::Sum, ScanKind::Exclusive);
     let starts: Vec<usize> = (0..world).map(|r| layout[..r].iter().sum()).collect();
-    let results: Vec<(Vec<i32>, i32)> = std::thread::scope(|s| {
+    // Per rank: its shard as read back, the total, `get` at its ends, the shard after the
+    // offset was applied through `local_shard_mut`.
+    type Seen = (Vec<i32>, i32, Vec<i32>, Vec<i32>);
+    let results: Vec<Seen> = std::thread::scope(|s| {
         let handles: Vec<_> = make(world)
             .into_iter()
             .zip(ThreadExchange::group(world))
@@ -384,20 +387,43 @@ pub fn check_deferred_scans(make: &dyn Fn(usize) -> Vec<Context>, n: usize) {
                     let d = m
                         .scan_deferred(&mut b, Reduction::Sum, ScanKind::Exclusive)
                         .unwrap();
-                    (d.dtoh_local().unwrap().remove(0), d.total())
+                    let ctx = m.local().next().unwrap().1;
+                    let own = ctx.dtoh(d.shards().local_shard(0).unwrap()).unwrap();
+                    let (at, len) = (starts[r] as u64, layout[r] as u64);
+                    let ends: Vec<i32> = if len == 0 {
+                        vec![]
+                    } else {
+                        vec![d.get(at).unwrap(), d.get(at + len - 1).unwrap()]
+                    };
+                    let shard = d.dtoh_local().unwrap().remove(0);
+                    let total = d.total();
+                    // The offset applied in place through the writable view: the same values.
+                    let offset = d.into_offsets()[r];
+                    let applied: Vec<i32> = own.iter().map(|v| v.wrapping_add(offset)).collect();
+                    ctx.htod_into(&applied, b.local_shard_mut(0).unwrap())
+                        .unwrap();
+                    let back = m.dtoh_local(&b).unwrap().remove(0);
+                    (shard, total, ends, back)
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let total = x.iter().fold(0i32, |a, &v| a.wrapping_add(v));
-    for (r, (shard, t)) in results.into_iter().enumerate() {
+    for (r, (shard, t, ends, back)) in results.into_iter().enumerate() {
+        let mine = &want[starts[r]..starts[r] + layout[r]];
+        assert_eq!(shard, mine, "rank {r}'s shard");
         assert_eq!(
-            shard,
-            want[starts[r]..starts[r] + layout[r]],
-            "rank {r}'s shard"
+            back, mine,
+            "rank {r}'s shard, the offset applied in local_shard_mut"
         );
         assert_eq!(t, total, "rank {r}'s total");
+        let want_ends: Vec<i32> = match mine {
+            [] => vec![],
+            [first, .., last] => vec![*first, *last],
+            [one] => vec![*one, *one],
+        };
+        assert_eq!(ends, want_ends, "rank {r}'s first and last elements by get");
     }
 }
 
@@ -415,24 +441,31 @@ where
                 let mut b = m.htod(x, &u64s(&layout)).unwrap();
                 let d = m.scan_deferred(&mut b, op, kind).unwrap();
                 assert_eq!(d.dtoh().unwrap(), want, "{what}");
-                let whole = *cpu_scan(x, op, ScanKind::Inclusive).last().unwrap();
-                assert_eq!(d.total(), whole, "total, {what}");
-                assert_eq!(d.offsets().len(), layout.len(), "{what}");
-                assert_eq!(d.offsets()[0], op.identity::<T>().unwrap(), "{what}");
-                for i in [0, x.len() / 2, x.len() - 1] {
-                    assert_eq!(d.get(i as u64).unwrap(), want[i], "element {i}, {what}");
+                let inclusive = cpu_scan(x, op, ScanKind::Inclusive);
+                assert_eq!(d.total(), *inclusive.last().unwrap(), "total, {what}");
+                // Every offset: the inclusive scan just before the shard (empty shards too).
+                let identity = op.identity::<T>().unwrap();
+                let mut at = 0;
+                let mut offsets = Vec::new();
+                for l in &layout {
+                    offsets.push(if at == 0 { identity } else { inclusive[at - 1] });
+                    at += l;
                 }
-                // Each shard holds its own scan, as if it were the whole array.
+                assert_eq!(d.offsets(), offsets, "offsets, {what}");
+                // Each shard holds its own scan, as if it were the whole array, through the
+                // copies and through its device view; `get` at each shard's ends.
                 let local = m.dtoh_local(d.shards()).unwrap();
                 let mut at = 0;
-                for (r, l) in layout.iter().enumerate() {
-                    assert_eq!(
-                        local[r],
-                        cpu_scan(&x[at..at + l], op, kind),
-                        "shard {r}, {what}"
-                    );
+                for ((r, l), (_, ctx)) in layout.iter().enumerate().zip(m.local()) {
+                    let own = cpu_scan(&x[at..at + l], op, kind);
+                    assert_eq!(local[r], own, "shard {r}, {what}");
                     let v = d.shards().local_shard(r).unwrap();
-                    assert_eq!(v.len(), *l, "shard {r}'s view, {what}");
+                    assert_eq!(ctx.dtoh(v).unwrap(), own, "shard {r}'s view, {what}");
+                    if *l > 0 {
+                        for i in [at, at + l - 1] {
+                            assert_eq!(d.get(i as u64).unwrap(), want[i], "element {i}, {what}");
+                        }
+                    }
                     at += l;
                 }
             }

@@ -7,7 +7,8 @@
 //! others wait for that: each GPU moves 1.5 shards' worth of traffic where one GPU moves 2
 //! whole arrays' worth, at best 4/3 as fast on two GPUs. Here each rank reads and writes its
 //! shard once and waits for no one (the offsets are one value a rank, gathered afterwards), so
-//! two GPUs can reach twice one GPU's speed.
+//! two GPUs can reach twice one GPU's speed, as long as the offsets are applied where the
+//! result is next read (a pass of their own would read and write every shard again).
 //!
 //! Exact: element `i` of shard `r` of the whole array's scan is `offsets[r] ⊕ local[i]` for
 //! every associative operator whose combination does not round, the integers' (wrapping) sum,
@@ -61,8 +62,9 @@ impl<T: std::fmt::Debug> std::fmt::Debug for DeferredScan<'_, T> {
 }
 
 impl<'a, T: ExactElement> DeferredScan<'a, T> {
-    /// What comes before each rank's shard (the operator's identity for rank 0 and after empty
-    /// shards only): element `i` of shard `r` of the whole scan is `op(offsets[r], local[i])`.
+    /// What comes before each rank's shard: the scan operator over every earlier shard's
+    /// elements (the identity for rank 0; after an empty shard, the same as its offset).
+    /// Element `i` of shard `r` of the whole scan is `op(offsets[r], local[i])`.
     pub fn offsets(&self) -> &[T] {
         &self.offsets
     }
@@ -78,7 +80,7 @@ impl<'a, T: ExactElement> DeferredScan<'a, T> {
     }
 
     /// The shards with their own scans (the offsets not applied): for kernels of your own,
-    /// which add `offsets()[r]` as they read.
+    /// which combine `offsets()[r]` with what they read ([`ShardedBuffer::local_shard`]).
     pub fn shards(&self) -> &'a ShardedBuffer<T> {
         self.b
     }
@@ -115,7 +117,9 @@ impl<'a, T: ExactElement> DeferredScan<'a, T> {
         self.apply(self.offsets[r], v)
     }
 
-    /// The offsets, the borrow of the array given up (the shards keep their own scans).
+    /// The offsets, the borrow of the array given up: the shards keep their own scans (a plain
+    /// `MultiContext::dtoh` of them does not apply the offsets), for a kernel of your own that
+    /// applies them in place ([`ShardedBuffer::local_shard_mut`]).
     pub fn into_offsets(self) -> Vec<T> {
         self.offsets
     }
@@ -130,10 +134,12 @@ impl<'a, T: ExactElement> DeferredScan<'a, T> {
 impl MultiContext {
     /// Scan every shard of `b` on its own, in place, all ranks at once, and return the offsets
     /// that make them the whole array's scan ([`DeferredScan`]): no rank waits for another, so
-    /// `N` GPUs move each element once each way, as one GPU scanning its part alone. Integers
-    /// only ([`ExactElement`]: the offsets are then exact); [`MultiContext::scan_in_place`]
-    /// leaves the finished scan in the shards instead, at most 4/3 as fast on two GPUs as on
-    /// one.
+    /// `N` GPUs move each element once each way, as one GPU scanning its part alone (up to `N`
+    /// times one GPU's speed when the offsets are applied on the read or inside the next
+    /// kernel; applying them in a pass of their own reads and writes the shards again, slower
+    /// than [`MultiContext::scan_in_place`]). Integers only ([`ExactElement`]: the offsets are
+    /// then exact); `scan_in_place` leaves the finished scan in the shards instead, at most 4/3
+    /// as fast on two GPUs as on one.
     pub fn scan_deferred<'a, T: ExactElement>(
         &'a self,
         b: &'a mut ShardedBuffer<T>,

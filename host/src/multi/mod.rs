@@ -51,7 +51,7 @@
 //! | [`MultiContext::reduce`]`(b, op)` | a [`Reduction`] over the whole array |
 //! | [`MultiContext::argmin`]`(b)`, [`MultiContext::argmax`]`(b)` | `Option<(global index: u64, value)>` |
 //! | [`MultiContext::scan_in_place`]`(b, op, kind)` | a scan ([`Reduction::SCAN`]) left in the shards (two GPUs: at most 4/3 one GPU's speed) |
-//! | [`MultiContext::scan_deferred`]`(b, op, kind)` | integers: each shard's own scan left in it, and a [`DeferredScan`] with the offsets, applied on `dtoh`/`get` (two GPUs: up to 2x) |
+//! | [`MultiContext::scan_deferred`]`(b, op, kind)` | integers: each shard's own scan left in it, and a [`DeferredScan`] with the offsets, applied on `dtoh`/`get` or in your next kernel (two GPUs: up to 2x, projected, not yet measured) |
 //! | [`scan_group_elems`]`::<T>()` | where the scan's launches begin (cuts there need no gathering) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,7 +62,7 @@ use kernels::ops::{ArgAcc, ArgMax, ArgMin};
 
 use crate::error::{Error, Result, plural};
 use crate::reduce::{DeviceElement, Reduction, reduction_arm};
-use crate::runtime::{Context, DeviceBuffer, DeviceView};
+use crate::runtime::{Context, DeviceBuffer, DeviceView, DeviceViewMut};
 use crate::scan::ScanElement;
 
 mod deferred;
@@ -146,6 +146,18 @@ impl<T> ShardedBuffer<T> {
             ))
         })?;
         buf.view(*pad..)
+    }
+    /// [`ShardedBuffer::local_shard`], writable (e.g. a kernel of your own applying
+    /// [`DeferredScan::offsets`] in place).
+    pub fn local_shard_mut(&mut self, i: usize) -> Result<DeviceViewMut<'_, T>> {
+        let held = self.shards.len() as u64;
+        let (buf, pad) = self.shards.get_mut(i).ok_or_else(|| {
+            Error::MultiGpu(format!(
+                "shard {i} asked of a process holding {}",
+                plural(held, "shard")
+            ))
+        })?;
+        buf.view_mut(*pad..)
     }
 }
 

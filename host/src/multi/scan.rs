@@ -92,7 +92,7 @@ impl MultiContext {
     /// equal shards each moves 1.5 half-arrays' worth of traffic where one GPU moves 2 whole
     /// arrays' worth: at most **4/3** one GPU's speed. For integers
     /// [`MultiContext::scan_deferred`] leaves each shard's own scan and returns the offsets
-    /// (up to 2x on two GPUs).
+    /// (up to 2x on two GPUs when they are applied on the read or in the next kernel).
     pub fn scan_in_place<T: ShardElement>(
         &self,
         b: &mut ShardedBuffer<T>,

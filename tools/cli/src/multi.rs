@@ -123,7 +123,7 @@ pub fn run(
                     ok,
                     "inclusive i32 sum in place".into(),
                 ));
-                // The deferred form: each shard's own scan, the offsets applied on the read (on
+                // The deferred form: each shard's own scan and the offsets, left unapplied (on
                 // one rank, a plain scan plus the offsets' bookkeeping).
                 let want = crate::cpu::cpu_scan(&x, Reduction::Sum, ScanKind::Inclusive);
                 let mut b = m.htod(&x, &equal_shards(n, r))?;
@@ -146,7 +146,7 @@ pub fn run(
                     n,
                     8,
                     ok,
-                    "inclusive i32 sum, deferred (offsets applied on read)".into(),
+                    "inclusive i32 sum, deferred (offsets returned, not applied)".into(),
                 ));
             }
         }
