@@ -185,7 +185,17 @@ pub fn check_bench_multi(ctx: &Context, sizes: &[u64]) {
                 .iter()
                 .filter(|m| m.n == n && m.op == op)
                 .collect();
-            assert_eq!(rows.len(), 2, "{op} n={n}: one rank and all ranks");
+            // The scan: in place and deferred at each rank count.
+            let per = if op == "multi-GPU scan" { 2 } else { 1 };
+            assert_eq!(rows.len(), 2 * per, "{op} n={n}: one rank and all ranks");
+            if per == 2 {
+                assert!(
+                    rows.iter()
+                        .zip(["in place", "deferred"].iter().cycle())
+                        .all(|(m, form)| m.method.contains(form)),
+                    "{op} n={n}: in place, then deferred"
+                );
+            }
             assert!(rows.iter().all(|m| m.checked), "{op} n={n}");
             // The simulator's ranks are named as such (and as one device, not "devices").
             let one = if ctx.backend_kind() == gpu_reduce::BackendKind::Sim {
