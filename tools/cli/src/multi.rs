@@ -101,20 +101,26 @@ pub fn run(
         }
         MultiOp::Scan => {
             let x: Vec<i32> = (0..n).map(|_| rng.random_range(-100..100)).collect();
-            for &r in &counts {
-                let m = MultiContext::new(make(r)?)?;
-                let mut b = m.htod(&x, &equal_shards(n, r))?;
-                m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
-                let ok =
-                    m.dtoh(&b)? == crate::cpu::cpu_scan(&x, Reduction::Sum, ScanKind::Inclusive);
+            let want = crate::cpu::cpu_scan(&x, Reduction::Sum, ScanKind::Inclusive);
+            // `warmup + iters` blocking calls of `f`, the last `iters` timed (ms).
+            let timed = |f: &mut dyn FnMut() -> Result<()>| -> Result<Vec<f64>> {
                 let mut times = Vec::with_capacity(iters);
                 for i in 0..warmup + iters {
                     let t = Instant::now();
-                    m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
+                    f()?;
                     if i >= warmup {
                         times.push(t.elapsed().as_secs_f64() * 1e3);
                     }
                 }
+                Ok(times)
+            };
+            for &r in &counts {
+                let m = MultiContext::new(make(r)?)?;
+                let mut b = m.htod(&x, &equal_shards(n, r))?;
+                m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
+                let ok = m.dtoh(&b)? == want;
+                let times =
+                    timed(&mut || m.scan_in_place(&mut b, Reduction::Sum, ScanKind::Inclusive))?;
                 rows.push(row(
                     r,
                     &times,
@@ -124,22 +130,17 @@ pub fn run(
                     "inclusive i32 sum in place".into(),
                 ));
                 // The deferred form: each shard's own scan and the offsets, left unapplied (on
-                // one rank, a plain scan plus the offsets' bookkeeping).
-                let want = crate::cpu::cpu_scan(&x, Reduction::Sum, ScanKind::Inclusive);
+                // one rank, a plain scan plus the offsets' bookkeeping). Timed as the in-place
+                // rows: the same shards scanned again (the values wrap).
                 let mut b = m.htod(&x, &equal_shards(n, r))?;
                 let ok = m
                     .scan_deferred(&mut b, Reduction::Sum, ScanKind::Inclusive)?
                     .dtoh()?
                     == want;
-                // Timed as the in-place rows: the same shards scanned again (the values wrap).
-                let mut times = Vec::with_capacity(iters);
-                for i in 0..warmup + iters {
-                    let t = Instant::now();
-                    m.scan_deferred(&mut b, Reduction::Sum, ScanKind::Inclusive)?;
-                    if i >= warmup {
-                        times.push(t.elapsed().as_secs_f64() * 1e3);
-                    }
-                }
+                let times = timed(&mut || {
+                    m.scan_deferred(&mut b, Reduction::Sum, ScanKind::Inclusive)
+                        .map(|_| ())
+                })?;
                 rows.push(row(
                     r,
                     &times,
