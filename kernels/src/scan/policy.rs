@@ -93,7 +93,8 @@ pub const SM90: ScanPolicy = ScanPolicy {
 };
 
 // Tried and dropped, all slower (CHANGELOG.md, issue 5): persistent blocks with cp.async
-// prefetch, a whole-block look-back, `.minnctapersm` register caps for 3 or 4 blocks per SM.
+// prefetch, a whole-block look-back, `.minnctapersm` register caps for 3 or 4 blocks per SM;
+// (issue 38) checkpoints rebuilt over two groups, a shorter chain with the same bits.
 
 /// The policy of architecture `sm` (e.g. 80 for sm_80).
 pub const fn for_arch(_sm: u32) -> ScanPolicy {
