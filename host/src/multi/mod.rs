@@ -139,25 +139,21 @@ impl<T> ShardedBuffer<T> {
     /// kernels of your own; its first element is the logical array's element
     /// `lengths()[..r].iter().sum()` for that shard's rank `r`.
     pub fn local_shard(&self, i: usize) -> Result<DeviceView<'_, T>> {
-        let (buf, pad) = self.shards.get(i).ok_or_else(|| {
-            Error::MultiGpu(format!(
-                "shard {i} asked of a process holding {}",
-                plural(self.shards.len() as u64, "shard")
-            ))
-        })?;
+        let (buf, pad) = self.shards.get(i).ok_or_else(|| self.no_shard(i))?;
         buf.view(*pad..)
     }
     /// [`ShardedBuffer::local_shard`], writable (e.g. a kernel of your own applying
     /// [`DeferredScan::offsets`] in place).
     pub fn local_shard_mut(&mut self, i: usize) -> Result<DeviceViewMut<'_, T>> {
-        let held = self.shards.len() as u64;
-        let (buf, pad) = self.shards.get_mut(i).ok_or_else(|| {
-            Error::MultiGpu(format!(
-                "shard {i} asked of a process holding {}",
-                plural(held, "shard")
-            ))
-        })?;
+        if i >= self.shards.len() {
+            return Err(self.no_shard(i));
+        }
+        let (buf, pad) = &mut self.shards[i];
         buf.view_mut(*pad..)
+    }
+    fn no_shard(&self, i: usize) -> Error {
+        let held = plural(self.shards.len() as u64, "shard");
+        Error::MultiGpu(format!("shard {i} asked of a process holding {held}"))
     }
 }
 
