@@ -241,9 +241,11 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
                 ctx.norm2(&x).unwrap().bits64(),
             ])
         }
-        "f32_segmented_sum" | "f64_segmented_sum" => {
-            // Segments of 0..3000 elements, some empty.
-            let mut offsets = csr_offsets(n, 3000, 39);
+        "f32_segmented_sum" | "f64_segmented_sum" | "f32_segmented_sum_tiles" => {
+            // Segments of 0..3000 elements, some empty (the work list's forms: a segment's bits
+            // by its length alone); `_tiles`: of 0..30 (read as tiles).
+            let longest = if name.ends_with("_tiles") { 30 } else { 3000 };
+            let mut offsets = csr_offsets(n, longest, 39);
             let len = offsets.len();
             // A run of empty segments, then one long one (several chunks: the work list).
             let at = offsets[len / 4];
@@ -357,7 +359,7 @@ pub fn run_case(ctx: &Context, name: &str, n: usize) -> Bits {
 }
 
 /// The small cases (every recorded kind).
-pub const CASES: [&str; 20] = [
+pub const CASES: [&str; 21] = [
     "f32_inclusive_sum",
     "f32_exclusive_sum",
     "f64_inclusive_sum",
@@ -370,6 +372,7 @@ pub const CASES: [&str; 20] = [
     "f64_dot_norm",
     "f32_segmented_sum",
     "f64_segmented_sum",
+    "f32_segmented_sum_tiles",
     "f32_multi_sum",
     "f32_reduce_by_key_sum",
     "f32_reduce_by_key_sum_into",

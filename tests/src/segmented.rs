@@ -8,7 +8,11 @@
 //! checked against order-free references, float sums against an f64 sum.
 
 use gpu_reduce::kernels::ops::{ArgAcc, ArgMax, ArgMin, Max, Min, Product, ReduceOp, Sum};
-use gpu_reduce::kernels::reduce::segmented::{BLOCK, CHUNK_VECS, LISTED_MAX, WARP_MAX};
+use gpu_reduce::kernels::reduce::policy::SEGMENTED;
+use gpu_reduce::kernels::reduce::segmented::{
+    BLOCK, CHUNK_VECS, LISTED_MAX, WARP_MAX, tiles_items,
+};
+use gpu_reduce::kernels::scan::policy::ACTIVE;
 use gpu_reduce::{Context, Error, Reduction, SegmentedElement, Segments};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
@@ -131,6 +135,226 @@ pub fn model<T: SegElem, O: ReduceOp<T>>(seg: &[T], start: usize) -> O::Acc {
         })
         .collect();
     block_model(accs, O::identity(), O::combine)
+}
+
+/// A (boundary count, value after the last boundary) pair of the tiles form.
+#[derive(Clone, Copy)]
+struct Headed<A> {
+    head: u32,
+    value: A,
+}
+
+/// The tiles form's segmented operator (`kernels::reduce::by_key::counted`).
+fn counted<T: SegElem, O: ReduceOp<T, Acc = T>>(a: Headed<T>, b: Headed<T>) -> Headed<T> {
+    Headed {
+        head: a.head.wrapping_add(b.head),
+        value: if b.head != 0 {
+            b.value
+        } else {
+            O::combine(a.value, b.value)
+        },
+    }
+}
+
+/// `a ⊕ b` where `a` may be absent (`kernels::reduce::by_key::then`).
+fn then<T: SegElem, O: ReduceOp<T, Acc = T>>(a: Option<Headed<T>>, b: Headed<T>) -> Headed<T> {
+    match a {
+        Some(a) => counted::<T, O>(a, b),
+        None => b,
+    }
+}
+
+/// `warp_reduce_rev`'s butterfly (masks 1 … 16, higher lane on the left): lane 0's result.
+fn butterfly_rev<A: Copy>(mut v: Vec<A>, op: impl Fn(A, A) -> A) -> A {
+    let mut off = 1;
+    while off < 32 {
+        v = (0..32)
+            .map(|l| {
+                if l & off == 0 {
+                    op(v[l ^ off], v[l])
+                } else {
+                    op(v[l], v[l ^ off])
+                }
+            })
+            .collect();
+        off <<= 1;
+    }
+    v[0]
+}
+
+/// The tiles form's results over sorted CSR `offsets` (`kernels::reduce::segmented::tiles`),
+/// in its exact combining order: tiles of `BLOCK` threads × `tiles_items` elements, each
+/// thread's fold after its last boundary, the warps' inclusive scans (Kogge-Stone) of the
+/// pairs, the warps' totals folded in order, the value carried into a tile in windows of 32
+/// tile aggregates (`butterfly_rev`, windows right to left), then each thread's walk.
+pub fn tiles_model<T: SegElem, O: ReduceOp<T, Acc = T>>(data: &[T], offsets: &[u64]) -> Vec<T> {
+    const NO: u32 = u32::MAX;
+    const GAP: u32 = u32::MAX - 1;
+    let (n, k) = (data.len(), offsets.len() - 1);
+    let items = tiles_items(std::mem::size_of::<T>() as u64) as usize;
+    let block = ACTIVE.block as usize;
+    let te = block * items;
+    let mut out = vec![O::identity(); k];
+    let mut label = vec![NO; n];
+    for (i, &at) in offsets.iter().enumerate() {
+        let l = if i == k {
+            GAP
+        } else if offsets[i + 1] == at {
+            continue;
+        } else {
+            i as u32
+        };
+        if (at as usize) < n {
+            label[at as usize] = l;
+        }
+    }
+    let id = Headed {
+        head: 0,
+        value: O::identity(),
+    };
+    let tiles = n.div_ceil(te);
+    // Per tile: each thread's pair, its warp's inclusive scan, the tile's aggregate.
+    struct Tile<T> {
+        incl: Vec<Headed<T>>,
+        before_warp: Vec<Option<Headed<T>>>,
+        aggregate: Headed<T>,
+    }
+    let mut tile_data = Vec::with_capacity(tiles);
+    for t in 0..tiles {
+        let mut pairs = vec![id; block];
+        for (j, pair) in pairs.iter_mut().enumerate() {
+            let first = t * te + j * items;
+            let valid = n.saturating_sub(first).min(items);
+            let mut acc = O::identity();
+            let mut heads = 0;
+            for e in 0..valid {
+                let head = label[first + e] != NO;
+                heads += head as u32;
+                acc = if e == 0 || head {
+                    data[first + e]
+                } else {
+                    O::combine(acc, data[first + e])
+                };
+            }
+            if valid > 0 {
+                *pair = Headed {
+                    head: heads,
+                    value: acc,
+                };
+            }
+        }
+        let mut incl = pairs.clone();
+        for w in 0..block / 32 {
+            let mut d = 1;
+            while d < 32 {
+                let old = incl[w * 32..w * 32 + 32].to_vec();
+                for l in d..32 {
+                    incl[w * 32 + l] = counted::<T, O>(old[l - d], old[l]);
+                }
+                d <<= 1;
+            }
+        }
+        let mut before_warp = vec![None; block / 32];
+        let mut aggregate = incl[31];
+        for w in 1..block / 32 {
+            before_warp[w] = Some(aggregate);
+            aggregate = counted::<T, O>(aggregate, incl[w * 32 + 31]);
+        }
+        tile_data.push(Tile {
+            incl,
+            before_warp,
+            aggregate,
+        });
+    }
+    for t in 0..tiles {
+        let start = t * te;
+        let last_tile = start + te >= n;
+        let Tile {
+            incl,
+            before_warp,
+            aggregate,
+        } = &tile_data[t];
+        let carry = if t > 0 && (aggregate.head != 0 || last_tile) {
+            let mut end = t;
+            let mut carry: Option<Headed<T>> = None;
+            loop {
+                let valid = |l: usize| end > l;
+                let heads: Vec<bool> = (0..32)
+                    .map(|l| !valid(l) || tile_data[end - 1 - l].aggregate.head != 0)
+                    .collect();
+                let stop = heads.iter().position(|&h| h).unwrap_or(31);
+                let mine: Vec<Headed<T>> = (0..32)
+                    .map(|l| {
+                        if l <= stop && valid(l) {
+                            tile_data[end - 1 - l].aggregate
+                        } else {
+                            id
+                        }
+                    })
+                    .collect();
+                let window = butterfly_rev(mine, counted::<T, O>);
+                let c = match carry {
+                    Some(later) => counted::<T, O>(window, later),
+                    None => window,
+                };
+                if heads.iter().any(|&h| h) {
+                    break c.value;
+                }
+                carry = Some(c);
+                end -= 32;
+            }
+        } else {
+            O::identity()
+        };
+        // The segment running into the tile: lo - 1 when good and non-empty.
+        let lo = if t == 0 {
+            0
+        } else {
+            offsets.partition_point(|&o| o < start as u64)
+        };
+        let open = if lo >= 1 && lo <= k && offsets[lo - 1] < offsets[lo] && offsets[lo] <= n as u64
+        {
+            (lo - 1) as u32
+        } else {
+            GAP
+        };
+        let mut running = open;
+        for j in 0..block {
+            let first = start + j * items;
+            let valid = n.saturating_sub(first).min(items);
+            if valid == 0 {
+                break;
+            }
+            let (w, l) = (j / 32, j % 32);
+            let mut before = (t > 0).then_some(Headed {
+                head: 0,
+                value: carry,
+            });
+            if let Some(b) = before_warp[w] {
+                before = Some(then::<T, O>(before, b));
+            }
+            if l > 0 {
+                before = Some(then::<T, O>(before, incl[j - 1]));
+            }
+            let mut acc = before.map_or(O::identity(), |b| b.value);
+            for e in 0..valid {
+                let lab = label[first + e];
+                if lab != NO {
+                    if running != GAP {
+                        out[running as usize] = acc;
+                    }
+                    running = lab;
+                    acc = data[first + e];
+                } else {
+                    acc = O::combine(acc, data[first + e]);
+                }
+            }
+            if first + items >= n && running != GAP {
+                out[running as usize] = acc;
+            }
+        }
+    }
+    out
 }
 
 /// Model of built-in `op` (Sum/Product/Min/Max by the model, bitwise by order-free folds).
@@ -368,6 +592,28 @@ pub fn check_csr_mixed<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
     check_csr::<T>(ctx, &offsets, seed);
 }
 
+/// Short lengths (0..=40, a few of 41..=3000): CSR offsets of this mean length go by tiles,
+/// checked against the tile model (sums) and the model (min, max) as [`check_csr_mixed`]
+/// checks them.
+pub fn check_csr_short<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut offsets = vec![0u64];
+    for _ in 0..k {
+        let l = if rng.random_range(0..200) == 0 {
+            rng.random_range(41..=3000)
+        } else {
+            rng.random_range(0..=40)
+        };
+        offsets.push(offsets.last().unwrap() + l);
+    }
+    let n = *offsets.last().unwrap();
+    assert!(
+        n <= k as u64 * SEGMENTED.tiles_max_average,
+        "not short enough to go by tiles"
+    );
+    check_csr::<T>(ctx, &offsets, seed);
+}
+
 /// Lengths of 0..=300, mostly 1..=256 (the staged windows' packs and warps, many segments a
 /// window): every result against the warp's order (the model), bit for bit, as
 /// [`check_csr_mixed`] checks it.
@@ -392,6 +638,8 @@ fn check_csr<T: SegElem>(ctx: &Context, offsets: &[u64], seed: u64) {
     let n = *offsets.last().unwrap() as usize;
     let data: Vec<T> = data_for(n, Reduction::Sum, seed);
     let (x, off) = (ctx.htod(&data).unwrap(), ctx.htod(offsets).unwrap());
+    let by_tiles = n > 0 && n as u64 <= k as u64 * SEGMENTED.tiles_max_average;
+    let tiles_sum = tiles_model::<T, Sum>(&data, offsets);
     for op in [Reduction::Sum, Reduction::Max, Reduction::Min] {
         let mut a = ctx.alloc_zeros::<T>(k).unwrap();
         let mut b = ctx.alloc_zeros::<T>(k).unwrap();
@@ -431,7 +679,14 @@ fn check_csr<T: SegElem>(ctx: &Context, offsets: &[u64], seed: u64) {
                 op.name(),
                 seg.len()
             );
-            assert_eq!(a[s].bits(), want.bits(), "{tag}");
+            // CSR offsets of short segments go by tiles: a float sum's bits are the tiles
+            // form's there (checked against the tile model below), every other result the
+            // model's.
+            if by_tiles && op == Reduction::Sum {
+                assert_eq!(a[s].bits(), tiles_sum[s].bits(), "{tag} (tiles model)");
+            } else {
+                assert_eq!(a[s].bits(), want.bits(), "{tag}");
+            }
             assert_eq!(b[s].bits(), want.bits(), "{tag} (begin/end views)");
             independent_check(seg, op, a[s], &tag);
         }
@@ -775,6 +1030,35 @@ pub fn check_grid_independent(ctx: &Context) {
     for g in [1, 3, 7] {
         assert!(run(Some(g)) == auto, "grid {g} changed the bits");
     }
+    // Short CSR segments go by tiles (one block a tile, whatever the grid limit): the tile
+    // model's bits, every run.
+    let mut short = vec![0u64];
+    for _ in 0..40_000 {
+        short.push(short.last().unwrap() + rng.random_range(0..24));
+    }
+    let sn = *short.last().unwrap() as usize;
+    let sdata: Vec<f32> = crate::random_f32(sn, 5);
+    let (sx, soff) = (ctx.htod(&sdata).unwrap(), ctx.htod(&short).unwrap());
+    let tiles_run = |grid: Option<u32>| {
+        ctx.set_segmented_grid_limit(grid);
+        let mut out = ctx.alloc_zeros::<f32>(short.len() - 1).unwrap();
+        ctx.segmented_reduce(&sx, Segments::csr(&soff), &mut out, Reduction::Sum)
+            .unwrap();
+        ctx.dtoh(&out)
+            .unwrap()
+            .iter()
+            .map(|f| f.to_bits())
+            .collect::<Vec<_>>()
+    };
+    let tiles = tiles_run(None);
+    assert!(
+        tiles_run(Some(3)) == tiles,
+        "the tiles form changed its bits"
+    );
+    let want = tiles_model::<f32, Sum>(&sdata, &short);
+    for (s, w) in want.iter().enumerate() {
+        assert_eq!(tiles[s], w.to_bits(), "tiles: segment {s}");
+    }
     // Fixed-size long rows (their own kernel): rows of 32773 f32 start at every alignment,
     // so some have one chunk and some two.
     let (rows, cols) = (7, 32_773);
@@ -981,7 +1265,8 @@ pub fn check_bad_input(ctx: &Context) {
 }
 
 /// Bad offsets checked later ([`Segments::check_later`]): the call returns `Ok` without
-/// blocking, the bad segments give the identity (never read), the good ones their sums, and
+/// blocking, the bad segments give the identity (never read), the good ones their sums (by
+/// tiles, when the offsets are sorted), and
 /// the check names the lowest bad segment of every launch since it was last taken, then reads
 /// clean. Lengths are still checked at the call.
 fn check_bad_offsets_later(ctx: &Context) {
@@ -993,12 +1278,24 @@ fn check_bad_offsets_later(ctx: &Context) {
     let dec = ctx.htod(&[0u64, 50, 40, 100]).unwrap();
     ctx.segmented_reduce(&x, Segments::csr(&dec).check_later(&check), &mut out, op)
         .unwrap();
-    assert_eq!(ctx.dtoh(&out).unwrap(), [50.0, 0.0, 60.0]);
+    // Short CSR segments go by tiles, which read the offsets as sorted: decreasing ones leave
+    // the other segments unspecified. The bad one is the identity either way.
+    assert_eq!(ctx.dtoh(&out).unwrap()[1], 0.0);
     expect_invalid(
         ctx.take_offset_check(&check),
         "segment 1: its end offset is before",
     );
     ctx.take_offset_check(&check).unwrap(); // taken: clear again
+    // The work list's forms reduce every good segment whatever the order.
+    ctx.set_segmented_tiles(false);
+    ctx.segmented_reduce(&x, Segments::csr(&dec).check_later(&check), &mut out, op)
+        .unwrap();
+    ctx.set_segmented_tiles(true);
+    assert_eq!(ctx.dtoh(&out).unwrap(), [50.0, 0.0, 60.0]);
+    expect_invalid(
+        ctx.take_offset_check(&check),
+        "segment 1: its end offset is before",
+    );
     // Two launches before the check is taken: the lowest bad segment of both.
     let past = ctx.htod(&[0u64, 50, 60, 101]).unwrap();
     ctx.segmented_reduce(&x, Segments::csr(&past).check_later(&check), &mut out, op)

@@ -29,6 +29,18 @@ fn csr_medium_lengths() {
     check_csr_medium::<i32>(&ctx, 1000, 6);
 }
 
+/// Short lengths: the tiles form, against the tile model bit for bit (hundreds of thousands of segments:
+/// thousands of tiles, the carried values waited for across blocks).
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
+fn csr_short_lengths_by_tiles() {
+    let ctx = gpu();
+    check_csr_short::<f32>(&ctx, 400_000, 7);
+    check_csr_short::<f64>(&ctx, 300_000, 8);
+    check_csr_short::<i32>(&ctx, 300_000, 9);
+    check_csr_short::<u64>(&ctx, 200_000, 10);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU: cargo xtask test --gpu"]
 fn many_empty_segments() {

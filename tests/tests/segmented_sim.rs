@@ -26,6 +26,16 @@ fn csr_medium_lengths() {
     check_csr_medium::<i32>(&ctx, 1000, 6);
 }
 
+/// Short lengths: the tiles form, against the tile model bit for bit.
+#[test]
+fn csr_short_lengths_by_tiles() {
+    let ctx = sim();
+    check_csr_short::<f32>(&ctx, 6000, 7);
+    check_csr_short::<f64>(&ctx, 3000, 8);
+    check_csr_short::<i32>(&ctx, 3000, 9);
+    check_csr_short::<u64>(&ctx, 2000, 10);
+}
+
 #[test]
 fn many_empty_segments() {
     check_many_empty(&sim());

@@ -2,11 +2,15 @@
 //! listed form, the long-rows kernel), their scratch and their grids.
 
 use kernels::Kernel;
+use kernels::reduce::policy::SEGMENTED;
 use kernels::reduce::segmented::{
     BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, LISTED_MAX, OWNER_WORDS, SEGMENTS_PER_BLOCK,
-    STAGE_BYTES, SegmentedParams, SimSegmentedFn, WARP_MAX, listed_workspace_bytes,
-    rows_chunks_per_row, rows_workspace_bytes,
+    STAGE_BYTES, SegmentedParams, SimSegmentedFn, TILES_MAX_SEGMENTS, WARP_MAX,
+    listed_workspace_bytes, rows_chunks_per_row, rows_workspace_bytes, tiles_tile_elems,
 };
+use kernels::scan::policy::ACTIVE;
+
+use crate::scan::ScanWorkspace;
 
 use crate::error::{Error, Result, plural};
 use crate::reduce::DeviceElement;
@@ -29,6 +33,8 @@ struct SegmentedWorkspace {
     listed: ClearedScratch<u64>,
     /// Test override of the physical grid (0: automatic).
     grid_override: u32,
+    /// Test override: CSR offsets never go by tiles.
+    tiles_off: bool,
 }
 
 /// A kernel's scratch whose leading words (counters, control words) are zero between launches:
@@ -54,6 +60,15 @@ impl Context {
         ws.lock().unwrap_or_else(|p| p.into_inner()).grid_override = grid.map_or(0, |g| g.max(1));
     }
 
+    /// Let CSR offsets of short segments go by tiles (the default) or not (`false`: the work
+    /// list's forms, whose float bits depend on a segment's length alone). For tests that
+    /// compare the two forms.
+    #[cfg(feature = "tuning")]
+    pub fn set_segmented_tiles(&self, enabled: bool) {
+        let ws = self.workspace::<SegmentedWorkspace>();
+        ws.lock().unwrap_or_else(|p| p.into_inner()).tiles_off = !enabled;
+    }
+
     /// Check the lengths, launch `k` of `lib` and, for device offsets, read back the kernel's
     /// report on them. `index_out` is the second output of kernels that write indices.
     #[allow(clippy::too_many_arguments)] // one private entry for every public form
@@ -70,6 +85,7 @@ impl Context {
         let count = out.len();
         let n = input.len();
         let check = segments.check;
+        let csr = matches!(segments.kind, SegmentsKind::Csr(_));
         let (begin, end, segment_len) = match segments.kind {
             SegmentsKind::Offsets { begin, end } => {
                 if begin.len() != end.len() {
@@ -166,7 +182,7 @@ impl Context {
         if begin.is_none() && segment_len > WARP_MAX {
             return self.launch_rows(lib, &k.rows, input, segment_len, out, index_out);
         }
-        let (listed, k) = (&k.listed, &k.general);
+        let (listed, tiles, k) = (&k.listed, k.tiles, &k.general);
         let offsets = begin.is_some();
         if let Some(c) = check {
             self.check_owner(DeviceView::from(&c.flag).owner())?;
@@ -201,9 +217,21 @@ impl Context {
         };
 
         let chunk = CHUNK_VECS * (16 / std::mem::size_of::<T>() as u64);
+        let (n64, count64) = (n as u64, count as u64);
         // A few long segments: the kernel's listed form (the same bits) knows where every
         // chunk lies after one round of loads, where the work list takes several round trips.
-        if offsets && count as u64 <= LISTED_MAX && n as u64 >= count as u64 * chunk {
+        let listed_fits = offsets && count64 <= LISTED_MAX && n64 >= count64 * chunk;
+        // CSR offsets of short segments: the input read as tiles whatever the boundaries.
+        let by_tiles = tiles.filter(|_| {
+            csr && !listed_fits
+                && !ws.tiles_off
+                && n > 0
+                && count64 < TILES_MAX_SEGMENTS
+                && n64 <= count64.saturating_mul(SEGMENTED.tiles_max_average)
+        });
+        if let Some(tk) = by_tiles {
+            self.launch_tiles(lib, &tk, input, (begin, end), out, status)?;
+        } else if listed_fits {
             self.launch_listed(
                 lib,
                 listed,
@@ -274,6 +302,9 @@ impl Context {
                             ws: list as *mut u64,
                             entry_cap,
                             partial_cap,
+                            counter: std::ptr::null_mut(),
+                            epoch: 0,
+                            prefetch: 0,
                         },
                     )?;
                 }
@@ -305,6 +336,66 @@ impl Context {
             offsets: Some((b, e)),
             input_len: Some(n as u64),
         })
+    }
+
+    /// The tiles form (`tiles_device`) over the CSR offsets `begin` (`out.len()` + 1 of them
+    /// from there; `end` is `begin` one on), reporting bad offsets to `status`. Never blocks.
+    fn launch_tiles<T: DeviceElement, Out: Copy>(
+        &self,
+        lib: &'static KernelLibrary,
+        k: &Kernel<SimSegmentedFn<T, Out>>,
+        input: DeviceView<'_, T>,
+        (begin, end): (Option<DeviceView<'_, u64>>, Option<DeviceView<'_, u64>>),
+        mut out: DeviceViewMut<'_, Out>,
+        status: u64,
+    ) -> Result<()> {
+        let (Some(begin), Some(end)) = (begin, end) else {
+            unreachable!("the tiles form takes CSR offsets")
+        };
+        let (n, count) = (input.len() as u64, out.len() as u64);
+        let tile_elems = tiles_tile_elems(std::mem::size_of::<T>() as u64);
+        let grid = Self::scan_grid(n, tile_elems)?;
+        let prefetch = match &self.backend {
+            Backend::Cuda(_) => {
+                let blocks = self.kernel(lib, k.name)?.blocks_per_sm(ACTIVE.block)?;
+                ACTIVE.reduce_by_key_prefetch_tiles(self.info().multiprocessors * blocks)
+            }
+            _ => 0,
+        };
+        let (input_addr, _input_access) = self.read(&input)?;
+        let (begin_addr, _begin_access) = self.read(&begin)?;
+        let (_, _end_access) = self.read(&end)?;
+        let (out_addr, _out_access) = self.write(&mut out)?;
+        let ws = self.workspace::<ScanWorkspace>();
+        let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
+        let a = self.scan_workspace(&mut ws, grid as u64)?;
+        // SAFETY: addresses of this context's memory: `begin` starts `out.len() + 1` CSR
+        // offsets (`end` is the same buffer one on), the output holds `out.len()` elements, the
+        // scan workspace a counter and a fixed slot per tile.
+        unsafe {
+            self.launch_kernel(
+                lib,
+                k,
+                LaunchShape::linear(grid, ACTIVE.block, 0),
+                SegmentedParams {
+                    input: input_addr as *const T,
+                    n,
+                    begin: begin_addr as *const u64,
+                    end: std::ptr::null(),
+                    segment_len: 0,
+                    k: count,
+                    out: out_addr as *mut Out,
+                    index_out: std::ptr::null_mut(),
+                    status: status as *mut u64,
+                    ws: a.aggregates as *mut u64,
+                    entry_cap: 0,
+                    partial_cap: 0,
+                    counter: a.counter as *mut u32,
+                    epoch: a.epoch,
+                    prefetch,
+                },
+            )
+        }
     }
 
     /// The rows kernel over `out.len()` rows of `segment_len` (> `WARP_MAX`) elements; the
@@ -364,6 +455,9 @@ impl Context {
                     ws: scratch as *mut u64,
                     entry_cap: 0,
                     partial_cap: 0,
+                    counter: std::ptr::null_mut(),
+                    epoch: 0,
+                    prefetch: 0,
                 },
             )
         }
@@ -430,6 +524,9 @@ impl Context {
                     ws: scratch as *mut u64,
                     entry_cap: 0,
                     partial_cap: cap,
+                    counter: std::ptr::null_mut(),
+                    epoch: 0,
+                    prefetch: 0,
                 },
             )
         }

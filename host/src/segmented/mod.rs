@@ -57,6 +57,8 @@ pub struct SegmentedKernel<T, Out> {
     pub rows: Kernel<SimSegmentedFn<T, Out>>,
     /// A few long offsets segments, every chunk listed up front.
     pub listed: Kernel<SimSegmentedFn<T, Out>>,
+    /// CSR offsets of short segments read as tiles (built-in sums, minima and maxima only).
+    pub tiles: Option<Kernel<SimSegmentedFn<T, Out>>>,
 }
 
 impl<T: kernels::ops::Element, Out> SegmentedKernel<T, Out> {
@@ -66,6 +68,7 @@ impl<T: kernels::ops::Element, Out> SegmentedKernel<T, Out> {
             general: O::KERNEL,
             rows: O::ROWS_KERNEL,
             listed: O::LISTED_KERNEL,
+            tiles: O::TILES_KERNEL,
         }
     }
 }

@@ -42,11 +42,11 @@ use crate::scan::tile::prefetch_stretch;
 use crate::scan::{Headed, next_tile};
 use crate::warp::{warp_inclusive_scan, warp_reduce_rev};
 
-const WARPS: usize = ACTIVE.block as usize / 32;
+pub(crate) const WARPS: usize = ACTIVE.block as usize / 32;
 // Warp 0 looks back for the run count, warp 1 combines the carried value.
 const _: () = assert!(WARPS >= 2);
 /// 16-byte chunks of shared memory per warp: its stretch of keys, then of values.
-const WARP_CHUNKS: usize = 32 * ACTIVE.reduce_by_key_thread_bytes as usize / 16;
+pub(crate) const WARP_CHUNKS: usize = 32 * ACTIVE.reduce_by_key_thread_bytes as usize / 16;
 
 /// The run-counting segmented operator over [`Headed`] values.
 #[inline(always)]
@@ -67,20 +67,23 @@ pub fn counted<T: Element, O: ReduceOp<T, Acc = T>>(a: Headed<T>, b: Headed<T>) 
 /// `l * per_lane + v`) hit 8 different bank groups per quarter warp instead of one. The groups
 /// are rows because the tile starts on one ([`gpu::shared_align`]).
 #[inline(always)]
-fn slot(c: usize) -> usize {
+pub(crate) fn slot(c: usize) -> usize {
     c ^ ((c >> 3) & 7)
 }
 
 /// Element `e` of the stretch of `X` whose chunks start at chunk `base`, in units of `X`.
 #[inline(always)]
-fn elem_at<X: Element>(base: usize, e: usize) -> usize {
+pub(crate) fn elem_at<X: Element>(base: usize, e: usize) -> usize {
     (base + slot(e / X::PER_VEC)) * X::PER_VEC + e % X::PER_VEC
 }
 
 /// `a ⊕ b`, where `a` may be absent (nothing before `b`): never combines with the identity, so
 /// a float run keeps its exact bits (`-0.0 + 0.0` would turn into `+0.0`).
 #[inline(always)]
-fn then<T: Element, O: ReduceOp<T, Acc = T>>(a: Option<Headed<T>>, b: Headed<T>) -> Headed<T> {
+pub(crate) fn then<T: Element, O: ReduceOp<T, Acc = T>>(
+    a: Option<Headed<T>>,
+    b: Headed<T>,
+) -> Headed<T> {
     match a {
         Some(a) => counted::<T, O>(a, b),
         None => b,
@@ -105,7 +108,7 @@ fn then<T: Element, O: ReduceOp<T, Acc = T>>(a: Option<Headed<T>>, b: Headed<T>)
 /// # Safety
 /// `values` spans the launch's tiles; each tile publishes its aggregate in its slot.
 #[inline(always)]
-unsafe fn carry_in<T: Element, O: ReduceOp<T, Acc = T>>(
+pub(crate) unsafe fn carry_in<T: Element, O: ReduceOp<T, Acc = T>>(
     values: &TileStatus<Headed<T>>,
     tile: u64,
     first_delay_ns: u32,
@@ -173,7 +176,7 @@ unsafe fn carry_in<T: Element, O: ReduceOp<T, Acc = T>>(
 /// element at a time (`fill` past `n`). Coalesced either way.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)] // where from, where to, and the tile's bounds
-unsafe fn stage<X: Element>(
+pub(crate) unsafe fn stage<X: Element>(
     tile: SharedArray<[u32; 4]>,
     base: usize,
     src: *const X,

@@ -106,6 +106,12 @@ pub struct SegmentedPolicy {
     /// 16-byte vectors of the stage that short segments are copied to (dynamic shared memory;
     /// a block's loads in flight): the bits do not depend on it.
     pub stage_vecs: u64,
+    /// Longest average segment length (elements / segments) at which CSR offsets go by tiles
+    /// (`segmented::tiles_device`): the tiles form costs about the same per element whatever
+    /// the lengths, the warp per segment about a fixed amount per segment, and the two cross
+    /// near this mean on the H200 (BENCHMARKS.md, Segmented reduce). The bits of a float sum
+    /// depend on the form taken, which depends on this and on the counts alone.
+    pub tiles_max_average: u64,
 }
 
 /// The segmented policy of every architecture.
@@ -118,6 +124,7 @@ pub const SEGMENTED: SegmentedPolicy = SegmentedPolicy {
     listed_loads: 6,
     listed_max: 2048,
     stage_vecs: 2048,
+    tiles_max_average: 48,
 };
 const _: () = assert!(SEGMENTED.block.is_multiple_of(32) && SEGMENTED.block <= 1024);
 

@@ -168,6 +168,7 @@ mod blocks;
 mod listed;
 mod rows;
 mod staged;
+mod tiles;
 mod work_list;
 
 use blocks::*;
@@ -175,6 +176,7 @@ pub use listed::*;
 pub use rows::*;
 use staged::*;
 pub use staged::{STAGE_BYTES, STAGE_VECS};
+pub use tiles::*;
 pub use work_list::*;
 
 /// The parameters of [`SegmentedParams`]'s kernels, written once: the struct and every kernel entry's
@@ -208,6 +210,12 @@ macro_rules! segmented_params {
             entry_cap: u64,
             /// Partials the workspace holds.
             partial_cap: u64,
+            /// The tiles form's tile counter: 0 at launch, 0 again after (null elsewhere).
+            counter: *mut u32,
+            /// The tiles form's launch tag, new for every launch (0 elsewhere).
+            epoch: u32,
+            /// Tiles ahead whose values the tiles form asks L2 for (0: none).
+            prefetch: u32,
         } }
     };
 }
@@ -239,6 +247,10 @@ pub trait SegmentedReduceInstance<T: Element>: ReduceOp<T> {
     /// after [`Self::KERNEL`] with `_listed` added (the same bits; a kernel of its own, so its
     /// registers are not the work-list form's).
     const LISTED_KERNEL: crate::Kernel<SimSegmentedFn<T, Self::Out>>;
+    /// The tiles form for CSR offsets of short segments: `tiles_device::<T, Self, _>`, where
+    /// the operator has one (built-in sums, minima and maxima: their bits over tiles are the
+    /// tiles form's, see [`tiles_device`]); `None` for the others.
+    const TILES_KERNEL: Option<crate::Kernel<SimSegmentedFn<T, Self::Out>>>;
 }
 
 /// Export `segmented_device::<T, Op, _>` and `rows_device::<T, Op, _>` as named kernels (PTX
@@ -251,10 +263,10 @@ macro_rules! segmented_reduce_kernels {
     ($($name:ident, $rows:ident : $t:ty, $op:ty $(, $arg:ident)?;)*) => {$(
         $crate::segmented_reduce_kernels!(@one stringify!($name), stringify!($rows), $t, $op $(, $arg)?);
     )*};
-    (@one $name:expr, $rows:expr, $t:ty, $op:ty) => {
+    (@one $name:expr, $rows:expr, $t:ty, $op:ty $(, tiles $tiles:expr)?) => {
         $crate::segmented_reduce_kernels!(
             @emit $name, $rows, $t, $op, $crate::reduce::segmented::AccSink,
-            <$op as $crate::ops::ReduceOp<$t>>::Acc, false
+            <$op as $crate::ops::ReduceOp<$t>>::Acc, false $(, $tiles)?
         );
     };
     (@one $name:expr, $rows:expr, $t:ty, $op:ty, arg) => {
@@ -262,7 +274,24 @@ macro_rules! segmented_reduce_kernels {
             @emit $name, $rows, $t, $op, $crate::reduce::segmented::ArgSink, $t, true
         );
     };
-    (@emit $name:expr, $rows:expr, $t:ty, $op:ty, $sink:ty, $out:ty, $writes_index:expr) => {
+    (@tiles_entry) => {};
+    (@tiles_entry $tiles:expr) => {
+        // CSR offsets of short segments read as tiles; see `tiles_device`.
+        $crate::segmented_params!(entry #[export_name = $tiles] tiles =>
+            ($crate::reduce::segmented::tiles_device::<T, Op, {
+                $crate::reduce::segmented::tiles_items(::core::mem::size_of::<T>() as u64) as usize
+            }>));
+    };
+    (@tiles_bounds) => {};
+    (@tiles_bounds $tiles:expr) => {
+        // The reduce by key's blocks per SM: the same tile, the same waits.
+        $crate::launch_bounds!(@named $tiles, $crate::scan::policy::ACTIVE.block,
+            $crate::scan::policy::ACTIVE.reduce_by_key_min_blocks);
+    };
+    (@tiles_kernel) => { None };
+    (@tiles_kernel $tiles:expr) => { Some($crate::Kernel { name: $tiles, sim: tiles }) };
+    (@emit $name:expr, $rows:expr, $t:ty, $op:ty, $sink:ty, $out:ty, $writes_index:expr $(, $tiles:expr)?) => {
+        $crate::segmented_reduce_kernels!(@tiles_bounds $($tiles)?);
         // Three blocks an SM (80 registers) where the accumulator is one word: a block of the
         // work list waits on others' chunks, and short segments stage a block's bytes in
         // flight. Two (128) for wider accumulators, whose combines need the registers.
@@ -276,6 +305,9 @@ macro_rules! segmented_reduce_kernels {
             use $crate::reduce::segmented::SegmentedParams;
             type T = $t;
             type Out = $out;
+            #[allow(dead_code)]
+            type Op = $op;
+            $crate::segmented_reduce_kernels!(@tiles_entry $($tiles)?);
             // One-launch segmented reduction; see `segmented_device`.
             $crate::segmented_params!(entry #[export_name = $name] kernel =>
                 ($crate::reduce::segmented::segmented_device::<$t, $op, $sink>));
@@ -295,6 +327,8 @@ macro_rules! segmented_reduce_kernels {
                     $crate::Kernel { name: $rows, sim: rows };
                 const LISTED_KERNEL: $crate::Kernel<$crate::reduce::segmented::SimSegmentedFn<$t, $out>> =
                     $crate::Kernel { name: concat!($name, "_listed"), sim: listed };
+                const TILES_KERNEL: Option<$crate::Kernel<$crate::reduce::segmented::SimSegmentedFn<$t, $out>>> =
+                    $crate::segmented_reduce_kernels!(@tiles_kernel $($tiles)?);
             }
         };
     };
@@ -305,12 +339,22 @@ macro_rules! segmented_reduce_kernels {
 macro_rules! builtin_segmented {
     ($t:ident argmin $Op:path) => { builtin_segmented!(@emit $t argmin $Op, arg); };
     ($t:ident argmax $Op:path) => { builtin_segmented!(@emit $t argmax $Op, arg); };
+    ($t:ident sum $Op:path) => { builtin_segmented!(@tiles $t sum $Op); };
+    ($t:ident min $Op:path) => { builtin_segmented!(@tiles $t min $Op); };
+    ($t:ident max $Op:path) => { builtin_segmented!(@tiles $t max $Op); };
     ($t:ident $op:ident $Op:path) => { builtin_segmented!(@emit $t $op $Op,); };
     (@emit $t:ident $op:ident $Op:path, $($arg:ident)?) => {
         $crate::segmented_reduce_kernels!(@one
             concat!("reduce_segmented_", stringify!($op), "_", stringify!($t)),
             concat!("reduce_segmented_rows_", stringify!($op), "_", stringify!($t)),
             $crate::builtin_elem!($t), $Op $(, $arg)?);
+    };
+    (@tiles $t:ident $op:ident $Op:path) => {
+        $crate::segmented_reduce_kernels!(@one
+            concat!("reduce_segmented_", stringify!($op), "_", stringify!($t)),
+            concat!("reduce_segmented_rows_", stringify!($op), "_", stringify!($t)),
+            $crate::builtin_elem!($t), $Op,
+            tiles concat!("reduce_segmented_tiles_", stringify!($op), "_", stringify!($t)));
     };
 }
 

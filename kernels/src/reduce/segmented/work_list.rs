@@ -41,6 +41,7 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
         ws,
         entry_cap,
         partial_cap,
+        ..
     } = p;
     // 32 slots of up to 16 bytes for the block reduction, one per warp.
     let scratch = crate::static_shared!(SEG_SCRATCH: [u128; 32]);

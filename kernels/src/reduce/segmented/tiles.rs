@@ -1,0 +1,438 @@
+//! The tiles form: CSR offsets of short segments read as contiguous tiles whatever the segment
+//! boundaries, as the reduce by key ([`crate::reduce::by_key`]) reads its keys (issue 38). A
+//! warp per segment spends its instructions on the segment, not its bytes: ~170 warp
+//! instructions a segment of 1..200 left the short segments at a third of the read limit.
+//!
+//! A tile is `ACTIVE.block` threads × `ITEMS` consecutive elements (the reduce by key's tile for
+//! u32 keys: the same shared memory, the same policy). Each tile:
+//! 1. copies its values to shared memory with coalesced 16-byte `cp.async` copies, while warps 0
+//!    and 1 find, by a 32-way search over the offsets, the first offset at or past the tile's
+//!    start and past its end (`lo`, `hi`);
+//! 2. reads offsets `lo..hi` once: an offset `o[s]` marks a *boundary* at its element, labelled
+//!    with the segment that runs from there (`s`, the last of the offsets there, when segment
+//!    `s` is non-empty), or [`GAP`] (past the last segment, or a bad one); empty and bad
+//!    segments get the identity here, and bad ones are reported;
+//! 3. walks the values as the reduce by key walks its runs, boundaries for heads: one (boundary
+//!    count, value after the last boundary) pair a thread, a block scan, the value carried into
+//!    the tile in tile order ([`carry_in`]), then each thread writes the segments that end in
+//!    its elements (the last one also the segment that ends at `n`).
+//!
+//! Determinism: a segment's combining order is a function of its start and end and of the
+//! tile grid (a constant of the element type), never of the launch's grid or timing: the
+//! reduce by key's association for a run over the same elements. The same bits on every run,
+//! GPU and the simulator; not the work list's (there, the order depends on the length alone).
+//!
+//! Bad offsets: tiles' offset ranges `lo..hi` cover `0..=k` whatever the offsets hold (`lo` of
+//! tile 0 is 0 and `hi` of the last is `k + 1`), so every segment is checked by some tile; a bad
+//! one is reported, gets the identity, and no boundary names it. Nothing is read outside the
+//! input; other segments' values are unspecified when the offsets are not sorted.
+
+use super::*;
+use crate::gpu::{FULL_MASK, SharedArray};
+use crate::ops::Element;
+use crate::reduce::by_key::{WARP_CHUNKS, WARPS, carry_in, counted, elem_at, slot, stage, then};
+use crate::scan::lookback::{POLL_DELAY, TileStatus};
+use crate::scan::policy::ACTIVE;
+use crate::scan::tile::prefetch_stretch;
+use crate::scan::{Headed, next_tile};
+use crate::warp::warp_inclusive_scan;
+
+/// The label of an element that starts no segment.
+const NO_BOUNDARY: u32 = u32::MAX;
+/// The label of a boundary after which no segment runs (the last segment's end, a bad segment's
+/// start, the elements before the first offset).
+pub const GAP: u32 = u32::MAX - 1;
+/// Most segments the tiles form takes (labels are u32, [`GAP`] and [`NO_BOUNDARY`] apart).
+pub const TILES_MAX_SEGMENTS: u64 = GAP as u64;
+
+/// Elements per thread of the tiles form for `T` (the reduce by key's for u32 keys).
+pub const fn tiles_items(elem_bytes: u64) -> u64 {
+    ACTIVE.reduce_by_key_items(4, elem_bytes)
+}
+
+/// Elements per tile of the tiles form for `T`.
+pub const fn tiles_tile_elems(elem_bytes: u64) -> u64 {
+    ACTIVE.block as u64 * tiles_items(elem_bytes)
+}
+
+/// The first index `i < len` with `o[i] >= x` (`len` if none), found by the 32 lanes of a warp
+/// from a `guess`; every lane returns it. The first round probes the guess and offsets 1, 2,
+/// 4, ... 2^15 either side of it (a guess off by `d` entries leaves a stretch of about `d`);
+/// each further round probes 32 evenly spaced offsets of the stretch and keeps the part
+/// between the last probe below `x` (of the leading run of them) and the next. On offsets
+/// that are not sorted it returns some index in `0..=len`.
+///
+/// # Safety
+/// `o` valid for `len` entries.
+#[inline(always)]
+unsafe fn warp_lower_bound(o: *const u64, len: u64, x: u64, guess: u64) -> u64 {
+    let lane = gpu::lane_id() as u64;
+    if len == 0 {
+        return 0;
+    }
+    let g = guess.min(len - 1);
+    let probe = if lane < 16 {
+        g.saturating_sub(1 << (15 - lane))
+    } else if lane == 16 {
+        g
+    } else {
+        (g + (1 << (lane - 17))).min(len - 1)
+    };
+    let below = unsafe { o.add(probe as usize).read() } < x;
+    let k = (!gpu::ballot_sync(FULL_MASK, below)).trailing_zeros();
+    let last_below = gpu::shfl_sync(FULL_MASK, probe, k.saturating_sub(1), 32);
+    let first_not = gpu::shfl_sync(FULL_MASK, probe, k.min(31), 32);
+    let mut lo = if k == 0 { 0 } else { last_below + 1 };
+    let mut hi = if k == 32 { len } else { first_not };
+    while hi > lo {
+        let step = (hi - lo).div_ceil(32);
+        let at = lo + step * (lane + 1) - 1;
+        let below = at < hi && unsafe { o.add(at as usize).read() } < x;
+        let k = (!gpu::ballot_sync(FULL_MASK, below)).trailing_zeros() as u64;
+        let next_hi = lo + step * (k + 1) - 1;
+        if k < 32 && next_hi < hi {
+            hi = next_hi;
+        }
+        lo += step * k;
+    }
+    lo
+}
+
+/// Reduce the CSR segments `o[s]..o[s + 1]` (`o` = `begin`, `k + 1` offsets) of the `n`
+/// elements of `input` into `out[s]`, tile by tile (the module's docs). Launch with
+/// `ACTIVE.block` threads a block and one block per tile of [`tiles_tile_elems`] elements;
+/// `counter` 0 at launch, a fresh `epoch`; `ws` holds one fixed slot a tile (half of
+/// [`fixed_order_bytes_per_tile`](crate::scan::fixed_order::fixed_order_bytes_per_tile) of
+/// `Headed<T>`'s words, 16-byte aligned); `prefetch`: tiles ahead whose values each block asks
+/// L2 for (0: none). `k <` [`TILES_MAX_SEGMENTS`].
+///
+/// # Safety
+/// Pointers valid for the sizes above; the outputs do not overlap the inputs.
+#[inline(always)]
+// Index loops over the 4 lanes of a 16-byte chunk (fully unrolled: constant indices,
+// registers).
+#[allow(clippy::needless_range_loop)]
+pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usize>(
+    p: SegmentedParams<T, T>,
+) {
+    let SegmentedParams {
+        input,
+        n,
+        begin: offsets,
+        k: segments,
+        out,
+        status,
+        ws,
+        counter,
+        epoch,
+        prefetch,
+        ..
+    } = p;
+    // The boundary mask is a u32; a warp's labels and values fit its chunks.
+    const {
+        assert!(
+            ITEMS.is_multiple_of(8)
+                && ITEMS <= 32
+                && 32 * ITEMS * (4 + size_of::<T>()) <= WARP_CHUNKS * 16
+        )
+    };
+    let smem = crate::static_shared!(SEG_TILE: [[u32; 4]; WARPS * WARP_CHUNKS]);
+    let warp_slots = crate::static_shared!(SEG_WARP_AGGS: [u128; 32]);
+    let prefix_slot = crate::static_shared!(SEG_TILE_PREFIX: [u128; 1]);
+    let bounds = crate::static_shared!(SEG_TILE_BOUNDS: [u64; 2]);
+    let labels_left = crate::static_shared!(SEG_WARP_LABELS: [u32; 33]);
+    // SAFETY: a `Headed<T>` is at most 16 bytes and 16-byte aligned slots hold it.
+    let warp_aggs: SharedArray<Headed<T>> = unsafe { warp_slots.cast::<Headed<T>>() };
+    let tile_prefix: SharedArray<Headed<T>> = unsafe { prefix_slot.cast::<Headed<T>>() };
+    let tile = unsafe { next_tile(counter) };
+    let lane = gpu::lane_id();
+    let warp = gpu::warp_id() as usize;
+    let tile_elems = (WARPS * 32 * ITEMS) as u64;
+    let start = tile * tile_elems;
+    let last_tile = start + tile_elems >= n;
+    let stretch = start + (warp * 32 * ITEMS) as u64;
+    let first = stretch + lane as u64 * ITEMS as u64;
+    let fast = input as usize & 15 == 0 && !last_tile;
+    // This warp's chunks: labels (u32), then values.
+    let lbase = warp * WARP_CHUNKS;
+    let vbase = lbase + 32 * ITEMS * 4 / 16;
+    unsafe {
+        stage(
+            smem,
+            vbase,
+            input,
+            stretch,
+            32 * ITEMS,
+            n,
+            fast,
+            O::identity(),
+        )
+    };
+    gpu::cp_async_commit();
+    if prefetch > 0 && (tile + prefetch as u64 + 1) * tile_elems <= n {
+        prefetch_stretch(
+            input,
+            stretch + prefetch as u64 * tile_elems,
+            32 * ITEMS as u64,
+        );
+    }
+    // Every element of this thread's: no boundary (the offsets pass marks them).
+    let chunk_of = |v: usize| lbase + slot(lane as usize * ITEMS / 4 + v);
+    for v in 0..ITEMS / 4 {
+        unsafe { smem.write(chunk_of(v), [NO_BOUNDARY; 4]) };
+    }
+    // The tile's offsets: lo..hi, and the segment running into the tile (lo - 1, if good).
+    if warp < 2 {
+        let x = if warp == 0 { start } else { start + tile_elems };
+        let edge = if warp == 0 { tile == 0 } else { last_tile };
+        let i = if edge {
+            if warp == 0 { 0 } else { segments + 1 }
+        } else {
+            // Where the offsets would be if every segment had the mean length.
+            let guess = (x as f64 * (segments as f64 / n as f64)) as u64;
+            unsafe { warp_lower_bound(offsets, segments + 1, x, guess) }
+        };
+        if lane == 0 {
+            unsafe { bounds.write(warp, i) };
+        }
+    }
+    gpu::sync_threads();
+    let (lo, hi) = unsafe { (bounds.read(0), bounds.read(1)) };
+    // Segment lo - 1 runs into the tile when it is good and non-empty: thread 0 loads its
+    // offsets now and decides after the offsets pass, so the loads travel together.
+    let opens = gpu::thread_idx_x() == 0 && lo >= 1 && lo <= segments;
+    let (open, open_end) = if opens {
+        unsafe {
+            (
+                offsets.add(lo as usize - 1).read(),
+                offsets.add(lo as usize).read(),
+            )
+        }
+    } else {
+        (0, 0)
+    };
+    let labels = unsafe { smem.cast::<u32>() };
+    let tile_end = start + tile_elems;
+    let mut i = lo + gpu::thread_idx_x() as u64;
+    while i < hi {
+        let at = unsafe { offsets.add(i as usize).read() };
+        let label = if i < segments {
+            let end = unsafe { offsets.add(i as usize + 1).read() };
+            if end < at || end > n {
+                let kind = if end < at {
+                    BAD_DECREASING
+                } else {
+                    BAD_OUT_OF_RANGE
+                };
+                unsafe {
+                    report_bad(status, i, kind);
+                    out.add(i as usize).write(O::identity().canonical());
+                }
+                GAP
+            } else if end == at {
+                unsafe { out.add(i as usize).write(O::identity().canonical()) };
+                NO_BOUNDARY
+            } else {
+                i as u32
+            }
+        } else {
+            GAP
+        };
+        if label != NO_BOUNDARY && at >= start && at < tile_end {
+            let e = (at - start) as usize;
+            let w = e / (32 * ITEMS);
+            unsafe { labels.write(elem_at::<u32>(w * WARP_CHUNKS, e % (32 * ITEMS)), label) };
+        }
+        i += gpu::block_dim_x() as u64;
+    }
+    if gpu::thread_idx_x() == 0 {
+        let good = opens && open < open_end && open_end <= n;
+        let label = if good { (lo - 1) as u32 } else { GAP };
+        unsafe { labels_left.write(32, label) };
+    }
+    gpu::cp_async_wait_group::<0>();
+    gpu::sync_threads();
+
+    let value_chunk = |v: usize| {
+        T::unpack(unsafe {
+            gpu::load_shared_v4(smem, vbase + slot(lane as usize * ITEMS / T::PER_VEC + v))
+        })
+    };
+    let label_chunk = |v: usize| unsafe { gpu::load_shared_v4(smem, chunk_of(v)) };
+    // Elements of this thread in range (all of them in a full tile).
+    let valid = n.saturating_sub(first).min(ITEMS as u64) as u32;
+    // The boundary mask (bit j: element first + j is a boundary) and the last boundary's label.
+    let (heads, last_label) = {
+        let (mut m, mut last) = (0u32, NO_BOUNDARY);
+        for v in 0..ITEMS / 4 {
+            let l = label_chunk(v);
+            for j in 0..4 {
+                m |= ((l[j] != NO_BOUNDARY) as u32) << (4 * v + j);
+                if l[j] != NO_BOUNDARY {
+                    last = l[j];
+                }
+            }
+        }
+        // Past n nothing is a boundary.
+        let m = m & if valid >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << valid) - 1
+        };
+        (m, if m == 0 { NO_BOUNDARY } else { last })
+    };
+
+    // This thread's pair: the boundary count and the reduction after its last boundary (of all
+    // its elements when it has none). Elements past n are skipped, not combined.
+    let mut acc = O::identity();
+    for v in 0..ITEMS / T::PER_VEC {
+        let x = value_chunk(v);
+        for j in 0..4 {
+            let e = v * T::PER_VEC + j;
+            if j < T::PER_VEC && (e as u32) < valid {
+                acc = if e == 0 || heads >> e & 1 != 0 {
+                    x[j]
+                } else {
+                    O::combine(acc, x[j])
+                };
+            }
+        }
+    }
+    let mine = if valid > 0 {
+        Headed {
+            head: heads.count_ones(),
+            value: acc,
+        }
+    } else {
+        Headed {
+            head: 0,
+            value: O::identity(),
+        }
+    };
+
+    // Block scan of the pairs, and of the last label (the segment running into each thread).
+    let incl = warp_inclusive_scan(mine, counted::<T, O>);
+    let left = gpu::shfl_up_sync(FULL_MASK, incl, 1, 32);
+    let mut label = last_label;
+    let mut d = 1;
+    while d < 32 {
+        let other = gpu::shfl_up_sync(FULL_MASK, label, d, 32);
+        if lane >= d && label == NO_BOUNDARY {
+            label = other;
+        }
+        d <<= 1;
+    }
+    let label_left = gpu::shfl_up_sync(FULL_MASK, label, 1, 32);
+    if lane == 31 {
+        unsafe {
+            warp_aggs.write(warp, incl);
+            labels_left.write(warp, label);
+        }
+    }
+    gpu::sync_threads();
+    let mut before_warp: Option<Headed<T>> = None;
+    let mut aggregate = unsafe { warp_aggs.read(0) };
+    for w in 1..WARPS {
+        let a = unsafe { warp_aggs.read(w) };
+        if w == warp {
+            before_warp = Some(aggregate);
+        }
+        aggregate = counted::<T, O>(aggregate, a);
+    }
+    // The segment running into this thread: the nearest boundary before it, else the tile's.
+    let mut running = unsafe { labels_left.read(32) };
+    for w in 0..warp {
+        let l = unsafe { labels_left.read(w) };
+        if l != NO_BOUNDARY {
+            running = l;
+        }
+    }
+    if lane > 0 && label_left != NO_BOUNDARY {
+        running = label_left;
+    }
+
+    // Warp 0: the value carried into the tile, in tile order (the same bits every run). Only a
+    // tile that ends a segment needs it.
+    let ends_run = aggregate.head != 0 || last_tile;
+    if warp == 0 {
+        let values = TileStatus::<Headed<T>> {
+            flags: core::ptr::null_mut(),
+            aggregates: ws as *mut Headed<T>,
+            prefixes: core::ptr::null_mut(),
+            epoch,
+            first_delay_ns: 0,
+            tagged_slots: false,
+            fixed_order: true,
+        };
+        if lane == 0 {
+            unsafe { values.publish_fixed(tile, aggregate) };
+        }
+        let carry = if tile > 0 && ends_run {
+            // No first wait: only the previous tile is needed, and it publishes as early in
+            // its life as this one (the reduce by key waits for its run count's look-back).
+            unsafe { carry_in::<T, O>(&values, tile, 0, POLL_DELAY) }
+        } else {
+            O::identity()
+        };
+        if lane == 0 {
+            unsafe {
+                tile_prefix.write(
+                    0,
+                    Headed {
+                        head: 0,
+                        value: carry,
+                    },
+                )
+            };
+        }
+    }
+    gpu::sync_threads();
+    if valid == 0 {
+        return;
+    }
+
+    // Everything before this thread's first element, then the walk over its elements.
+    let mut before = if tile > 0 {
+        Some(unsafe { tile_prefix.read(0) })
+    } else {
+        None
+    };
+    if let Some(b) = before_warp {
+        before = Some(then::<T, O>(before, b));
+    }
+    if lane > 0 {
+        before = Some(then::<T, O>(before, left));
+    }
+    let mut acc = match before {
+        Some(b) => b.value,
+        None => O::identity(),
+    };
+    let holds_last = first + ITEMS as u64 >= n;
+    for v in 0..ITEMS / T::PER_VEC {
+        let x = value_chunk(v);
+        for j in 0..4 {
+            let e = v * T::PER_VEC + j;
+            if j < T::PER_VEC {
+                let head = heads >> e & 1 != 0;
+                // A boundary: the segment before it (if any) is finished.
+                if head && running != GAP && running != NO_BOUNDARY {
+                    unsafe { out.add(running as usize).write(acc.canonical()) };
+                }
+                if head {
+                    running = label_chunk(e / 4)[e % 4];
+                }
+                acc = if head {
+                    x[j]
+                } else if (e as u32) < valid {
+                    O::combine(acc, x[j])
+                } else {
+                    acc
+                };
+            }
+        }
+    }
+    // Element n - 1 is this thread's last valid one: the segment running there ends at n.
+    if holds_last && running != GAP && running != NO_BOUNDARY {
+        unsafe { out.add(running as usize).write(acc.canonical()) };
+    }
+}
