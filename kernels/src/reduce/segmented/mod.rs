@@ -26,6 +26,10 @@
 //!   in shared memory from the offsets before any load.
 //! - Fixed-size rows longer than [`WARP_MAX`] need no classification: [`rows_device`], a
 //!   kernel of its own (few registers, a block per chunk), gives them the same bits.
+//! - CSR offsets of short segments (the host's choice: a mean length of at most
+//!   `SEGMENTED.tiles_max_average`; built-in sum, min and max) are read as tiles whatever the
+//!   boundaries: [`tiles_device`], the reduce by key's walk with the offsets for heads. Its
+//!   float sums follow the tile grid, not the length alone (its docs).
 //!
 //! Deterministic: a segment's combining order is a function of its length and of its start's
 //! address modulo 16 bytes (which fixes the head/vector/tail cut), never of the grid, of which

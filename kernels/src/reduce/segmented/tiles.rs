@@ -176,10 +176,12 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
             32 * ITEMS as u64,
         );
     }
-    // Every element of this thread's: no boundary (the offsets pass marks them).
+    // Every element of this thread's: no boundary (the offsets pass marks them). Labels are
+    // stored inverted and written by `red.shared.max`: offsets that are not sorted can mark one
+    // element twice, and then the lowest label wins, whatever the timing (no race).
     let chunk_of = |v: usize| lbase + slot(lane as usize * ITEMS / 4 + v);
     for v in 0..ITEMS / 4 {
-        unsafe { smem.write(chunk_of(v), [NO_BOUNDARY; 4]) };
+        unsafe { smem.write(chunk_of(v), [!NO_BOUNDARY; 4]) };
     }
     // The tile's offsets: lo..hi, and the segment running into the tile (lo - 1, if good).
     if warp < 2 {
@@ -241,7 +243,7 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
         if label != NO_BOUNDARY && at >= start && at < tile_end {
             let e = (at - start) as usize;
             let w = e / (32 * ITEMS);
-            unsafe { labels.write(elem_at::<u32>(w * WARP_CHUNKS, e % (32 * ITEMS)), label) };
+            unsafe { labels.max(elem_at::<u32>(w * WARP_CHUNKS, e % (32 * ITEMS)), !label) };
         }
         i += gpu::block_dim_x() as u64;
     }
@@ -258,7 +260,7 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
             gpu::load_shared_v4(smem, vbase + slot(lane as usize * ITEMS / T::PER_VEC + v))
         })
     };
-    let label_chunk = |v: usize| unsafe { gpu::load_shared_v4(smem, chunk_of(v)) };
+    let label_chunk = |v: usize| unsafe { gpu::load_shared_v4(smem, chunk_of(v)).map(|l| !l) };
     // Elements of this thread in range (all of them in a full tile).
     let valid = n.saturating_sub(first).min(ITEMS as u64) as u32;
     // The boundary mask (bit j: element first + j is a boundary) and the last boundary's label.
