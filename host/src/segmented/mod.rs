@@ -19,7 +19,11 @@
 //!
 //! Deterministic: each segment's combining order depends on its length alone (the kernel's
 //! docs, `kernels::reduce::segmented`, give the strategy), so the bits are the same for every
-//! grid, GPU and the simulator.
+//! grid, GPU and the simulator. CSR offsets of short segments (a mean length of at most
+//! `SEGMENTED.tiles_max_average`) are read as tiles instead (sum, min and max: the tiles form,
+//! `kernels::reduce::segmented::tiles_device`): a float sum's order there follows the
+//! segment's start and end in the fixed tile grid, again the same bits on every run, grid, GPU
+//! and the simulator. Which form runs depends on the counts alone.
 //!
 //! Validation: lengths are checked on the host. Offsets that live on the device are checked by
 //! the kernel itself as it reads them (a segment with `end < begin` or `end > input.len()` is
@@ -216,8 +220,9 @@ impl<'a> Segments<'a> {
     /// These segments with their device offsets checked into `check` rather than read back:
     /// the reduction never blocks and can be captured into a CUDA graph; the caller reads the
     /// check when it likes ([`Context::take_offset_check`]). A bad segment still gives the
-    /// identity and is never read. Fixed-length segments need no device check and come back
-    /// unchanged.
+    /// identity and is never read (when CSR offsets decrease, the other segments' results are
+    /// unspecified: short segments are read as tiles, which take the offsets as sorted).
+    /// Fixed-length segments need no device check and come back unchanged.
     ///
     /// ```
     /// # fn main() -> gpu_reduce::Result<()> {

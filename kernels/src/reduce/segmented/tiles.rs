@@ -14,7 +14,7 @@
 //!    segments get the identity here, and bad ones are reported;
 //! 3. walks the values as the reduce by key walks its runs, boundaries for heads: one (boundary
 //!    count, value after the last boundary) pair a thread, a block scan, the value carried into
-//!    the tile in tile order ([`carry_in`]), then each thread writes the segments that end in
+//!    the tile in tile order (`carry_in`), then each thread writes the segments that end in
 //!    its elements (the last one also the segment that ends at `n`).
 //!
 //! Determinism: a segment's combining order is a function of its start and end and of the
