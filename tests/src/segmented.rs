@@ -614,6 +614,55 @@ pub fn check_csr_short<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
     check_csr::<T>(ctx, &offsets, seed);
 }
 
+/// The tiles form at its edges, against the tile model (sums) and the model (min, max): an
+/// unaligned view of the input (tiles copied element by element), elements before the first
+/// offset and after the last one (in no segment), and a segment of 150,000 elements (its carry
+/// gathered over more than 32 tiles, two windows).
+pub fn check_tiles_edges<T: SegElem>(ctx: &Context, seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut offsets = vec![37u64];
+    for s in 0..20_000 {
+        let l = if s == 7_000 {
+            150_000
+        } else {
+            rng.random_range(0..=24)
+        };
+        offsets.push(offsets.last().unwrap() + l);
+    }
+    let n = *offsets.last().unwrap() as usize + 53;
+    let k = offsets.len() - 1;
+    assert!(n as u64 <= k as u64 * SEGMENTED.tiles_max_average);
+    // One element more in the buffer: the view from element 1 starts off the 16-byte grid.
+    let all: Vec<T> = data_for(n + 1, Reduction::Sum, seed);
+    let data = &all[1..];
+    let buf = ctx.htod(&all).unwrap();
+    let x = buf.view(1..).unwrap();
+    let off = ctx.htod(&offsets).unwrap();
+    let sums = tiles_model::<T, Sum>(data, &offsets);
+    for op in [Reduction::Sum, Reduction::Min, Reduction::Max] {
+        let mut out = ctx.alloc_zeros::<T>(k).unwrap();
+        ctx.segmented_reduce(x, Segments::csr(&off), &mut out, op)
+            .unwrap();
+        let got = ctx.dtoh(&out).unwrap();
+        for s in 0..k {
+            let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
+            let tag = format!(
+                "{}/{}/tiles edges segment {s} (len {})",
+                T::DTYPE,
+                op.name(),
+                seg.len()
+            );
+            let want = if op == Reduction::Sum {
+                sums[s]
+            } else {
+                model_op(seg, offsets[s] as usize, op).unwrap()
+            };
+            assert_eq!(got[s].bits(), want.bits(), "{tag}");
+            independent_check(seg, op, got[s], &tag);
+        }
+    }
+}
+
 /// Lengths of 0..=300, mostly 1..=256 (the staged windows' packs and warps, many segments a
 /// window): every result against the warp's order (the model), bit for bit, as
 /// [`check_csr_mixed`] checks it.

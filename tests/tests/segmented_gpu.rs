@@ -39,6 +39,8 @@ fn csr_short_lengths_by_tiles() {
     check_csr_short::<f64>(&ctx, 300_000, 8);
     check_csr_short::<i32>(&ctx, 300_000, 9);
     check_csr_short::<u64>(&ctx, 200_000, 10);
+    check_tiles_edges::<f32>(&ctx, 11);
+    check_tiles_edges::<i64>(&ctx, 12);
 }
 
 #[test]

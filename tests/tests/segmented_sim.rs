@@ -34,6 +34,8 @@ fn csr_short_lengths_by_tiles() {
     check_csr_short::<f64>(&ctx, 3000, 8);
     check_csr_short::<i32>(&ctx, 3000, 9);
     check_csr_short::<u64>(&ctx, 2000, 10);
+    check_tiles_edges::<f32>(&ctx, 11);
+    check_tiles_edges::<i64>(&ctx, 12);
 }
 
 #[test]

@@ -222,10 +222,12 @@ impl Context {
         // chunk lies after one round of loads, where the work list takes several round trips.
         let listed_fits = offsets && count64 <= LISTED_MAX && n64 >= count64 * chunk;
         // CSR offsets of short segments: the input read as tiles whatever the boundaries.
+        // Not when segments outnumber elements: a tile walks all the offsets that fall in it,
+        // and mostly empty segments would pile onto a few tiles.
         let by_tiles = tiles.filter(|_| {
             csr && !listed_fits
                 && !ws.tiles_off
-                && n > 0
+                && count64 <= n64
                 && count64 < TILES_MAX_SEGMENTS
                 && n64 <= count64.saturating_mul(SEGMENTED.tiles_max_average)
         });

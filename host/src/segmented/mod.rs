@@ -51,8 +51,9 @@ mod launch;
 pub use check::OffsetCheck;
 
 /// A segmented reduction's kernels as the host calls them (`Out` is what they write per
-/// segment): the general one, and the one for fixed-size rows longer than
-/// [`WARP_MAX`] (the same bits for those rows).
+/// segment): the general one, the one for fixed-size rows longer than [`WARP_MAX`] (the same
+/// bits for those rows), the listed form for a few long segments, and where the operator has
+/// one the tiles form for CSR offsets of short segments.
 #[derive(Clone, Copy, Debug)]
 pub struct SegmentedKernel<T, Out> {
     /// Offsets of any kind, and fixed-size rows up to `WARP_MAX` elements.
@@ -221,7 +222,8 @@ impl<'a> Segments<'a> {
     /// the reduction never blocks and can be captured into a CUDA graph; the caller reads the
     /// check when it likes ([`Context::take_offset_check`]). A bad segment still gives the
     /// identity and is never read (when CSR offsets decrease, the other segments' results are
-    /// unspecified: short segments are read as tiles, which take the offsets as sorted).
+    /// unspecified, possibly what `out` held: short segments are read as tiles, which take the
+    /// offsets as sorted).
     /// Fixed-length segments need no device check and come back unchanged.
     ///
     /// ```

@@ -31,8 +31,8 @@
 //!   boundaries: [`tiles_device`], the reduce by key's walk with the offsets for heads. Its
 //!   float sums follow the tile grid, not the length alone (its docs).
 //!
-//! Deterministic: a segment's combining order is a function of its length and of its start's
-//! address modulo 16 bytes (which fixes the head/vector/tail cut), never of the grid, of which
+//! Deterministic (the tiles form apart, whose order its docs give): a segment's combining
+//! order is a function of its length and of its start's address modulo 16 bytes (which fixes the head/vector/tail cut), never of the grid, of which
 //! block or warp runs a chunk, or of timing: chunk `c`'s partial is always the same block
 //! reduction, and the partials are always combined as "thread `j` folds partials
 //! `j, j + BLOCK, ...` in order, then a block reduction", whether one block did every chunk (the

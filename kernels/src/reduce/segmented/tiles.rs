@@ -25,7 +25,11 @@
 //! Bad offsets: tiles' offset ranges `lo..hi` cover `0..=k` whatever the offsets hold (`lo` of
 //! tile 0 is 0 and `hi` of the last is `k + 1`), so every segment is checked by some tile; a bad
 //! one is reported, gets the identity, and no boundary names it. Nothing is read outside the
-//! input; other segments' values are unspecified when the offsets are not sorted.
+//! input; when the offsets are not sorted, other segments' results are unspecified (a good
+//! segment may keep what `out` held, or get a partial sum).
+//!
+//! A tile walks every offset that falls in it: the host sends no more segments than elements
+//! here, but trailing empty segments (offsets equal to `n`) all fall in the last tile.
 
 use super::*;
 use crate::gpu::{FULL_MASK, SharedArray};
@@ -57,7 +61,7 @@ pub const fn tiles_tile_elems(elem_bytes: u64) -> u64 {
 
 /// The first index `i < len` with `o[i] >= x` (`len` if none), found by the 32 lanes of a warp
 /// from a `guess`; every lane returns it. The first round probes the guess and offsets 1, 2,
-/// 4, ... 2^15 either side of it (a guess off by `d` entries leaves a stretch of about `d`);
+/// 4, ... 2^15 before it and up to 2^14 after it (a guess off by `d` entries leaves a stretch of about `d`);
 /// each further round probes 32 evenly spaced offsets of the stretch and keeps the part
 /// between the last probe below `x` (of the leading run of them) and the next. On offsets
 /// that are not sorted it returns some index in `0..=len`.
