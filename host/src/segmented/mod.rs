@@ -424,7 +424,11 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
             Reduction::ALL
                 .iter()
                 .filter_map(|&op| T::segmented_kernel(op))
-                .flat_map(|k| [k.general.name, k.rows.name, k.listed.name]),
+                .flat_map(|k| {
+                    [k.general.name, k.rows.name, k.listed.name]
+                        .into_iter()
+                        .chain(k.tiles.map(|t| t.name))
+                }),
         );
         for k in [T::segmented_argmin_kernel(), T::segmented_argmax_kernel()] {
             names.extend([k.general.name, k.rows.name, k.listed.name]);
