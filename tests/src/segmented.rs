@@ -137,24 +137,10 @@ pub fn model<T: SegElem, O: ReduceOp<T>>(seg: &[T], start: usize) -> O::Acc {
     block_model(accs, O::identity(), O::combine)
 }
 
-/// A (boundary count, value after the last boundary) pair of the tiles form.
-#[derive(Clone, Copy)]
-struct Headed<A> {
-    head: u32,
-    value: A,
-}
-
-/// The tiles form's segmented operator (`kernels::reduce::by_key::counted`).
-fn counted<T: SegElem, O: ReduceOp<T, Acc = T>>(a: Headed<T>, b: Headed<T>) -> Headed<T> {
-    Headed {
-        head: a.head.wrapping_add(b.head),
-        value: if b.head != 0 {
-            b.value
-        } else {
-            O::combine(a.value, b.value)
-        },
-    }
-}
+// The tiles form's pair and its segmented operator, the kernels' own (the model's order is
+// what it checks, not the operator).
+use gpu_reduce::kernels::reduce::by_key::counted;
+use gpu_reduce::kernels::scan::Headed;
 
 /// `a ⊕ b` where `a` may be absent (`kernels::reduce::by_key::then`).
 fn then<T: SegElem, O: ReduceOp<T, Acc = T>>(a: Option<Headed<T>>, b: Headed<T>) -> Headed<T> {
