@@ -649,6 +649,37 @@ pub fn check_tiles_edges<T: SegElem>(ctx: &Context, seed: u64) {
     }
 }
 
+/// Unsorted CSR offsets over enough tiles for the tiles form's bounds pass (more tiles than a
+/// GPU runs at once): the call returns, the check names the lowest bad segment, bad segments
+/// get the identity and nothing is written past the output (the rest is unspecified).
+pub fn check_tiles_unsorted(ctx: &Context) {
+    let (n, k) = (3_000_000usize, 300_000usize);
+    let mut offsets: Vec<u64> = (0..=k as u64).map(|s| s * 10).collect();
+    offsets[100_001] = offsets[100_000] - 5; // segment 100,000 decreasing
+    offsets[200_000] = n as u64 + 7; // 199,999 past the end, 200,000 decreasing
+    let x = ctx.htod(&vec![1.0f32; n]).unwrap();
+    let off = ctx.htod(&offsets).unwrap();
+    // Two guard elements past the output: never written.
+    let mut out = ctx.htod(&vec![7.0f32; k + 2]).unwrap();
+    let check = ctx.offset_check().unwrap();
+    ctx.segmented_reduce(
+        &x,
+        Segments::csr(&off).check_later(&check),
+        out.view_mut(..k).unwrap(),
+        Reduction::Sum,
+    )
+    .unwrap();
+    expect_invalid(
+        ctx.take_offset_check(&check),
+        "segment 100000: its end offset is before",
+    );
+    let got = ctx.dtoh(&out).unwrap();
+    for s in [100_000, 199_999, 200_000] {
+        assert_eq!(got[s], 0.0, "bad segment {s}");
+    }
+    assert_eq!(got[k..], [7.0, 7.0], "written past the output");
+}
+
 /// Lengths of 0..=300, mostly 1..=256 (the staged windows' packs and warps, many segments a
 /// window): every result against the warp's order (the model), bit for bit, as
 /// [`check_csr_mixed`] checks it.

@@ -41,6 +41,7 @@ fn csr_short_lengths_by_tiles() {
     check_csr_short::<u64>(&ctx, 200_000, 10);
     check_tiles_edges::<f32>(&ctx, 11);
     check_tiles_edges::<i64>(&ctx, 12);
+    check_tiles_unsorted(&ctx);
 }
 
 #[test]

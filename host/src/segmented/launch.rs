@@ -6,7 +6,8 @@ use kernels::reduce::policy::SEGMENTED;
 use kernels::reduce::segmented::{
     BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, LISTED_MAX, OWNER_WORDS, SEGMENTS_PER_BLOCK,
     STAGE_BYTES, SegmentedParams, SimSegmentedFn, TILES_MAX_SEGMENTS, WARP_MAX,
-    listed_workspace_bytes, rows_chunks_per_row, rows_workspace_bytes, tiles_tile_elems,
+    listed_workspace_bytes, rows_chunks_per_row, rows_workspace_bytes, tiles_bounds_kernel,
+    tiles_tile_elems,
 };
 use kernels::scan::policy::ACTIVE;
 
@@ -35,6 +36,9 @@ struct SegmentedWorkspace {
     grid_override: u32,
     /// Test override: CSR offsets never go by tiles.
     tiles_off: bool,
+    /// The tiles form's bounds (one word a tile and one more), laid out by nothing (fully
+    /// written by every bounds pass).
+    tile_bounds: ClearedScratch<()>,
 }
 
 /// A kernel's scratch whose leading words (counters, control words) are zero between launches:
@@ -232,7 +236,7 @@ impl Context {
                 && n64 <= count64.saturating_mul(SEGMENTED.tiles_max_average)
         });
         if let Some(tk) = by_tiles {
-            self.launch_tiles(lib, &tk, input, (begin, end), out, status)?;
+            self.launch_tiles(lib, &tk, &mut ws, input, (begin, end), out, status)?;
         } else if listed_fits {
             self.launch_listed(
                 lib,
@@ -307,6 +311,7 @@ impl Context {
                             counter: std::ptr::null_mut(),
                             epoch: 0,
                             prefetch: 0,
+                            bounds: std::ptr::null_mut(),
                         },
                     )?;
                 }
@@ -346,6 +351,7 @@ impl Context {
         &self,
         lib: &'static KernelLibrary,
         k: &Kernel<SimSegmentedFn<T, Out>>,
+        sw: &mut SegmentedWorkspace,
         input: DeviceView<'_, T>,
         (begin, end): (Option<DeviceView<'_, u64>>, Option<DeviceView<'_, u64>>),
         mut out: DeviceViewMut<'_, Out>,
@@ -357,44 +363,92 @@ impl Context {
         let (n, count) = (input.len() as u64, out.len() as u64);
         let tile_elems = tiles_tile_elems(std::mem::size_of::<T>() as u64);
         let grid = Self::scan_grid(n, tile_elems)?;
-        let prefetch = match &self.backend {
+        let (prefetch, resident) = match &self.backend {
             Backend::Cuda(_) => {
                 let blocks = self.kernel(lib, k.name)?.blocks_per_sm(ACTIVE.block)?;
-                ACTIVE.reduce_by_key_prefetch_tiles(self.info().multiprocessors * blocks)
+                let resident = self.info().multiprocessors * blocks;
+                (ACTIVE.reduce_by_key_prefetch_tiles(resident), resident)
             }
-            _ => 0,
+            // The tests' inputs of more tiles than this meet the bounds pass, the others the search.
+            _ => (0, SIM_GRID),
         };
         let (input_addr, _input_access) = self.read(&input)?;
         let (begin_addr, _begin_access) = self.read(&begin)?;
         let (_, _end_access) = self.read(&end)?;
         let (out_addr, _out_access) = self.write(&mut out)?;
+        let params = |bounds: u64| SegmentedParams {
+            input: input_addr as *const T,
+            n,
+            begin: begin_addr as *const u64,
+            end: std::ptr::null(),
+            segment_len: 0,
+            k: count,
+            out: out_addr as *mut Out,
+            index_out: std::ptr::null_mut(),
+            status: status as *mut u64,
+            ws: std::ptr::null_mut(),
+            entry_cap: 0,
+            partial_cap: 0,
+            counter: std::ptr::null_mut(),
+            epoch: 0,
+            prefetch,
+            bounds: bounds as *mut u64,
+        };
+        // More tiles than run at once: a pass finds every tile's offsets first, off the tiles'
+        // critical path (a tile's own search is several dependent round trips to memory).
+        let bounds = match tiles_bounds_kernel(std::mem::size_of::<T>()) {
+            Some(bk) if grid > resident => {
+                let words = grid as usize + 1;
+                let addr = self.cleared_scratch(&mut sw.tile_bounds, (), 8 * words, 0)?;
+                let warps_per_block = ACTIVE.block / 32;
+                // SAFETY: the offsets as below; the bounds scratch holds a word per tile and
+                // one more; the pass reads the offsets and writes the bounds only.
+                unsafe {
+                    self.launch_kernel(
+                        lib,
+                        &bk,
+                        LaunchShape::linear((grid + 1).div_ceil(warps_per_block), ACTIVE.block, 0),
+                        SegmentedParams::<u8, u8> {
+                            input: std::ptr::null(),
+                            n,
+                            begin: begin_addr as *const u64,
+                            end: std::ptr::null(),
+                            segment_len: 0,
+                            k: count,
+                            out: std::ptr::null_mut(),
+                            index_out: std::ptr::null_mut(),
+                            status: std::ptr::null_mut(),
+                            ws: std::ptr::null_mut(),
+                            entry_cap: 0,
+                            partial_cap: 0,
+                            counter: std::ptr::null_mut(),
+                            epoch: 0,
+                            prefetch: 0,
+                            bounds: addr as *mut u64,
+                        },
+                    )?
+                };
+                addr
+            }
+            _ => 0,
+        };
         let ws = self.workspace::<ScanWorkspace>();
         let mut ws = ws.lock().unwrap_or_else(|p| p.into_inner());
         let a = self.scan_workspace(&mut ws, grid as u64)?;
         // SAFETY: addresses of this context's memory: `begin` starts `out.len() + 1` CSR
         // offsets (`end` is the same buffer one on), the output holds `out.len()` elements, the
-        // scan workspace a counter and a fixed slot per tile.
+        // scan workspace a counter and a fixed slot per tile, the bounds (if any) a word per
+        // tile and one more, written by the pass before in stream order.
         unsafe {
             self.launch_kernel(
                 lib,
                 k,
                 LaunchShape::linear(grid, ACTIVE.block, 0),
                 SegmentedParams {
-                    input: input_addr as *const T,
-                    n,
-                    begin: begin_addr as *const u64,
-                    end: std::ptr::null(),
-                    segment_len: 0,
-                    k: count,
-                    out: out_addr as *mut Out,
-                    index_out: std::ptr::null_mut(),
-                    status: status as *mut u64,
                     ws: a.aggregates as *mut u64,
-                    entry_cap: 0,
-                    partial_cap: 0,
                     counter: a.counter as *mut u32,
                     epoch: a.epoch,
-                    prefetch,
+                    ..params(bounds)
                 },
             )
         }
@@ -460,6 +514,7 @@ impl Context {
                     counter: std::ptr::null_mut(),
                     epoch: 0,
                     prefetch: 0,
+                    bounds: std::ptr::null_mut(),
                 },
             )
         }
@@ -529,6 +584,7 @@ impl Context {
                     counter: std::ptr::null_mut(),
                     epoch: 0,
                     prefetch: 0,
+                    bounds: std::ptr::null_mut(),
                 },
             )
         }
@@ -545,7 +601,9 @@ impl Context {
         cleared: usize,
     ) -> Result<u64> {
         if let Some(base) = self.graph_scratch(bytes)? {
-            self.memset_raw(base, cleared)?;
+            if cleared > 0 {
+                self.memset_raw(base, cleared)?;
+            }
             return Ok(base);
         }
         let words = bytes.div_ceil(8);
@@ -559,7 +617,9 @@ impl Context {
         };
         let addr = self.scratch_addr(b);
         if s.layout != layout {
-            self.memset_raw(addr, cleared)?;
+            if cleared > 0 {
+                self.memset_raw(addr, cleared)?;
+            }
             s.layout = layout;
         }
         Ok(addr)

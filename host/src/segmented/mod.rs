@@ -435,7 +435,10 @@ pub(crate) fn kernel_names() -> Vec<&'static str> {
             names.extend([k.general.name, k.rows.name, k.listed.name]);
         }
     }
-    let mut names = vec![];
+    let mut names: Vec<_> = [4, 8]
+        .into_iter()
+        .filter_map(|b| kernels::reduce::segmented::tiles_bounds_kernel(b).map(|k| k.name))
+        .collect();
     macro_rules! each {
         ($t:ident $ops:tt) => {
             of::<$t>(&mut names)

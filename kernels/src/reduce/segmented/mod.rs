@@ -220,6 +220,9 @@ macro_rules! segmented_params {
             epoch: u32,
             /// Tiles ahead whose values the tiles form asks L2 for (0: none).
             prefetch: u32,
+            /// The tiles form's bounds: tile `t`'s offsets are `bounds[t]..bounds[t + 1]`,
+            /// written by its bounds pass; null: each tile searches for its own.
+            bounds: *mut u64,
         } }
     };
 }

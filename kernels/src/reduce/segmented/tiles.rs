@@ -102,6 +102,51 @@ unsafe fn warp_lower_bound(o: *const u64, len: u64, x: u64, guess: u64) -> u64 {
     lo
 }
 
+/// The first of the `k + 1` offsets at or past tile `t`'s start (of tiles of `tile_elems`
+/// elements over `n`): 0 for the first tile, `k + 1` for `t` at or past the last (tile `t`'s
+/// offsets are `tile_bound(t)..tile_bound(t + 1)`, which cover `0..=k` whatever the offsets
+/// hold). Every lane of the calling warp returns it.
+///
+/// # Safety
+/// `offsets` valid for `k + 1` entries.
+#[inline(always)]
+unsafe fn tile_bound(offsets: *const u64, k: u64, n: u64, t: u64, tile_elems: u64) -> u64 {
+    if t == 0 {
+        0
+    } else if t * tile_elems >= n {
+        k + 1
+    } else {
+        let x = t * tile_elems;
+        // Where the offsets would be if every segment had the mean length.
+        let guess = (x as f64 * (k as f64 / n as f64)) as u64;
+        unsafe { warp_lower_bound(offsets, k + 1, x, guess) }
+    }
+}
+
+/// The tiles form's bounds pass (for the tile of elements of `ELEM_BYTES`): `bounds[t]` = [`tile_bound`] of tile `t` for
+/// `t` in `0..=tiles`, a warp each, so that a tile of [`tiles_device`] loads its offsets'
+/// range instead of searching for it on its critical path (a search takes several dependent
+/// round trips to memory). Launch `ACTIVE.block` threads a block, enough blocks for `tiles + 1`
+/// warps, before the tiles form over the same `p`.
+///
+/// # Safety
+/// `p.begin` valid for `p.k + 1` entries, `p.bounds` for `tiles + 1`.
+#[inline(always)]
+pub unsafe fn tiles_bounds_device<const ELEM_BYTES: u64>(p: SegmentedParams<u8, u8>) {
+    let tile_elems = tiles_tile_elems(ELEM_BYTES);
+    let tiles = p.n.div_ceil(tile_elems);
+    let t =
+        (gpu::block_idx_x() as u64 * gpu::block_dim_x() as u64 + gpu::thread_idx_x() as u64) / 32;
+    // Whole warps leave together (the search is a warp's).
+    if t > tiles {
+        return;
+    }
+    let i = unsafe { tile_bound(p.begin, p.k, p.n, t, tile_elems) };
+    if gpu::lane_id() == 0 {
+        unsafe { p.bounds.add(t as usize).write(i) };
+    }
+}
+
 /// Reduce the CSR segments `o[s]..o[s + 1]` (`o` = `begin`, `k + 1` offsets) of the `n`
 /// elements of `input` into `out[s]`, tile by tile (the module's docs). Launch with
 /// `ACTIVE.block` threads a block and one block per tile of [`tiles_tile_elems`] elements;
@@ -130,12 +175,14 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
         counter,
         epoch,
         prefetch,
+        bounds: tile_bounds,
         ..
     } = p;
     // The boundary mask is a u32; a warp's labels and values fit its chunks.
     const {
         assert!(
-            ITEMS.is_multiple_of(8)
+            WARPS * 32 == ACTIVE.block as usize
+                && ITEMS.is_multiple_of(8)
                 && ITEMS <= 32
                 && 32 * ITEMS * (4 + size_of::<T>()) <= WARP_CHUNKS * 16
         )
@@ -149,6 +196,17 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     let warp_aggs: SharedArray<Headed<T>> = unsafe { warp_slots.cast::<Headed<T>>() };
     let tile_prefix: SharedArray<Headed<T>> = unsafe { prefix_slot.cast::<Headed<T>>() };
     let tile = unsafe { next_tile(counter) };
+    // Loaded now, used after the values' copies are on their way.
+    let passed = if tile_bounds.is_null() {
+        None
+    } else {
+        Some(unsafe {
+            (
+                tile_bounds.add(tile as usize).read(),
+                tile_bounds.add(tile as usize + 1).read(),
+            )
+        })
+    };
     let lane = gpu::lane_id();
     let warp = gpu::warp_id() as usize;
     let tile_elems = (WARPS * 32 * ITEMS) as u64;
@@ -187,23 +245,20 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     for v in 0..ITEMS / 4 {
         unsafe { smem.write(chunk_of(v), [!NO_BOUNDARY; 4]) };
     }
-    // The tile's offsets: lo..hi, and the segment running into the tile (lo - 1, if good).
-    if warp < 2 {
-        let x = if warp == 0 { start } else { start + tile_elems };
-        let edge = if warp == 0 { tile == 0 } else { last_tile };
-        let i = if edge {
-            if warp == 0 { 0 } else { segments + 1 }
-        } else {
-            // Where the offsets would be if every segment had the mean length.
-            let guess = (x as f64 * (segments as f64 / n as f64)) as u64;
-            unsafe { warp_lower_bound(offsets, segments + 1, x, guess) }
-        };
+    // The tile's offsets: lo..hi (from the bounds pass, else searched by warps 0 and 1), and
+    // the segment running into the tile (lo - 1, if good).
+    if tile_bounds.is_null() && warp < 2 {
+        let t = tile + warp as u64;
+        let i = unsafe { tile_bound(offsets, segments, n, t, tile_elems) };
         if lane == 0 {
             unsafe { bounds.write(warp, i) };
         }
     }
     gpu::sync_threads();
-    let (lo, hi) = unsafe { (bounds.read(0), bounds.read(1)) };
+    let (lo, hi) = match passed {
+        Some(b) => b,
+        None => unsafe { (bounds.read(0), bounds.read(1)) },
+    };
     // Segment lo - 1 runs into the tile when it is good and non-empty: thread 0 loads its
     // offsets now and decides after the offsets pass, so the loads travel together.
     let opens = gpu::thread_idx_x() == 0 && lo >= 1 && lo <= segments;
@@ -289,20 +344,35 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     };
 
     // This thread's pair: the boundary count and the reduction after its last boundary (of all
-    // its elements when it has none). Elements past n are skipped, not combined.
+    // its elements when it has none). Elements past n are skipped, not combined. A segment that
+    // starts at one of this thread's boundaries and ends at a later one (or at n) needs nothing
+    // from other threads: written here, as the walk after the scan would (the same order).
+    let holds_last = first + ITEMS as u64 >= n;
     let mut acc = O::identity();
+    // The segment of this thread's last boundary so far (none before the first).
+    let mut inner = NO_BOUNDARY;
     for v in 0..ITEMS / T::PER_VEC {
         let x = value_chunk(v);
         for j in 0..4 {
             let e = v * T::PER_VEC + j;
             if j < T::PER_VEC && (e as u32) < valid {
-                acc = if e == 0 || heads >> e & 1 != 0 {
+                let head = heads >> e & 1 != 0;
+                if head {
+                    if inner != GAP && inner != NO_BOUNDARY {
+                        unsafe { out.add(inner as usize).write(acc.canonical()) };
+                    }
+                    inner = label_chunk(e / 4)[e % 4];
+                }
+                acc = if e == 0 || head {
                     x[j]
                 } else {
                     O::combine(acc, x[j])
                 };
             }
         }
+    }
+    if holds_last && inner != GAP && inner != NO_BOUNDARY {
+        unsafe { out.add(inner as usize).write(acc.canonical()) };
     }
     let mine = if valid > 0 {
         Headed {
@@ -409,36 +479,60 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     if lane > 0 {
         before = Some(then::<T, O>(before, left));
     }
+    // The segment running into this thread ends at its first boundary (or at n): the value
+    // before it, then this thread's elements up to there, one by one.
+    let ends = heads.trailing_zeros().min(valid);
     let mut acc = match before {
         Some(b) => b.value,
         None => O::identity(),
     };
-    let holds_last = first + ITEMS as u64 >= n;
     for v in 0..ITEMS / T::PER_VEC {
         let x = value_chunk(v);
         for j in 0..4 {
             let e = v * T::PER_VEC + j;
-            if j < T::PER_VEC {
-                let head = heads >> e & 1 != 0;
-                // A boundary: the segment before it (if any) is finished.
-                if head && running != GAP && running != NO_BOUNDARY {
-                    unsafe { out.add(running as usize).write(acc.canonical()) };
-                }
-                if head {
-                    running = label_chunk(e / 4)[e % 4];
-                }
-                acc = if head {
-                    x[j]
-                } else if (e as u32) < valid {
-                    O::combine(acc, x[j])
-                } else {
-                    acc
-                };
+            if j < T::PER_VEC && (e as u32) < ends {
+                acc = O::combine(acc, x[j]);
             }
         }
     }
-    // Element n - 1 is this thread's last valid one: the segment running there ends at n.
-    if holds_last && running != GAP && running != NO_BOUNDARY {
+    if (heads != 0 || holds_last) && running != GAP && running != NO_BOUNDARY {
         unsafe { out.add(running as usize).write(acc.canonical()) };
+    }
+}
+
+/// The bounds pass's kernels, one per element size (the tile depends on nothing else).
+macro_rules! tiles_bounds_kernel {
+    ($m:ident, $bytes:expr, $name:expr) => {
+        #[cfg(feature = "builtin")]
+        crate::launch_bounds!(@named $name, ACTIVE.block, 1);
+        #[cfg(feature = "builtin")]
+        mod $m {
+            use super::*;
+            type T = u8;
+            type Out = u8;
+            crate::segmented_params!(entry #[export_name = $name] kernel =>
+                (tiles_bounds_device::<$bytes>));
+        }
+    };
+}
+tiles_bounds_kernel!(bounds_4, 4, "reduce_segmented_tiles_bounds_4");
+tiles_bounds_kernel!(bounds_8, 8, "reduce_segmented_tiles_bounds_8");
+
+/// The tiles form's bounds pass ([`tiles_bounds_device`]) for elements of `elem_bytes`, if
+/// the library has it (4- and 8-byte elements).
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
+pub const fn tiles_bounds_kernel(
+    elem_bytes: usize,
+) -> Option<crate::Kernel<SimSegmentedFn<u8, u8>>> {
+    match elem_bytes {
+        4 => Some(crate::Kernel {
+            name: "reduce_segmented_tiles_bounds_4",
+            sim: bounds_4::kernel,
+        }),
+        8 => Some(crate::Kernel {
+            name: "reduce_segmented_tiles_bounds_8",
+            sim: bounds_8::kernel,
+        }),
+        _ => None,
     }
 }
