@@ -347,6 +347,7 @@ impl Context {
 
     /// The tiles form (`tiles_device`) over the CSR offsets `begin` (`out.len()` + 1 of them
     /// from there; `end` is `begin` one on), reporting bad offsets to `status`. Never blocks.
+    #[allow(clippy::too_many_arguments)] // the general path's state, passed on
     fn launch_tiles<T: DeviceElement, Out: Copy>(
         &self,
         lib: &'static KernelLibrary,
