@@ -5,17 +5,19 @@
 //!
 //! A tile is `ACTIVE.block` threads × `ITEMS` consecutive elements (the reduce by key's tile for
 //! u32 keys: the same shared memory, the same policy). Each tile:
-//! 1. copies its values to shared memory with coalesced 16-byte `cp.async` copies, while warps 0
-//!    and 1 find, by a 32-way search over the offsets, the first offset at or past the tile's
-//!    start and past its end (`lo`, `hi`);
+//! 1. copies its values to shared memory with coalesced 16-byte `cp.async` copies, while it
+//!    finds the first offset at or past the tile's start and past its end (`lo`, `hi`): loaded
+//!    from the bounds pass ([`tiles_bounds_device`], run first when there are more tiles than
+//!    run at once), else found by warps 0 and 1 in a 32-way search over the offsets;
 //! 2. reads offsets `lo..hi` once: an offset `o[s]` marks a *boundary* at its element, labelled
 //!    with the segment that runs from there (`s`, the last of the offsets there, when segment
 //!    `s` is non-empty), or [`GAP`] (past the last segment, or a bad one); empty and bad
 //!    segments get the identity here, and bad ones are reported;
 //! 3. walks the values as the reduce by key walks its runs, boundaries for heads: one (boundary
 //!    count, value after the last boundary) pair a thread, a block scan, the value carried into
-//!    the tile in tile order (`carry_in`), then each thread writes the segments that end in
-//!    its elements (the last one also the segment that ends at `n`).
+//!    the tile in tile order (`carry_in`). Each thread writes the segments that end in its
+//!    elements (the last one also the segment that ends at `n`): those that start there too in
+//!    its first pass over them, before the scan; the one running in after the scan.
 //!
 //! Determinism: a segment's combining order is a function of its start and end and of the
 //! tile grid (a constant of the element type), never of the launch's grid or timing: the
@@ -153,7 +155,8 @@ pub unsafe fn tiles_bounds_device<const ELEM_BYTES: u64>(p: SegmentedParams<u8, 
 /// `counter` 0 at launch, a fresh `epoch`; `ws` holds one fixed slot a tile (half of
 /// [`fixed_order_bytes_per_tile`](crate::scan::fixed_order::fixed_order_bytes_per_tile) of
 /// `Headed<T>`'s words, 16-byte aligned); `prefetch`: tiles ahead whose values each block asks
-/// L2 for (0: none). `k <` [`TILES_MAX_SEGMENTS`].
+/// L2 for (0: none); `bounds`: the bounds pass's output for this launch, or null (each tile
+/// searches). `k <` [`TILES_MAX_SEGMENTS`].
 ///
 /// # Safety
 /// Pointers valid for the sizes above; the outputs do not overlap the inputs.
