@@ -296,22 +296,20 @@ impl Context {
                         k,
                         LaunchShape::linear(grid, BLOCK, STAGE_BYTES),
                         SegmentedParams {
-                            input: input_addr as *const T,
-                            n,
                             begin: begin_addr as *const u64,
                             end: end_addr as *const u64,
                             segment_len,
-                            k: count,
-                            out: out_addr as *mut Out,
                             index_out: index_addr as *mut u64,
                             status: status as *mut u64,
                             ws: list as *mut u64,
                             entry_cap,
                             partial_cap,
-                            counter: std::ptr::null_mut(),
-                            epoch: 0,
-                            prefetch: 0,
-                            bounds: std::ptr::null_mut(),
+                            ..SegmentedParams::new(
+                                input_addr as *const T,
+                                n,
+                                count,
+                                out_addr as *mut Out,
+                            )
                         },
                     )?;
                 }
@@ -377,24 +375,6 @@ impl Context {
         let (begin_addr, _begin_access) = self.read(&begin)?;
         let (_, _end_access) = self.read(&end)?;
         let (out_addr, _out_access) = self.write(&mut out)?;
-        let params = |bounds: u64| SegmentedParams {
-            input: input_addr as *const T,
-            n,
-            begin: begin_addr as *const u64,
-            end: std::ptr::null(),
-            segment_len: 0,
-            k: count,
-            out: out_addr as *mut Out,
-            index_out: std::ptr::null_mut(),
-            status: status as *mut u64,
-            ws: std::ptr::null_mut(),
-            entry_cap: 0,
-            partial_cap: 0,
-            counter: std::ptr::null_mut(),
-            epoch: 0,
-            prefetch,
-            bounds: bounds as *mut u64,
-        };
         // More tiles than run at once: a pass finds every tile's offsets first, off the tiles'
         // critical path (a tile's own search is several dependent round trips to memory).
         let bounds = match tiles_bounds_kernel(std::mem::size_of::<T>()) {
@@ -410,22 +390,9 @@ impl Context {
                         &bk,
                         LaunchShape::linear((grid + 1).div_ceil(warps_per_block), ACTIVE.block, 0),
                         SegmentedParams::<u8, u8> {
-                            input: std::ptr::null(),
-                            n,
                             begin: begin_addr as *const u64,
-                            end: std::ptr::null(),
-                            segment_len: 0,
-                            k: count,
-                            out: std::ptr::null_mut(),
-                            index_out: std::ptr::null_mut(),
-                            status: std::ptr::null_mut(),
-                            ws: std::ptr::null_mut(),
-                            entry_cap: 0,
-                            partial_cap: 0,
-                            counter: std::ptr::null_mut(),
-                            epoch: 0,
-                            prefetch: 0,
                             bounds: addr as *mut u64,
+                            ..SegmentedParams::new(std::ptr::null(), n, count, std::ptr::null_mut())
                         },
                     )?
                 };
@@ -446,10 +413,14 @@ impl Context {
                 k,
                 LaunchShape::linear(grid, ACTIVE.block, 0),
                 SegmentedParams {
+                    begin: begin_addr as *const u64,
+                    status: status as *mut u64,
                     ws: a.aggregates as *mut u64,
                     counter: a.counter as *mut u32,
                     epoch: a.epoch,
-                    ..params(bounds)
+                    prefetch,
+                    bounds: bounds as *mut u64,
+                    ..SegmentedParams::new(input_addr as *const T, n, count, out_addr as *mut Out)
                 },
             )
         }
@@ -500,22 +471,10 @@ impl Context {
                 k,
                 LaunchShape::linear(grid, BLOCK, 0),
                 SegmentedParams {
-                    input: input_addr as *const T,
-                    n,
-                    begin: std::ptr::null(),
-                    end: std::ptr::null(),
                     segment_len,
-                    k: rows,
-                    out: out_addr as *mut Out,
                     index_out: index_addr as *mut u64,
-                    status: std::ptr::null_mut(),
                     ws: scratch as *mut u64,
-                    entry_cap: 0,
-                    partial_cap: 0,
-                    counter: std::ptr::null_mut(),
-                    epoch: 0,
-                    prefetch: 0,
-                    bounds: std::ptr::null_mut(),
+                    ..SegmentedParams::new(input_addr as *const T, n, rows, out_addr as *mut Out)
                 },
             )
         }
@@ -570,22 +529,13 @@ impl Context {
                 k,
                 LaunchShape::linear(grid, BLOCK, 8 * count as u32),
                 SegmentedParams {
-                    input: input_addr as *const T,
-                    n,
                     begin: begin_addr as *const u64,
                     end: end_addr as *const u64,
-                    segment_len: 0,
-                    k: count,
-                    out: out_addr as *mut Out,
                     index_out: index_addr as *mut u64,
                     status: status as *mut u64,
                     ws: scratch as *mut u64,
-                    entry_cap: 0,
                     partial_cap: cap,
-                    counter: std::ptr::null_mut(),
-                    epoch: 0,
-                    prefetch: 0,
-                    bounds: std::ptr::null_mut(),
+                    ..SegmentedParams::new(input_addr as *const T, n, count, out_addr as *mut Out)
                 },
             )
         }

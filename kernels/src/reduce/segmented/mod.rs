@@ -232,6 +232,31 @@ crate::segmented_params!(struct
     /// the kernels' one parameter, by value.
 );
 
+impl<T, Out> SegmentedParams<T, Out> {
+    /// `k` results at `out` of the `n` elements at `input`, every other field null or zero
+    /// (what a kernel that does not read it is given); a launch sets its own by struct update.
+    pub const fn new(input: *const T, n: u64, k: u64, out: *mut Out) -> Self {
+        Self {
+            input,
+            n,
+            begin: core::ptr::null(),
+            end: core::ptr::null(),
+            segment_len: 0,
+            k,
+            out,
+            index_out: core::ptr::null_mut(),
+            status: core::ptr::null_mut(),
+            ws: core::ptr::null_mut(),
+            entry_cap: 0,
+            partial_cap: 0,
+            counter: core::ptr::null_mut(),
+            epoch: 0,
+            prefetch: 0,
+            bounds: core::ptr::null_mut(),
+        }
+    }
+}
+
 /// The simulator's entry point of a segmented reduction kernel.
 #[cfg(not(target_arch = "nvptx64"))]
 pub type SimSegmentedFn<T, Out> = unsafe fn(SegmentedParams<T, Out>);
