@@ -189,9 +189,9 @@ pub fn check_cudarc_memory(ctx_own: &Context) {
     }
 }
 
-/// A reduction, a scan, a segmented reduction over long rows (its own kernel), two over CSR
+/// A reduction, a scan, a segmented reduction over long rows (its own kernel), three over CSR
 /// offsets checked later (no read-back; a few segments take the listed form, many the general
-/// kernel's work list) and a reduce by key captured into a CUDA graph on the context's stream,
+/// kernel's work list, short ones the tiles form and its bounds pass) and a reduce by key captured into a CUDA graph on the context's stream,
 /// replayed with new input data each time.
 pub fn check_graph_capture(ctx: &Context) {
     let (_, stream) = ctx.cuda().expect("a CUDA context");
@@ -221,6 +221,14 @@ pub fn check_graph_capture(ctx: &Context) {
     let many_host: Vec<u64> = (0..3000u64).map(|s| s * 100).chain([n as u64]).collect();
     let many = ctx.htod(&many_host).unwrap();
     let mut many_sums = ctx.alloc_zeros::<i64>(many_host.len() - 1).unwrap();
+    // Short segments of 6 and 1 (the tiles form: 1,465 tiles, more than a GPU of up to 292 SMs
+    // runs at once, so its bounds pass too, whose words are graph scratch cleared in the graph).
+    let short_host: Vec<u64> = (0..n as u64 / 5)
+        .map(|s| s * 5 + s % 5)
+        .chain([n as u64])
+        .collect();
+    let short = ctx.htod(&short_host).unwrap();
+    let mut short_sums = ctx.alloc_zeros::<i64>(short_host.len() - 1).unwrap();
     // Warm: kernels loaded, the context's own scratch made (none of this is captured).
     ctx.htod_into(&random_i64(n, 99), &mut x).unwrap();
     ctx.reduce_into(&x, &mut sum, Reduction::Sum).unwrap();
@@ -235,6 +243,8 @@ pub fn check_graph_capture(ctx: &Context) {
     ctx.segmented_reduce(&x, Segments::csr(&csr), &mut csr_sums, Reduction::Sum)
         .unwrap();
     ctx.segmented_reduce(&x, Segments::csr(&many), &mut many_sums, Reduction::Sum)
+        .unwrap();
+    ctx.segmented_reduce(&x, Segments::csr(&short), &mut short_sums, Reduction::Sum)
         .unwrap();
     ctx.reduce_by_key_into(
         &keys,
@@ -271,6 +281,12 @@ pub fn check_graph_capture(ctx: &Context) {
             &x,
             Segments::csr(&many).check_later(&check),
             &mut many_sums,
+            Reduction::Sum,
+        )?;
+        ctx.segmented_reduce(
+            &x,
+            Segments::csr(&short).check_later(&check),
+            &mut short_sums,
             Reduction::Sum,
         )?;
         // Its checked form reads back: a clear error under capture.
@@ -332,6 +348,11 @@ pub fn check_graph_capture(ctx: &Context) {
             .map(|w| host[w[0] as usize..w[1] as usize].iter().sum())
             .collect();
         assert_eq!(ctx.dtoh(&many_sums).unwrap(), want_many, "round {round}");
+        let want_short: Vec<i64> = short_host
+            .windows(2)
+            .map(|w| host[w[0] as usize..w[1] as usize].iter().sum())
+            .collect();
+        assert_eq!(ctx.dtoh(&short_sums).unwrap(), want_short, "round {round}");
         ctx.take_offset_check(&check).unwrap();
         let want_runs: Vec<i64> = host.chunks(7).map(|r| r.iter().sum()).collect();
         assert_eq!(

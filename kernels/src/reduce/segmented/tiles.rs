@@ -539,3 +539,68 @@ pub const fn tiles_bounds_kernel(
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::sim::{LaunchConfig, launch};
+    use std::vec;
+
+    /// The parameters shared by the simulated threads (their pointers are the test's vectors).
+    struct Shared(SegmentedParams<u8, u8>);
+    // SAFETY: the threads read `begin` and write disjoint words of `bounds`.
+    unsafe impl Sync for Shared {}
+
+    /// The bounds pass finds, for every tile, the first offset at or past its start (0 for the
+    /// first tile, `k + 1` past the last) over sorted offsets of short, long and empty segments,
+    /// with elements before the first offset and past the last: the guess off by up to
+    /// thousands of entries either way, so every round of the warp's search is taken.
+    #[test]
+    fn bounds_pass_finds_every_tile_start() {
+        let mut offsets = vec![3u64];
+        let mut x = 12345u64;
+        for _ in 0..60_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let r = x >> 33;
+            let l = match r % 100 {
+                0 => r % 100_000,
+                1..=10 => r % 5_000,
+                _ => r % 12,
+            };
+            offsets.push(offsets.last().unwrap() + l);
+        }
+        let k = offsets.len() as u64 - 1;
+        let n = offsets[k as usize] + 777;
+        let te = tiles_tile_elems(4);
+        let tiles = n.div_ceil(te);
+        let mut bounds = vec![u64::MAX; tiles as usize + 1];
+        let p = Shared(SegmentedParams::<u8, u8> {
+            begin: offsets.as_ptr(),
+            bounds: bounds.as_mut_ptr(),
+            ..SegmentedParams::new(core::ptr::null(), n, k, core::ptr::null_mut())
+        });
+        let cfg = LaunchConfig {
+            grid: ((tiles + 1).div_ceil(8) as u32, 1, 1),
+            block: (256, 1, 1),
+            dynamic_shared_bytes: 0,
+        };
+        let q = &p;
+        launch("bounds", &cfg, move || unsafe {
+            tiles_bounds_device::<4>(q.0)
+        })
+        .unwrap();
+        for (t, &b) in bounds.iter().enumerate() {
+            let x = t as u64 * te;
+            let want = if t == 0 {
+                0
+            } else if x >= n {
+                k + 1
+            } else {
+                offsets.partition_point(|&o| o < x) as u64
+            };
+            assert_eq!(b, want, "tile {t} of {tiles}");
+        }
+    }
+}
