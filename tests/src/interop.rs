@@ -191,8 +191,8 @@ pub fn check_cudarc_memory(ctx_own: &Context) {
 
 /// A reduction, a scan, a segmented reduction over long rows (its own kernel), three over CSR
 /// offsets checked later (no read-back; a few segments take the listed form, many the general
-/// kernel's work list, short ones the tiles form and its bounds pass) and a reduce by key captured into a CUDA graph on the context's stream,
-/// replayed with new input data each time.
+/// kernel's work list, short ones the tiles form and its bounds pass) and a reduce by key
+/// captured into a CUDA graph on the context's stream, replayed with new input data each time.
 pub fn check_graph_capture(ctx: &Context) {
     let (_, stream) = ctx.cuda().expect("a CUDA context");
     let stream = stream.clone();
@@ -222,7 +222,7 @@ pub fn check_graph_capture(ctx: &Context) {
     let many = ctx.htod(&many_host).unwrap();
     let mut many_sums = ctx.alloc_zeros::<i64>(many_host.len() - 1).unwrap();
     // Short segments of 6 and 1 (the tiles form: 1,465 tiles, more than a GPU of up to 292 SMs
-    // runs at once, so its bounds pass too, whose words are graph scratch cleared in the graph).
+    // runs at once, so its bounds pass too, writing the graph's own scratch).
     let short_host: Vec<u64> = (0..n as u64 / 5)
         .map(|s| s * 5 + s % 5)
         .chain([n as u64])
@@ -338,21 +338,27 @@ pub fn check_graph_capture(ctx: &Context) {
         assert_eq!(ctx.dtoh(&other).unwrap(), inclusive(&host), "round {round}");
         let want_rows: Vec<i64> = host.chunks(row_len).map(|r| r.iter().sum()).collect();
         assert_eq!(ctx.dtoh(&row_sums).unwrap(), want_rows, "round {round}");
-        let want_csr: Vec<i64> = csr_host
-            .windows(2)
-            .map(|w| host[w[0] as usize..w[1] as usize].iter().sum())
-            .collect();
-        assert_eq!(ctx.dtoh(&csr_sums).unwrap(), want_csr, "round {round}");
-        let want_many: Vec<i64> = many_host
-            .windows(2)
-            .map(|w| host[w[0] as usize..w[1] as usize].iter().sum())
-            .collect();
-        assert_eq!(ctx.dtoh(&many_sums).unwrap(), want_many, "round {round}");
-        let want_short: Vec<i64> = short_host
-            .windows(2)
-            .map(|w| host[w[0] as usize..w[1] as usize].iter().sum())
-            .collect();
-        assert_eq!(ctx.dtoh(&short_sums).unwrap(), want_short, "round {round}");
+        let csr_want = |offsets: &[u64]| -> Vec<i64> {
+            offsets
+                .windows(2)
+                .map(|w| host[w[0] as usize..w[1] as usize].iter().sum())
+                .collect()
+        };
+        assert_eq!(
+            ctx.dtoh(&csr_sums).unwrap(),
+            csr_want(&csr_host),
+            "round {round}"
+        );
+        assert_eq!(
+            ctx.dtoh(&many_sums).unwrap(),
+            csr_want(&many_host),
+            "round {round}"
+        );
+        assert_eq!(
+            ctx.dtoh(&short_sums).unwrap(),
+            csr_want(&short_host),
+            "round {round}"
+        );
         ctx.take_offset_check(&check).unwrap();
         let want_runs: Vec<i64> = host.chunks(7).map(|r| r.iter().sum()).collect();
         assert_eq!(

@@ -582,8 +582,9 @@ mod tests {
             ..SegmentedParams::new(core::ptr::null(), n, k, core::ptr::null_mut())
         });
         let cfg = LaunchConfig {
-            grid: ((tiles + 1).div_ceil(8) as u32, 1, 1),
-            block: (256, 1, 1),
+            // A warp a tile boundary, as the host launches it.
+            grid: ((tiles + 1).div_ceil(ACTIVE.block as u64 / 32) as u32, 1, 1),
+            block: (ACTIVE.block, 1, 1),
             dynamic_shared_bytes: 0,
         };
         let q = &p;
