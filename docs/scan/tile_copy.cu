@@ -46,7 +46,7 @@ __global__ void vec_copy(const uint4* __restrict__ in, uint4* __restrict__ out, 
 int main(int argc, char** argv) {
   int dev = 0; cudaDeviceProp p; CK(cudaGetDeviceProperties(&p, dev));
   long long L2 = p.l2CacheSize;
-  std::vector<long long> sizes = {1LL << 22, 1LL << 24, 1LL << 26, 1LL << 28, 1000000000LL};
+  std::vector<long long> sizes = {1LL << 22, 1LL << 23, 1LL << 24, 1LL << 26, 1LL << 28, 1000000000LL};
   printf("device %s, %d SMs, L2 %lld MiB, smem/SM %zu\n", p.name, p.multiProcessorCount, L2 >> 20, p.sharedMemPerMultiprocessor);
   long long maxn = 1000000000LL; long long bytes = maxn * 4;
   int nbuf = 2;  // 4 GB each way at 1e9; smaller sizes rotate over buffers > 4x L2
