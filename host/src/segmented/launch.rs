@@ -272,8 +272,14 @@ impl Context {
             // draw groups as they start and only ever wait for groups already drawn, so any grid
             // is deadlock-free.
             let groups = (count as u64).div_ceil(SEGMENTS_PER_BLOCK as u64);
-            let limit = self.segmented_resident(lib, k.name, ws.grid_override)?;
-            let grid = (groups + n as u64 / chunk).min(limit as u64) as u32;
+            let limit = self.segmented_resident(lib, k.name, ws.grid_override)? as u64;
+            // Rows of a matrix take no groups: a warp a row, enough blocks for every row.
+            let grid = if offsets {
+                groups + n as u64 / chunk
+            } else {
+                (count as u64).div_ceil(BLOCK as u64 / 32)
+            };
+            let grid = grid.min(limit) as u32;
             {
                 // The ordering guards live until the kernel is queued.
                 let (input_addr, _input_access) = self.read(&input)?;

@@ -9,8 +9,8 @@
 //!   `g * SEGMENTS_PER_BLOCK + w + 8t`.
 //! - `L <= WARP_MAX` (short): reduced in the warp order, lane-strided then a shuffle butterfly.
 //!   Offsets segments are read from a stage in shared memory that the block fills window by
-//!   window (`staged.rs`); rows of a matrix by the owning warp from global memory, with
-//!   [`WARP_LOADS`] loads in flight per lane.
+//!   window (`staged.rs`). Rows of a matrix skip the groups: a warp a row, the grid's warps
+//!   striding over the rows from global memory, with [`WARP_LOADS`] loads in flight per lane.
 //! - Longer segments are cut into *chunks* of [`CHUNK_VECS`] 16-byte vectors, the last one up
 //!   to 1.5 times that ([`chunks_of`]; after a scalar head up to the first 16-byte boundary; a
 //!   scalar tail after the last whole vector).
