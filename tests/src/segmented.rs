@@ -1157,6 +1157,44 @@ pub fn check_grid_independent(ctx: &Context) {
             "row {r}"
         );
     }
+    // Short rows (a warp a row, the grid's warps striding over them): the same bits and
+    // argmax for every grid, with more rows than one block's warps.
+    let (rows, cols) = (300, 1000);
+    let sdata: Vec<f32> = crate::random_f32(rows * cols, 6);
+    let sx = ctx.htod(&sdata).unwrap();
+    let short_run = |grid: Option<u32>| {
+        ctx.set_segmented_grid_limit(grid);
+        let mut out = ctx.alloc_zeros::<f32>(rows).unwrap();
+        ctx.segmented_reduce(&sx, Segments::fixed(cols as u64), &mut out, Reduction::Sum)
+            .unwrap();
+        let mut ix = ctx.alloc_zeros::<u64>(rows).unwrap();
+        let mut v = ctx.alloc_zeros::<f32>(rows).unwrap();
+        ctx.segmented_argmax(&sx, Segments::fixed(cols as u64), &mut ix, &mut v)
+            .unwrap();
+        let bits = |b: &[f32]| b.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        (
+            bits(&ctx.dtoh(&out).unwrap()),
+            ctx.dtoh(&ix).unwrap(),
+            bits(&ctx.dtoh(&v).unwrap()),
+        )
+    };
+    let short_auto = short_run(None);
+    for g in [1, 3, 7] {
+        assert!(
+            short_run(Some(g)) == short_auto,
+            "short rows: grid {g} changed the bits"
+        );
+    }
+    for (r, row) in sdata.chunks(cols).enumerate() {
+        assert_eq!(
+            short_auto.0[r],
+            model::<f32, Sum>(row, r * cols).to_bits(),
+            "short row {r}"
+        );
+        let best = (0..cols).fold(0, |b, j| if row[j] > row[b] { j } else { b });
+        assert_eq!(short_auto.1[r], best as u64, "short row {r}: argmax");
+        assert_eq!(short_auto.2[r], row[best].to_bits(), "short row {r}: max");
+    }
     ctx.set_segmented_grid_limit(None);
     for s in 0..k {
         let seg = &data[offsets[s] as usize..offsets[s + 1] as usize];
