@@ -51,11 +51,14 @@ fn shape(msg: impl Into<String>) -> Error {
 /// `.shared` arrays), then one chunk per function, each ending with a `}` line right after a
 /// `// -- End function` line. The forward declarations of the `.func`s (and any module-scope
 /// variables) sit inside the first chunk, before its definition: they move to the header. A
-/// module is the header (less the module-scope `.shared` arrays it never names), one entry's
-/// chunk, every `.func` chunk (the entries may call them) and whatever follows the last chunk.
+/// module is the header (less the module-scope `.shared` arrays it never names and the
+/// declarations of `.func`s it never calls), one entry's chunk, the `.func` chunks the entry
+/// calls (directly or through each other) and whatever follows the last chunk.
 ///
 /// Why: the CUDA driver JIT-compiles a whole module at load time, so one module per kernel
-/// lets a host that loads kernels lazily pay only for the kernels it uses.
+/// lets a host that loads kernels lazily pay only for the kernels it uses (and a `.func` of
+/// each of a few hundred kernels, in every module, had made each module the whole library's
+/// size).
 ///
 /// Text of any other shape is an error, not a panic.
 pub fn split_modules(ptx: &str) -> Result<Vec<(String, String)>, Error> {
@@ -143,11 +146,33 @@ pub fn split_modules(ptx: &str) -> Result<Vec<(String, String)>, Error> {
         )));
     }
 
-    let funcs: Vec<&Vec<&str>> = chunks
+    // The `.func` chunks by name, and what each chunk calls.
+    let funcs: Vec<(&str, &Vec<&str>)> = chunks
         .iter()
         .filter(|(k, _, _)| *k == Kind::Func)
-        .map(|(_, _, c)| c)
+        .map(|(_, _, c)| {
+            let name = c
+                .iter()
+                .find(|l| function_directive(l) == Some((Kind::Func, false)))
+                .and_then(|l| func_name(l))
+                .ok_or_else(|| shape("a .func definition without a name"))?;
+            Ok((name, c))
+        })
+        .collect::<Result<_, Error>>()?;
+    let index: std::collections::HashMap<&str, usize> = funcs
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _))| (*n, i))
         .collect();
+    let callees = |chunk: &[&str]| -> Vec<usize> {
+        chunk
+            .iter()
+            .filter(|l| l.trim_start().starts_with("call"))
+            .flat_map(|l| l.split([' ', '\t', ',', '(', ')', ';']))
+            .filter_map(|t| index.get(t).copied())
+            .collect()
+    };
+    let func_calls: Vec<Vec<usize>> = funcs.iter().map(|(_, c)| callees(c)).collect();
     let mut seen = std::collections::HashSet::new();
     let mut modules = Vec::new();
     for (_, name, chunk) in chunks.iter().filter(|(k, _, _)| *k == Kind::Entry) {
@@ -155,20 +180,52 @@ pub fn split_modules(ptx: &str) -> Result<Vec<(String, String)>, Error> {
         if !seen.insert(name) {
             return Err(shape(format!("entry `{name}` is defined twice")));
         }
+        // The `.func`s this entry reaches, kept in the PTX's order.
+        let mut reached = vec![false; funcs.len()];
+        let mut todo = callees(chunk);
+        while let Some(f) = todo.pop() {
+            if !std::mem::replace(&mut reached[f], true) {
+                todo.extend(&func_calls[f]);
+            }
+        }
+        let own: Vec<&Vec<&str>> = funcs
+            .iter()
+            .zip(&reached)
+            .filter(|(_, r)| **r)
+            .map(|((_, c), _)| *c)
+            .collect();
         // Module-scope `.shared` arrays only where this module uses them: the driver's JIT
         // gives every block of an entry all the module's `.shared` arrays, used or not (a 32
         // KiB array of the scans cost the reduce by key two of its five blocks per SM).
         let uses = |var: &str| {
             std::iter::once(chunk)
-                .chain(funcs.iter().copied())
+                .chain(own.iter().copied())
                 .any(|part| part.iter().any(|l| mentions(l, var)))
         };
-        let mut text = String::new();
+        // A `.func` declared and not defined does not assemble: declarations of the others go.
+        let mut dropping = false;
+        let mut kept = Vec::with_capacity(header.len());
         for l in header
             .iter()
             .filter(|l| shared_array_name(l).is_none_or(&uses))
+        {
+            let ends = l.trim_end().ends_with(';');
+            if function_directive(l) == Some((Kind::Func, false)) {
+                let keep = func_name(l).is_none_or(|f| index.get(f).is_none_or(|&i| reached[i]));
+                dropping = !keep && !ends;
+                kept.extend(keep.then_some(*l));
+            } else if dropping {
+                // Inside a dropped declaration, up to its `;`.
+                dropping = !ends;
+            } else {
+                kept.push(*l);
+            }
+        }
+        let mut text = String::new();
+        for l in kept
+            .iter()
             .chain(chunk.iter())
-            .chain(funcs.iter().copied().flatten())
+            .chain(own.iter().copied().flatten())
         {
             text.push_str(l);
             text.push('\n');
@@ -180,6 +237,18 @@ pub fn split_modules(ptx: &str) -> Result<Vec<(String, String)>, Error> {
         modules.push((name.to_string(), text));
     }
     Ok(modules)
+}
+
+/// The name on a `.func` line: `.func NAME(`, `.func NAME`, or with a return value `.func
+/// (.param .b32 func_retval0) NAME(`.
+fn func_name(line: &str) -> Option<&str> {
+    let rest = line.split(".func").nth(1)?.trim_start();
+    let rest = match rest.strip_prefix('(') {
+        Some(r) => r[r.find(')')? + 1..].trim_start(),
+        None => rest,
+    };
+    let name = rest.split(['(', ' ', '\t']).next()?;
+    (!name.is_empty()).then_some(name)
 }
 
 /// The name `NAME` of a module-scope array definition `.shared .align A .bN NAME[SIZE];`
@@ -413,19 +482,23 @@ pub(crate) mod tests {
         assert_eq!(names, ["first", "second"]);
         for (name, text) in &mods {
             assert_eq!(entry_names(text), [name.as_str()], "{text}");
-            // Header, shared arrays and the forward declaration come before the entry.
-            let decl = text.find(".func panic_fmt\n()\n.noreturn;").expect(text);
-            assert!(text.find(".target sm_80").unwrap() < decl);
-            if name == "first" {
-                assert!(text.find("SCRATCH[512]").unwrap() < decl);
-            }
-            let entry = text.find(".visible .entry").unwrap();
-            assert!(decl < entry, "{text}");
-            // The .func's definition comes with every module, after the entry.
-            assert_eq!(text.matches(".func panic_fmt()").count(), 1, "{text}");
-            assert!(entry < text.find(".func panic_fmt()").unwrap());
+            assert!(text.contains(".target sm_80"));
             assert_eq!(text.matches(".version").count(), 1);
             assert!(text.ends_with("}\n"));
+            let entry = text.find(".visible .entry").unwrap();
+            if name == "first" {
+                // Header, shared arrays and the forward declaration come before the entry.
+                let decl = text.find(".func panic_fmt\n()\n.noreturn;").expect(text);
+                assert!(text.find(".target sm_80").unwrap() < decl);
+                assert!(text.find("SCRATCH[512]").unwrap() < decl);
+                assert!(decl < entry, "{text}");
+                // The .func it calls comes with it, after the entry.
+                assert_eq!(text.matches(".func panic_fmt()").count(), 1, "{text}");
+                assert!(entry < text.find(".func panic_fmt()").unwrap());
+            } else {
+                // A .func the entry never calls stays out, declaration and all.
+                assert!(!text.contains("panic_fmt"), "{text}");
+            }
         }
         let (_, first) = &mods[0];
         assert!(first.contains("// .globl\tfirst"));
