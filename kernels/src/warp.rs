@@ -65,39 +65,6 @@ pub fn warp_reduce_in_order<T: ShflValue, F: Fn(T, T) -> T>(mut value: T, op: F)
     value
 }
 
-/// [`warp_reduce_in_order`] of `values[b]` for each `b < count` (warp-uniform; the others are
-/// returned as they are), each the same bits as alone: the batch's shuffles go out together,
-/// so `N` reductions take about the latency of one.
-#[inline(always)]
-pub fn warp_reduce_in_order_batch<T: ShflValue, F: Fn(T, T) -> T, const N: usize>(
-    mut values: [T; N],
-    count: usize,
-    op: F,
-) -> [T; N] {
-    let mut offset = 1;
-    while offset < 32 {
-        let mut others = values;
-        for (b, o) in others.iter_mut().enumerate() {
-            if b < count {
-                *o = shfl_xor_sync(FULL_MASK, values[b], offset, 32);
-            }
-        }
-        let low = crate::gpu::lane_id() & offset == 0;
-        for (b, v) in values.iter_mut().enumerate() {
-            if b < count {
-                let (l, r) = if low {
-                    (*v, others[b])
-                } else {
-                    (others[b], *v)
-                };
-                *v = op(l, r);
-            }
-        }
-        offset <<= 1;
-    }
-    values
-}
-
 /// Inclusive scan over the 32 lanes in lane order: lane `i` gets `v[0] ⊕ … ⊕ v[i]`.
 /// Kogge-Stone with `shfl.sync.up.b32` (deltas 1, 2, 4, 8, 16): five shuffles per 32-bit word.
 #[inline(always)]

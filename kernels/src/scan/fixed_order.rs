@@ -36,13 +36,17 @@
 use super::lookback::TileStatus;
 use super::policy::ACTIVE;
 use crate::gpu::{self, FULL_MASK, ShflValue};
-use crate::warp::{warp_reduce_in_order, warp_reduce_in_order_batch};
+use crate::warp::warp_reduce_in_order;
 
 use super::lookback::first_wait;
 
 const POLL_DELAY: u32 = ACTIVE.poll_delay_ns;
 /// Tiles per group (the multi-GPU scan cuts its launches at group boundaries).
 pub const GROUP: u64 = 32;
+/// 16-byte cells of the stage a fold forward copies slots to (`fold_forward`): 4 KiB, eight
+/// groups of one-pair slots (the shared memory of two blocks an SM stays under the next
+/// carve-out step).
+const FOLD_CELLS: usize = 256;
 
 /// Bytes per tile of the slots a fixed-order scan needs (its `aggregates` area), for
 /// accumulators of `words` 32-bit words: room for a slot per tile and one per group.
@@ -82,18 +86,13 @@ impl<A: ShflValue> TileStatus<A> {
     #[inline(always)]
     pub(crate) unsafe fn read_fixed(&self, i: u64) -> Option<A> {
         let s = self.fixed_slot(i);
-        let t = self.fixed_tag();
-        let tag = |x: u64| (x >> 32) as u32 == t;
         let [a, b] = unsafe { gpu::load_relaxed_v2_u64(s) };
-        let mut w = [a as u32, b as u32, 0, 0];
-        let mut ok = tag(a) && (A::WORDS < 2 || tag(b));
-        if Self::PAIRS == 2 {
-            let [c, d] = unsafe { gpu::load_relaxed_v2_u64(s.add(2)) };
-            w[2] = c as u32;
-            w[3] = d as u32;
-            ok &= tag(c) && (A::WORDS < 4 || tag(d));
-        }
-        ok.then(|| A::from_words(w))
+        let [c, d] = if Self::PAIRS == 2 {
+            unsafe { gpu::load_relaxed_v2_u64(s.add(2)) }
+        } else {
+            [0, 0]
+        };
+        self.decode_fixed([a, b, c, d])
     }
 
     /// Publish `tile`'s aggregate (and, for a group's last tile, its checkpoint) and return
@@ -258,17 +257,32 @@ impl<A: ShflValue> TileStatus<A> {
         }
         after_base(own_tree.unwrap_or_else(|| warp_reduce_in_order(own, op)))
     }
+    /// Slot `i`'s value if the words `w` (its 64-bit words as read) carry this launch's tag.
+    #[inline(always)]
+    fn decode_fixed(&self, w: [u64; 4]) -> Option<A> {
+        let t = self.fixed_tag();
+        let tag = |x: u64| (x >> 32) as u32 == t;
+        let mut ok = tag(w[0]) && (A::WORDS < 2 || tag(w[1]));
+        if Self::PAIRS == 2 {
+            ok &= tag(w[2]) && (A::WORDS < 4 || tag(w[3]));
+        }
+        ok.then(|| A::from_words(w.map(|x| x as u32)))
+    }
+
     /// `C(h - 1)` folded forward from the nearest checkpoint out among `C(h - 3)` ..
-    /// `C(h - 34)` (or the seed, `C(-1)`), through the groups after it, `C(g) = C(g - 1) ⊕ G(g)`
-    /// group by group: the chain's own operations on the same values, so the same bits.
-    /// `prev` is this lane's aggregate of group `h - 1` (all published). Publishes each
-    /// checkpoint it passes, for the tiles after. `None` (warp-uniform) when no checkpoint in
-    /// reach is out or an aggregate between is not: poll again.
+    /// `C(h - 2 - FOLD_GROUPS)` (or the seed, `C(-1)`), through the groups after it, `C(g) =
+    /// C(g - 1) ⊕ G(g)` group by group: the chain's own operations on the same values, so the
+    /// same bits. `prev` is this lane's aggregate of group `h - 1` (all published). Publishes
+    /// each checkpoint it passes, for the tiles after. `None` (warp-uniform) when no checkpoint
+    /// in reach is out or an aggregate between is not: poll again. The groups' slots come in
+    /// one round of `cp.async` copies to a shared stage (each lane its own slots), so the fold
+    /// waits one round trip whatever its length, with no register held per group (the tiles'
+    /// values fill them while warp 0 looks for its prefix).
     ///
     /// # Safety
     /// As [`TileStatus::fixed_order_prefix`], for a tile of group `h >= 2`.
-    // Out of line: the tile's values fill the registers while warp 0 looks for its prefix,
-    // and inlined, this rare path's batch made ptxas spill in every tile.
+    // Out of line: the tile's values fill the registers while warp 0 looks for its prefix, and
+    // inlined, this rare path made ptxas spill in every tile.
     #[inline(never)]
     unsafe fn fold_forward<F: Fn(A, A) -> A + Copy, Z: Fn(A) -> bool + Copy>(
         &self,
@@ -279,8 +293,11 @@ impl<A: ShflValue> TileStatus<A> {
         op: F,
         (may_absorb, absorbs): (bool, Z),
     ) -> Option<A> {
+        let stage = crate::static_shared!(FOLD_STAGE: [[u32; 4]; FOLD_CELLS]);
         let lane = gpu::lane_id() as u64;
         let grid = gpu::grid_dim_x() as u64;
+        // Groups the stage holds.
+        let reach = (FOLD_CELLS / (32 * Self::PAIRS)) as u64;
         // As the chain: `G(g)` alone when nothing precedes it or it absorbs what does.
         let step = |c: Option<A>, g: A| match c {
             Some(b) if !(may_absorb && absorbs(g)) => op(b, g),
@@ -288,12 +305,12 @@ impl<A: ShflValue> TileStatus<A> {
         };
         // Lane l reads C(h - 3 - l); the lane at C(-1) holds the seed, always there.
         let at = h as i64 - 3 - lane as i64;
-        let cp = if at >= 0 {
+        let cp = if at >= 0 && lane < reach {
             unsafe { self.read_fixed(grid + at as u64) }
         } else {
             None
         };
-        let found = gpu::ballot_sync(FULL_MASK, cp.is_some() || at == -1);
+        let found = gpu::ballot_sync(FULL_MASK, lane < reach && (cp.is_some() || at == -1));
         if found == 0 {
             return None;
         }
@@ -303,36 +320,39 @@ impl<A: ShflValue> TileStatus<A> {
         } else {
             Some(gpu::shfl_sync(FULL_MASK, cp.unwrap_or(identity), l, 32))
         };
-        // Groups h - 2 - l ..= h - 2 from their slots, a batch's loads in flight together
-        // (eight words a lane), then h - 1 from `prev`.
-        let batch = (8 / A::WORDS).max(1);
-        let mut g = h - 2 - l as u64;
-        while g + 1 < h {
-            let count = batch.min((h - 1 - g) as usize);
-            let mut v = [identity; 8];
-            let mut ok = true;
-            for (b, x) in v.iter_mut().enumerate() {
-                if b < count {
-                    match unsafe { self.read_fixed(GROUP * (g + b as u64) + lane) } {
-                        Some(a) => *x = a,
-                        None => ok = false,
-                    }
-                }
+        // Groups h - 2 - l ..= h - 2 through the stage, then h - 1 from `prev`.
+        let first = h - 2 - l as u64;
+        let groups = l as usize + 1;
+        for k in 0..groups {
+            let src = self.fixed_slot(GROUP * (first + k as u64) + lane) as *const u32;
+            for p in 0..Self::PAIRS {
+                unsafe {
+                    gpu::cp_async_16(
+                        stage,
+                        (k * 32 + lane as usize) * Self::PAIRS + p,
+                        src.wrapping_add(4 * p),
+                    )
+                };
             }
-            if gpu::ballot_sync(FULL_MASK, !ok) != 0 {
+        }
+        gpu::cp_async_commit();
+        gpu::cp_async_wait_group::<0>();
+        let words = unsafe { stage.cast::<u64>() };
+        for k in 0..groups {
+            let at = 2 * (k * 32 + lane as usize) * Self::PAIRS;
+            let mut w = [0u64; 4];
+            for (i, x) in w.iter_mut().enumerate().take(2 * Self::PAIRS) {
+                *x = unsafe { words.read(at + i) };
+            }
+            let v = self.decode_fixed(w);
+            if gpu::ballot_sync(FULL_MASK, v.is_none()) != 0 {
                 return None;
             }
-            let v = warp_reduce_in_order_batch(v, count, op);
-            for (b, x) in v.iter().enumerate() {
-                if b < count {
-                    let next = step(c, *x);
-                    if lane == 0 {
-                        unsafe { self.publish_fixed(grid + g + b as u64, next) };
-                    }
-                    c = Some(next);
-                }
+            let next = step(c, warp_reduce_in_order(v.unwrap_or(identity), op));
+            if lane == 0 {
+                unsafe { self.publish_fixed(grid + first + k as u64, next) };
             }
-            g += count as u64;
+            c = Some(next);
         }
         let c1 = step(c, warp_reduce_in_order(prev, op));
         if lane == 0 {
@@ -362,8 +382,9 @@ mod tests {
     struct Slots(usize);
     unsafe impl Sync for Slots {}
 
-    /// A tile whose group's checkpoints are not out folds forward from the seed through
-    /// every group before it, publishing the checkpoints it passes: the chain's bits.
+    /// A tile whose group's checkpoints are not out folds forward from the seed (or the
+    /// nearest checkpoint out) through the groups after it, publishing the checkpoints it
+    /// passes: the chain's bits.
     #[test]
     fn fold_forward_gives_the_chains_bits() {
         let (groups, epoch) = (12u64, 5u32);
@@ -391,7 +412,7 @@ mod tests {
         };
         // (target tile, a checkpoint out beforehand, the checkpoints out after)
         let cases = [
-            (GROUP * 11 + 7, None, 0..11u64),
+            (GROUP * 9 + 7, None, 0..9u64),
             (GROUP * 11 + 7, Some(4u64), 4..11),
             (GROUP * 3 + 31, None, 0..4),
             (GROUP * 2, None, 0..2),
