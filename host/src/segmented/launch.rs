@@ -183,7 +183,7 @@ impl Context {
         if count == 0 {
             return Ok(());
         }
-        if begin.is_none() && segment_len > WARP_MAX {
+        if begin.is_none() {
             return self.launch_rows(lib, &k.rows, input, segment_len, out, index_out);
         }
         let (listed, tiles, k) = (&k.listed, k.tiles, &k.general);
@@ -272,14 +272,8 @@ impl Context {
             // draw groups as they start and only ever wait for groups already drawn, so any grid
             // is deadlock-free.
             let groups = (count as u64).div_ceil(SEGMENTS_PER_BLOCK as u64);
-            let limit = self.segmented_resident(lib, k.name, ws.grid_override)? as u64;
-            // Rows of a matrix take no groups: a warp a row, enough blocks for every row.
-            let grid = if offsets {
-                groups + n as u64 / chunk
-            } else {
-                (count as u64).div_ceil(BLOCK as u64 / 32)
-            };
-            let grid = grid.min(limit) as u32;
+            let limit = self.segmented_resident(lib, k.name, ws.grid_override)?;
+            let grid = (groups + n as u64 / chunk).min(limit as u64) as u32;
             {
                 // The ordering guards live until the kernel is queued.
                 let (input_addr, _input_access) = self.read(&input)?;
@@ -432,7 +426,7 @@ impl Context {
         }
     }
 
-    /// The rows kernel over `out.len()` rows of `segment_len` (> `WARP_MAX`) elements; the
+    /// The rows kernel over `out.len()` rows of `segment_len` elements; the
     /// lengths are checked by the caller. Never blocks (no read-back); capturable.
     fn launch_rows<T: DeviceElement, Out: Copy>(
         &self,
@@ -457,7 +451,12 @@ impl Context {
         } else {
             self.cleared_scratch(&mut ws.rows, rows, bytes, counter_bytes)?
         };
-        let units = rows * rows_chunks_per_row(segment_len, elem);
+        // Short rows go a warp each, longer ones a block a chunk.
+        let units = if segment_len <= WARP_MAX {
+            rows.div_ceil(BLOCK as u64 / 32)
+        } else {
+            rows * rows_chunks_per_row(segment_len, elem)
+        };
         let cap = match (ws.grid_override, &self.backend) {
             (0, Backend::Cuda(_)) => 1 << 30,
             (0, Backend::Sim) => SIM_GRID,

@@ -9,8 +9,7 @@
 //!   `g * SEGMENTS_PER_BLOCK + w + 8t`.
 //! - `L <= WARP_MAX` (short): reduced in the warp order, lane-strided then a shuffle butterfly.
 //!   Offsets segments are read from a stage in shared memory that the block fills window by
-//!   window (`staged.rs`). Rows of a matrix skip the groups: a warp a row, the grid's warps
-//!   striding over the rows from global memory, with [`WARP_LOADS`] loads in flight per lane.
+//!   window (`staged.rs`). (Rows of a matrix take [`rows_device`].)
 //! - Longer segments are cut into *chunks* of [`CHUNK_VECS`] 16-byte vectors, the last one up
 //!   to 1.5 times that ([`chunks_of`]; after a scalar head up to the first 16-byte boundary; a
 //!   scalar tail after the last whole vector).
@@ -24,8 +23,10 @@
 //!   of input per segment) skip the groups and the work list: [`listed_device`], a kernel of
 //!   its own (its registers allocated apart from the work list's staging), lists every chunk
 //!   in shared memory from the offsets before any load.
-//! - Fixed-size rows longer than [`WARP_MAX`] need no classification: [`rows_device`], a
-//!   kernel of its own (few registers, a block per chunk), gives them the same bits.
+//! - Fixed-size rows need no classification: [`rows_device`], a kernel of its own, gives them
+//!   the same bits: rows up to [`WARP_MAX`] a warp each, the grid's warps striding over them
+//!   from global memory with [`WARP_LOADS`] loads in flight per lane; longer ones a block per
+//!   chunk (few registers).
 //! - CSR offsets of short segments (the host's choice: a mean length of at most
 //!   `SEGMENTED.tiles_max_average`; built-in sum, min and max) are read as tiles whatever the
 //!   boundaries: [`tiles_device`], the reduce by key's walk with the offsets for heads. Its
@@ -272,7 +273,7 @@ pub trait SegmentedReduceInstance<T: Element>: ReduceOp<T> {
     const WRITES_INDEX: bool;
     /// The kernel: `segmented_device::<T, Self, _>` under its exported name.
     const KERNEL: crate::Kernel<SimSegmentedFn<T, Self::Out>>;
-    /// The fixed-size rows kernel for rows longer than [`WARP_MAX`]: `rows_device::<T, Self,
+    /// The fixed-size rows kernel: `rows_device::<T, Self,
     /// _>` (the same arguments and the same bits as [`Self::KERNEL`] for those rows).
     const ROWS_KERNEL: crate::Kernel<SimSegmentedFn<T, Self::Out>>;
     /// The listed form for a few long offsets segments: `listed_device::<T, Self, _>`, named
@@ -391,6 +392,6 @@ macro_rules! builtin_segmented {
 }
 
 // The library's built-in segmented reductions: per (operator, type), one kernel for offsets and
-// for fixed-length rows up to WARP_MAX, and one for longer fixed-length rows.
+// one for fixed-length rows (and the listed and tiles forms of offsets).
 #[cfg(feature = "builtin")]
 crate::builtin_table!(pairs builtin_segmented! {} int float);

@@ -23,7 +23,8 @@ pub const fn rows_chunks_per_row(cols: u64, elem_bytes: u64) -> u64 {
     chunks_of(cols / (16 / elem_bytes))
 }
 
-/// The segmented reduction of `k` fixed-size rows of `segment_len` (> [`WARP_MAX`]) elements,
+/// The segmented reduction of `k` fixed-size rows of `segment_len` elements (short rows, up to
+/// [`WARP_MAX`], a warp each; longer ones as below),
 /// with the arguments of [`segmented_device`] (`begin`, `end`, `status`, `entry_cap` and
 /// `partial_cap` unused): the same bits as `segmented_device` gives those rows (the same
 /// [`chunk_partial`]s, combined in the same order), without its work list. The host knows
@@ -53,6 +54,27 @@ pub unsafe fn rows_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc>>
         ws,
         ..
     } = p;
+    if segment_len <= WARP_MAX {
+        // Short rows: a warp a row (the warp order, `warp_segment`: the bits the work list
+        // gives them), the grid's warps striding over the rows from global memory, WARP_LOADS
+        // loads in flight a lane. (In the work list's groups of 256, 16,384 rows of 1024 kept
+        // all but 64 blocks idle.)
+        let warps = (gpu::block_dim_x() / gpu::WARP_SIZE) as u64;
+        let mut r = gpu::block_idx_x() as u64 * warps + gpu::warp_id() as u64;
+        while r < k {
+            let total = unsafe {
+                warp_segment::<T, O, { WARP_LOADS as usize }>(
+                    input.add((r * segment_len) as usize),
+                    segment_len,
+                )
+            };
+            if gpu::lane_id() == 0 {
+                unsafe { S::store(out, index_out, r, total) };
+            }
+            r += gpu::grid_dim_x() as u64 * warps;
+        }
+        return;
+    }
     let scratch = crate::static_shared!(ROWS_SCRATCH: [u128; 32]);
     let scratch = unsafe { scratch.cast::<O::Acc>() };
     let last = crate::static_shared!(ROWS_LAST: [u32; 1]);
