@@ -4,6 +4,10 @@ use super::*;
 
 /// 16-byte loads a thread keeps in flight in [`rows_device`] ([`SEGMENTED`]).
 pub const ROWS_LOADS: usize = SEGMENTED.rows_loads;
+/// Loads in flight a lane on a short row (the bits do not depend on it): half the work list's
+/// WARP_LOADS, whose unrolled rounds in every rows kernel had taken the embedded PTX over its
+/// budget; the rows kernel's few registers keep more warps in flight instead.
+const SHORT_ROW_LOADS: usize = 4;
 
 /// Bytes of the rows kernel's workspace for `rows` rows of `cols` elements of `elem_bytes`
 /// bytes with accumulators of `acc_bytes`: a `u32` counter per row (zero between launches),
@@ -56,14 +60,13 @@ pub unsafe fn rows_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc>>
     } = p;
     if segment_len <= WARP_MAX {
         // Short rows: a warp a row (the warp order, `warp_segment`: the bits the work list
-        // gives them), the grid's warps striding over the rows from global memory, WARP_LOADS
-        // loads in flight a lane. (In the work list's groups of 256, 16,384 rows of 1024 kept
+        // gives them), the grid's warps striding over the rows from global memory. (In the work list's groups of 256, 16,384 rows of 1024 kept
         // all but 64 blocks idle.)
         let warps = (gpu::block_dim_x() / gpu::WARP_SIZE) as u64;
         let mut r = gpu::block_idx_x() as u64 * warps + gpu::warp_id() as u64;
         while r < k {
             let total = unsafe {
-                warp_segment::<T, O, { WARP_LOADS as usize }>(
+                warp_segment::<T, O, { SHORT_ROW_LOADS }>(
                     input.add((r * segment_len) as usize),
                     segment_len,
                 )
