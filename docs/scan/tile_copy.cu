@@ -1,4 +1,4 @@
-// Issue 38 point 1, session 30 (BENCHMARKS.md, Scans, "What bounds the H200 scan"): nvcc -O3 -arch=sm_90 tile_copy.cu && ./a.out
+// Issue 38 point 1, session 30 (BENCHMARKS.md, Scans, "What bounds the H200 scan"): nvcc -O3 -arch=sm_90 tile_copy.cu && ./a.out [groups]
 // A kernel that only moves the scan's bytes: the scan's tile (256 threads x 16 x 16 B = 64 KiB),
 // tiles taken in order from an atomic counter, held in registers, warp 0 waiting between the load
 // and the store as the look-back does (a fixed sleep, or a serial chain on the predecessor's flag),
@@ -9,11 +9,12 @@
 #include <cstdlib>
 #include <vector>
 #include <algorithm>
+#include <string>
 #include <cuda_runtime.h>
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
 constexpr int T = 256, R = 16;
 __global__ void __launch_bounds__(T) tile_copy(const uint4* __restrict__ in, uint4* __restrict__ out,
-    long long nvec, unsigned* counter, volatile unsigned* flags, int mode, unsigned wait_ns, unsigned epoch) {
+    long long nvec, unsigned* counter, volatile unsigned* flags, volatile unsigned* ck, int mode, unsigned wait_ns, unsigned epoch) {
   extern __shared__ char pad[];
   __shared__ unsigned tile_s;
   if (threadIdx.x == 0) tile_s = atomicAdd(counter, 1);
@@ -35,6 +36,33 @@ __global__ void __launch_bounds__(T) tile_copy(const uint4* __restrict__ in, uin
       __threadfence(); flags[tile] = epoch;
     }
   }
+  // Modes 4 and 5 (session 36): the fixed order's waits without its arithmetic. The tile's
+  // aggregate is published once all its loads are in (a block-wide OR of the values); tile
+  // t = 32h + i then waits for the aggregates of tiles 32h .. t - 1 (F(h, i)) and, mode 4 only,
+  // for the checkpoint C(h - 1) or the means to rebuild it (C(h - 2) and group h - 1's
+  // aggregates); a group's last tile publishes C(h). Mode 4 minus mode 5 is the chain's cost.
+  if (mode >= 4) {
+    unsigned x = 0;
+#pragma unroll
+    for (int r = 0; r < R; ++r) x |= v[r].x | v[r].y | v[r].z | v[r].w;
+    x = __syncthreads_or(x);
+    if (threadIdx.x < 32) {
+      unsigned lane = threadIdx.x;
+      if (lane == 0) { __threadfence(); flags[tile] = epoch; }  // after the barrier that needed every load
+      long long h = tile / 32; int i = (int)(tile % 32);
+      while (!__all_sync(0xffffffffu, (int)lane >= i || flags[32 * h + lane] == epoch)) __nanosleep(100);
+      if (mode == 4 && h > 0) {
+        while (true) {
+          unsigned c = __shfl_sync(0xffffffffu, lane == 0 ? ck[h - 1] : 0u, 0);
+          if (c == epoch) break;
+          bool ok = flags[32 * (h - 1) + lane] == epoch && (h < 2 || ck[h - 2] == epoch);
+          if (__all_sync(0xffffffffu, ok)) break;
+          __nanosleep(100);
+        }
+      }
+      if (i == 31 && lane == 0) { __threadfence(); ck[h] = epoch; }
+    }
+  }
   __syncthreads();
   if (pad[0] == 123) v[0].x ^= 1;  // keeps the pad allocated
 #pragma unroll
@@ -54,12 +82,17 @@ int main(int argc, char** argv) {
   CK(cudaMemset(in, 1, bytes * nbuf));
   unsigned* counter; CK(cudaMalloc(&counter, 4 * 64));
   long long maxtiles = maxn * 4 / (T * R * 16) + 2; unsigned* flags; CK(cudaMalloc(&flags, maxtiles * 4)); CK(cudaMemset(flags, 0, maxtiles * 4));
+  unsigned* ck; CK(cudaMalloc(&ck, maxtiles * 4)); CK(cudaMemset(ck, 0, maxtiles * 4));
+  // `groups`: only the fixed order's model (modes 0, 4, 5 at two blocks an SM) at 2^22..2^26.
+  bool groups = argc > 1 && std::string(argv[1]) == "groups";
+  if (groups) sizes = {1LL << 22, 1LL << 23, 1LL << 24, 1LL << 26};
   CK(cudaFuncSetAttribute(tile_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
   cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
   unsigned epoch = 1;
   struct Cfg { int mode; unsigned wait; int bps; };
   std::vector<Cfg> cfgs;
-  for (int bps : {2, 3, 4}) for (int m = 0; m < 4; ++m) {
+  if (groups) cfgs = {{0, 0, 2}, {4, 0, 2}, {5, 0, 2}};
+  else for (int bps : {2, 3, 4}) for (int m = 0; m < 4; ++m) {
     if (m == 0) cfgs.push_back({0, 0, bps});
     if (m == 1) for (unsigned w : {1000u, 2000u, 3000u}) cfgs.push_back({1, w, bps});
     if (m == 2) cfgs.push_back({2, 0, bps});
@@ -89,7 +122,7 @@ int main(int argc, char** argv) {
       size_t smem = (p.sharedMemPerMultiprocessor - 1024 * c.bps) / c.bps - 1024;  // caps blocks per SM at bps
       int occ; CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, tile_copy, T, smem));
       float ms = timeit([&](const uint4* i, uint4* o) { tile_copy<<<tiles, T, smem>>>(i, o, nvec, counter, flags, c.mode, c.wait, epoch); });
-      const char* mn[] = {"no wait", "sleep", "serial chain", "sleep + chain"};
+      const char* mn[] = {"no wait", "sleep", "serial chain", "sleep + chain", "fixed order", "groups, no chain"};
       printf("  tile copy, carve-out for %d blocks (occupancy %d), %-13s %5u ns: %.4f ms, %.1f%% of the copy limit\n", c.bps, occ, mn[c.mode], c.wait, ms, 100.0 * lim / ms);
     }
   }
