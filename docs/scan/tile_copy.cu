@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     for (auto c : cfgs) {
       size_t smem = (p.sharedMemPerMultiprocessor - 1024 * c.bps) / c.bps - 1024;  // caps blocks per SM at bps
       int occ; CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, tile_copy, T, smem));
-      float ms = timeit([&](const uint4* i, uint4* o) { tile_copy<<<tiles, T, smem>>>(i, o, nvec, counter, flags, c.mode, c.wait, epoch); });
+      float ms = timeit([&](const uint4* i, uint4* o) { tile_copy<<<tiles, T, smem>>>(i, o, nvec, counter, flags, ck, c.mode, c.wait, epoch); });
       const char* mn[] = {"no wait", "sleep", "serial chain", "sleep + chain", "fixed order", "groups, no chain"};
       printf("  tile copy, carve-out for %d blocks (occupancy %d), %-13s %5u ns: %.4f ms, %.1f%% of the copy limit\n", c.bps, occ, mn[c.mode], c.wait, ms, 100.0 * lim / ms);
     }
