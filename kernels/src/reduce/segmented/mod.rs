@@ -273,8 +273,8 @@ pub trait SegmentedReduceInstance<T: Element>: ReduceOp<T> {
     const WRITES_INDEX: bool;
     /// The kernel: `segmented_device::<T, Self, _>` under its exported name.
     const KERNEL: crate::Kernel<SimSegmentedFn<T, Self::Out>>;
-    /// The fixed-size rows kernel: `rows_device::<T, Self,
-    /// _>` (the same arguments and the same bits as [`Self::KERNEL`] for those rows).
+    /// The fixed-size rows kernel: `rows_device::<T, Self, _>` (the same arguments and the
+    /// same bits as [`Self::KERNEL`] for those rows).
     const ROWS_KERNEL: crate::Kernel<SimSegmentedFn<T, Self::Out>>;
     /// The listed form for a few long offsets segments: `listed_device::<T, Self, _>`, named
     /// after [`Self::KERNEL`] with `_listed` added (the same bits; a kernel of its own, so its

@@ -60,8 +60,8 @@ pub unsafe fn rows_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc>>
     } = p;
     if segment_len <= WARP_MAX {
         // Short rows: a warp a row (the warp order, `warp_segment`: the bits the work list
-        // gives them), the grid's warps striding over the rows from global memory. (In the work list's groups of 256, 16,384 rows of 1024 kept
-        // all but 64 blocks idle.)
+        // gives them), the grid's warps striding over the rows from global memory. (In the
+        // work list's groups of 256, 16,384 rows of 1024 kept all but 64 blocks idle.)
         let warps = (gpu::block_dim_x() / gpu::WARP_SIZE) as u64;
         let mut r = gpu::block_idx_x() as u64 * warps + gpu::warp_id() as u64;
         while r < k {

@@ -305,8 +305,10 @@ pub unsafe fn segmented_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::
             // left fixes the window, every segment left that lies inside is reduced from the
             // stage (the one at the lowest start always is, so each window makes progress).
             if begin.is_null() {
-                // Rows of a matrix (at most WARP_MAX long here): a warp reads each of its rows
-                // from global memory, WARP_LOADS loads in flight a lane, no window bookkeeping
+                // Rows of a matrix: the library's host sends them all to `rows_device` since
+                // session 35; this path stays for a direct launch with a null `begin`, and
+                // keeps the code the speed guard measured. A warp reads each of its rows from
+                // global memory, WARP_LOADS loads in flight a lane, no window bookkeeping
                 // (through the windows, rows of 1024 were 23% slower).
                 let mut m = gpu::ballot_sync(gpu::FULL_MASK, s < k);
                 while m != 0 {
