@@ -5,9 +5,8 @@ use kernels::Kernel;
 use kernels::reduce::policy::SEGMENTED;
 use kernels::reduce::segmented::{
     BLOCK, CHUNK_VECS, CTL_WORDS, ENTRY_WORDS, LISTED_MAX, OWNER_WORDS, SEGMENTS_PER_BLOCK,
-    STAGE_BYTES, SegmentedParams, SimSegmentedFn, TILES_MAX_SEGMENTS, WARP_MAX,
-    listed_workspace_bytes, rows_chunks_per_row, rows_workspace_bytes, tiles_bounds_kernel,
-    tiles_tile_elems,
+    STAGE_BYTES, SegmentedParams, SimSegmentedFn, WARP_MAX, listed_workspace_bytes,
+    rows_chunks_per_row, rows_workspace_bytes, tiles_bounds_kernel, tiles_tile_elems,
 };
 use kernels::scan::policy::ACTIVE;
 
@@ -232,7 +231,6 @@ impl Context {
             csr && !listed_fits
                 && !ws.tiles_off
                 && count64 <= n64
-                && count64 < TILES_MAX_SEGMENTS
                 && n64 <= count64.saturating_mul(SEGMENTED.tiles_max_average)
         });
         if let Some(tk) = by_tiles {

@@ -165,6 +165,25 @@ impl SharedArray<u32> {
             nvptx::shared_red_max_u32(self.ptr.add(i), v)
         }
     }
+
+    /// Set the bits of `v` in element `i`, atomically among the block's threads
+    /// (`red.shared.or.b32`).
+    /// # Safety
+    /// `i < len()`.
+    #[inline(always)]
+    pub unsafe fn or(&self, i: usize, v: u32) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            sim::check_shared_index(i, self.len);
+            // SAFETY: in bounds (checked), aligned (a u32 array); threads may run on OS threads.
+            unsafe { core::sync::atomic::AtomicU32::from_ptr(self.ptr.add(i)) }
+                .fetch_or(v, core::sync::atomic::Ordering::Relaxed);
+        }
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            nvptx::shared_red_or_u32(self.ptr.add(i), v)
+        }
+    }
 }
 
 impl SharedArray<u64> {

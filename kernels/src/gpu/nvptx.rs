@@ -373,6 +373,17 @@ pub(crate) unsafe fn shared_red_max_u32(addr: *mut u32, v: u32) {
     }
 }
 
+/// `red.shared.or.b32 [addr], v`.
+/// # Safety
+/// `addr` must point to an aligned `u32` of the block's shared memory.
+#[inline(always)]
+pub(crate) unsafe fn shared_red_or_u32(addr: *mut u32, v: u32) {
+    let p = to_shared_u32(addr);
+    unsafe {
+        asm!("red.shared.or.b32 [{p}], {v};", p = in(reg32) p, v = in(reg32) v, options(nostack))
+    }
+}
+
 /// `atom.shared.add.u32 old, [addr], v`: the value before the add.
 /// # Safety
 /// `addr` must point to an aligned `u32` of the block's shared memory.
@@ -832,4 +843,17 @@ pub unsafe fn load_shared_v4(src: super::SharedArray<[u32; 4]>, i: usize) -> [u3
              p = in(reg32) p, options(readonly, nostack));
     }
     [a, b, c, d]
+}
+
+/// Store `v` at element `i` of a 16-byte shared array: `st.shared.v4.b32`.
+/// # Safety
+/// `i < dst.len()`, and no other thread accesses element `i` between the same two barriers.
+#[inline(always)]
+pub unsafe fn store_shared_v4(dst: super::SharedArray<[u32; 4]>, i: usize, v: [u32; 4]) {
+    unsafe {
+        let p = to_shared_u32(dst.ptr.add(i));
+        asm!("st.shared.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
+             a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3],
+             p = in(reg32) p, options(nostack));
+    }
 }

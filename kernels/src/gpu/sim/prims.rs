@@ -574,3 +574,10 @@ pub fn cp_async_wait_group<const N: u32>() {
 pub unsafe fn load_shared_v4(src: SharedArray<[u32; 4]>, i: usize) -> [u32; 4] {
     unsafe { src.read(i) }
 }
+
+/// Store `v` at element `i` of a 16-byte shared array (`st.shared.v4.b32` on the GPU).
+/// # Safety
+/// `i < dst.len()`.
+pub unsafe fn store_shared_v4(dst: SharedArray<[u32; 4]>, i: usize, v: [u32; 4]) {
+    unsafe { dst.write(i, v) }
+}

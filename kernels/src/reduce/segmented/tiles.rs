@@ -4,20 +4,23 @@
 //! instructions a segment of 1..200 left the short segments at a third of the read limit.
 //!
 //! A tile is `ACTIVE.block` threads × `ITEMS` consecutive elements (the reduce by key's tile for
-//! u32 keys: the same shared memory, the same policy). Each tile:
+//! u32 keys, so the same association). Each tile:
 //! 1. copies its values to shared memory with coalesced 16-byte `cp.async` copies, while it
 //!    finds the first offset at or past the tile's start and past its end (`lo`, `hi`): loaded
 //!    from the bounds pass ([`tiles_bounds_device`], run first when there are more tiles than
 //!    run at once), else found by warps 0 and 1 in a 32-way search over the offsets;
-//! 2. reads offsets `lo..hi` once: an offset `o[s]` marks a *boundary* at its element, labelled
-//!    with the segment that runs from there (`s`, the last of the offsets there, when segment
-//!    `s` is non-empty), or [`GAP`] (past the last segment, or a bad one); empty and bad
-//!    segments get the identity here, and bad ones are reported;
-//! 3. walks the values as the reduce by key walks its runs, boundaries for heads: one (boundary
-//!    count, value after the last boundary) pair a thread, a block scan, the value carried into
-//!    the tile in tile order (`carry_in`). Each thread writes the segments that end in its
-//!    elements (the last one also the segment that ends at `n`): those that start there too in
-//!    its first pass over them, before the scan; the one running in after the scan.
+//! 2. reads offsets `lo..hi`, a thread an offset: each marks a *head* at its element in a bit
+//!    mask in shared memory (one bit an element);
+//! 3. walks the values as the reduce by key walks its runs: one (head count, value after the
+//!    last head) pair a thread, a block scan, the value carried into the tile in tile order
+//!    (`carry_in`). Over its elements each thread leaves in the slot of every head the value
+//!    before it (the first head's after the scan, with what runs into the thread);
+//! 4. reads offsets `lo - 1..hi` again, a thread an offset: segment `s` ends at the head at
+//!    `o[s + 1]` (or at `n`), and the tile that holds that element writes `out[s]` from its
+//!    slot; the tile of `o[s]` writes empty and bad segments (the identity) and reports the
+//!    bad ones. The writes are coalesced and no thread branches per element: a label per
+//!    element, scanned with the pairs, and a write at each head in the walk cost about twice
+//!    the instructions (session 37).
 //!
 //! Determinism: a segment's combining order is a function of its start and end and of the
 //! tile grid (a constant of the element type), never of the launch's grid or timing: the
@@ -26,7 +29,7 @@
 //!
 //! Bad offsets: tiles' offset ranges `lo..hi` cover `0..=k` whatever the offsets hold (`lo` of
 //! tile 0 is 0 and `hi` of the last is `k + 1`), so every segment is checked by some tile; a bad
-//! one is reported, gets the identity, and no boundary names it. Nothing is read outside the
+//! one is reported and gets the identity. Nothing is read outside the
 //! input; when the offsets are not sorted, other segments' results are unspecified (a good
 //! segment may keep what `out` held, or get a partial sum).
 //!
@@ -36,20 +39,17 @@
 use super::*;
 use crate::gpu::{FULL_MASK, SharedArray};
 use crate::ops::Element;
-use crate::reduce::by_key::{WARP_CHUNKS, WARPS, carry_in, counted, elem_at, slot, stage, then};
+use crate::reduce::by_key::{WARPS, carry_in, counted, elem_at, slot, stage, then};
 use crate::scan::lookback::{POLL_DELAY, TileStatus};
 use crate::scan::policy::ACTIVE;
 use crate::scan::tile::prefetch_stretch;
 use crate::scan::{Headed, next_tile};
 use crate::warp::warp_inclusive_scan;
 
-/// The label of an element that starts no segment.
-const NO_BOUNDARY: u32 = u32::MAX;
-/// The label of a boundary after which no segment runs (the last segment's end, a bad segment's
-/// start, the elements before the first offset).
-pub const GAP: u32 = u32::MAX - 1;
-/// Most segments the tiles form takes (labels are u32, [`GAP`] and [`NO_BOUNDARY`] apart).
-pub const TILES_MAX_SEGMENTS: u64 = GAP as u64;
+/// 16-byte chunks of shared memory a warp's values take (64 bytes a lane: 16 f32 or 8 f64).
+const VALUE_CHUNKS: usize = 32 * (tiles_items(4) * 4) as usize / 16;
+/// Words of the head mask: a bit an element of a tile of up to 32 elements a thread.
+const MASK_WORDS: usize = WARPS * 32;
 
 /// Elements per thread of the tiles form for `T` (the reduce by key's for u32 keys).
 pub const fn tiles_items(elem_bytes: u64) -> u64 {
@@ -156,7 +156,7 @@ pub unsafe fn tiles_bounds_device<const ELEM_BYTES: u64>(p: SegmentedParams<u8, 
 /// [`fixed_order_bytes_per_tile`](crate::scan::fixed_order::fixed_order_bytes_per_tile) of
 /// `Headed<T>`'s words, 16-byte aligned); `prefetch`: tiles ahead whose values each block asks
 /// L2 for (0: none); `bounds`: the bounds pass's output for this launch, or null (each tile
-/// searches). `k <` [`TILES_MAX_SEGMENTS`].
+/// searches).
 ///
 /// # Safety
 /// Pointers valid for the sizes above; the outputs do not overlap the inputs.
@@ -181,23 +181,27 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
         bounds: tile_bounds,
         ..
     } = p;
-    // The boundary mask is a u32; a warp's labels and values fit its chunks.
+    // A thread's heads are one u32 of the mask; a warp's values fit its chunks; a chunk holds
+    // whole elements in the 4-lane loops below.
     const {
         assert!(
             WARPS * 32 == ACTIVE.block as usize
                 && ITEMS.is_multiple_of(8)
                 && ITEMS <= 32
-                && 32 * ITEMS * (4 + size_of::<T>()) <= WARP_CHUNKS * 16
+                && T::PER_VEC <= 4
+                && 32 * ITEMS * size_of::<T>() <= VALUE_CHUNKS * 16
         )
     };
-    let smem = crate::static_shared!(SEG_TILE: [[u32; 4]; WARPS * WARP_CHUNKS]);
+    let smem = crate::static_shared!(SEG_TILE_VALUES: [[u32; 4]; WARPS * VALUE_CHUNKS]);
+    let head_words = crate::static_shared!(SEG_TILE_HEADS: [u32; MASK_WORDS]);
     let warp_slots = crate::static_shared!(SEG_WARP_AGGS: [u128; 32]);
     let prefix_slot = crate::static_shared!(SEG_TILE_PREFIX: [u128; 1]);
     let bounds = crate::static_shared!(SEG_TILE_BOUNDS: [u64; 2]);
-    let labels_left = crate::static_shared!(SEG_WARP_LABELS: [u32; 33]);
+    let last_slot = crate::static_shared!(SEG_TILE_LAST: [u128; 1]);
     // SAFETY: a `Headed<T>` is at most 16 bytes and 16-byte aligned slots hold it.
     let warp_aggs: SharedArray<Headed<T>> = unsafe { warp_slots.cast::<Headed<T>>() };
     let tile_prefix: SharedArray<Headed<T>> = unsafe { prefix_slot.cast::<Headed<T>>() };
+    let last_value: SharedArray<T> = unsafe { last_slot.cast::<T>() };
     let tile = unsafe { next_tile(counter) };
     // Loaded now, used after the values' copies are on their way.
     let passed = if tile_bounds.is_null() {
@@ -212,15 +216,16 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     };
     let lane = gpu::lane_id();
     let warp = gpu::warp_id() as usize;
+    let tid = gpu::thread_idx_x() as usize;
+    let block = gpu::block_dim_x() as u64;
     let tile_elems = (WARPS * 32 * ITEMS) as u64;
     let start = tile * tile_elems;
-    let last_tile = start + tile_elems >= n;
+    let tile_end = start + tile_elems;
+    let last_tile = tile_end >= n;
     let stretch = start + (warp * 32 * ITEMS) as u64;
     let first = stretch + lane as u64 * ITEMS as u64;
     let fast = input as usize & 15 == 0 && !last_tile;
-    // This warp's chunks: labels (u32), then values.
-    let lbase = warp * WARP_CHUNKS;
-    let vbase = lbase + 32 * ITEMS * 4 / 16;
+    let vbase = warp * VALUE_CHUNKS;
     unsafe {
         stage(
             smem,
@@ -241,15 +246,10 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
             32 * ITEMS as u64,
         );
     }
-    // Every element of this thread's: no boundary (the offsets pass marks them). Labels are
-    // stored inverted and written by `red.shared.max`: offsets that are not sorted can mark one
-    // element twice, and then the lowest label wins, whatever the timing (no race).
-    let chunk_of = |v: usize| lbase + slot(lane as usize * ITEMS / 4 + v);
-    for v in 0..ITEMS / 4 {
-        unsafe { smem.write(chunk_of(v), [!NO_BOUNDARY; 4]) };
+    if tid < WARPS * ITEMS {
+        unsafe { head_words.write(tid, 0) };
     }
-    // The tile's offsets: lo..hi (from the bounds pass, else searched by warps 0 and 1), and
-    // the segment running into the tile (lo - 1, if good).
+    // The tile's offsets: lo..hi (from the bounds pass, else searched by warps 0 and 1).
     if tile_bounds.is_null() && warp < 2 {
         let t = tile + warp as u64;
         let i = unsafe { tile_bound(offsets, segments, n, t, tile_elems) };
@@ -262,57 +262,17 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
         Some(b) => b,
         None => unsafe { (bounds.read(0), bounds.read(1)) },
     };
-    // Segment lo - 1 runs into the tile when it is good and non-empty: thread 0 loads its
-    // offsets now and decides after the offsets pass, so the loads travel together.
-    let opens = gpu::thread_idx_x() == 0 && lo >= 1 && lo <= segments;
-    let (open, open_end) = if opens {
-        unsafe {
-            (
-                offsets.add(lo as usize - 1).read(),
-                offsets.add(lo as usize).read(),
-            )
-        }
-    } else {
-        (0, 0)
-    };
-    let labels = unsafe { smem.cast::<u32>() };
-    let tile_end = start + tile_elems;
-    let mut i = lo + gpu::thread_idx_x() as u64;
+    // The offsets pass: every offset in the tile marks a head (one bit an element). An empty
+    // segment's start is the next offset's too, and a bad one's start ends the segment before
+    // it, so no offset needs its neighbour here; offsets that are not sorted only set more bits.
+    let mut i = lo + tid as u64;
     while i < hi {
         let at = unsafe { offsets.add(i as usize).read() };
-        let label = if i < segments {
-            let end = unsafe { offsets.add(i as usize + 1).read() };
-            if end < at || end > n {
-                let kind = if end < at {
-                    BAD_DECREASING
-                } else {
-                    BAD_OUT_OF_RANGE
-                };
-                unsafe {
-                    report_bad(status, i, kind);
-                    out.add(i as usize).write(O::identity().canonical());
-                }
-                GAP
-            } else if end == at {
-                unsafe { out.add(i as usize).write(O::identity().canonical()) };
-                NO_BOUNDARY
-            } else {
-                i as u32
-            }
-        } else {
-            GAP
-        };
-        if label != NO_BOUNDARY && at >= start && at < tile_end {
+        if at >= start && at < tile_end {
             let e = (at - start) as usize;
-            let w = e / (32 * ITEMS);
-            unsafe { labels.max(elem_at::<u32>(w * WARP_CHUNKS, e % (32 * ITEMS)), !label) };
+            unsafe { head_words.or(e / 32, 1 << (e % 32)) };
         }
-        i += gpu::block_dim_x() as u64;
-    }
-    if gpu::thread_idx_x() == 0 {
-        let good = opens && open < open_end && open_end <= n;
-        let label = if good { (lo - 1) as u32 } else { GAP };
-        unsafe { labels_left.write(32, label) };
+        i += block;
     }
     gpu::cp_async_wait_group::<0>();
     gpu::sync_threads();
@@ -322,49 +282,39 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
             gpu::load_shared_v4(smem, vbase + slot(lane as usize * ITEMS / T::PER_VEC + v))
         })
     };
-    let label_chunk = |v: usize| unsafe { gpu::load_shared_v4(smem, chunk_of(v)).map(|l| !l) };
     // Elements of this thread in range (all of them in a full tile).
     let valid = n.saturating_sub(first).min(ITEMS as u64) as u32;
-    // The boundary mask (bit j: element first + j is a boundary) and the last boundary's label.
-    let (heads, last_label) = {
-        let (mut m, mut last) = (0u32, NO_BOUNDARY);
-        for v in 0..ITEMS / 4 {
-            let l = label_chunk(v);
-            for j in 0..4 {
-                m |= ((l[j] != NO_BOUNDARY) as u32) << (4 * v + j);
-                if l[j] != NO_BOUNDARY {
-                    last = l[j];
-                }
-            }
-        }
-        // Past n nothing is a boundary.
-        let m = m & if valid >= 32 {
+    // The boundary mask (bit j: element first + j is a head); past n nothing is one.
+    let heads = {
+        let word = unsafe { head_words.read(tid * ITEMS / 32) };
+        let mine = if ITEMS == 32 {
+            word
+        } else {
+            (word >> (tid * ITEMS % 32)) & ((1u32 << (ITEMS % 32)) - 1)
+        };
+        mine & if valid >= 32 {
             u32::MAX
         } else {
             (1u32 << valid) - 1
-        };
-        (m, if m == 0 { NO_BOUNDARY } else { last })
+        }
     };
 
-    // This thread's pair: the boundary count and the reduction after its last boundary (of all
-    // its elements when it has none). Elements past n are skipped, not combined. A segment that
-    // starts at one of this thread's boundaries and ends at a later one (or at n) needs nothing
-    // from other threads: written here, as the walk after the scan would (the same order).
+    // This thread's pair: the head count and the reduction after its last head (of all its
+    // elements when it has none); elements past n are skipped, not combined. Each head but the
+    // first gets the value before it in its slot (the segment that ends there, folded from the
+    // head before); the first head's slot is finished after the scan. The values the walk
+    // after the scan reads (those before the first head) stay.
     let holds_last = first + ITEMS as u64 >= n;
     let mut acc = O::identity();
-    // The segment of this thread's last boundary so far (none before the first).
-    let mut inner = NO_BOUNDARY;
     for v in 0..ITEMS / T::PER_VEC {
         let x = value_chunk(v);
+        let mut ex = x;
         for j in 0..4 {
             let e = v * T::PER_VEC + j;
             if j < T::PER_VEC && (e as u32) < valid {
                 let head = heads >> e & 1 != 0;
                 if head {
-                    if inner != GAP && inner != NO_BOUNDARY {
-                        unsafe { out.add(inner as usize).write(acc.canonical()) };
-                    }
-                    inner = label_chunk(e / 4)[e % 4];
+                    ex[j] = acc;
                 }
                 acc = if e == 0 || head {
                     x[j]
@@ -373,9 +323,20 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
                 };
             }
         }
+        let chunk_heads = (heads >> (v * T::PER_VEC)) & ((1 << T::PER_VEC) - 1);
+        if chunk_heads != 0 {
+            unsafe {
+                gpu::store_shared_v4(
+                    smem,
+                    vbase + slot(lane as usize * ITEMS / T::PER_VEC + v),
+                    T::pack(ex),
+                )
+            };
+        }
     }
-    if holds_last && inner != GAP && inner != NO_BOUNDARY {
-        unsafe { out.add(inner as usize).write(acc.canonical()) };
+    if holds_last && valid > 0 && heads != 0 {
+        // The segment that ends at n, folded from this thread's last head.
+        unsafe { last_value.write(0, acc) };
     }
     let mine = if valid > 0 {
         Headed {
@@ -389,24 +350,11 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
         }
     };
 
-    // Block scan of the pairs, and of the last label (the segment running into each thread).
+    // Block scan of the pairs.
     let incl = warp_inclusive_scan(mine, counted::<T, O>);
     let left = gpu::shfl_up_sync(FULL_MASK, incl, 1, 32);
-    let mut label = last_label;
-    let mut d = 1;
-    while d < 32 {
-        let other = gpu::shfl_up_sync(FULL_MASK, label, d, 32);
-        if lane >= d && label == NO_BOUNDARY {
-            label = other;
-        }
-        d <<= 1;
-    }
-    let label_left = gpu::shfl_up_sync(FULL_MASK, label, 1, 32);
     if lane == 31 {
-        unsafe {
-            warp_aggs.write(warp, incl);
-            labels_left.write(warp, label);
-        }
+        unsafe { warp_aggs.write(warp, incl) };
     }
     gpu::sync_threads();
     let mut before_warp: Option<Headed<T>> = None;
@@ -418,20 +366,9 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
         }
         aggregate = counted::<T, O>(aggregate, a);
     }
-    // The segment running into this thread: the nearest boundary before it, else the tile's.
-    let mut running = unsafe { labels_left.read(32) };
-    for w in 0..warp {
-        let l = unsafe { labels_left.read(w) };
-        if l != NO_BOUNDARY {
-            running = l;
-        }
-    }
-    if lane > 0 && label_left != NO_BOUNDARY {
-        running = label_left;
-    }
 
     // Warp 0: the value carried into the tile, in tile order (the same bits every run). Only a
-    // tile that ends a segment needs it.
+    // tile where a segment ends (at a head, or at n) needs it.
     let ends_run = aggregate.head != 0 || last_tile;
     if warp == 0 {
         let values = TileStatus::<Headed<T>> {
@@ -466,40 +403,84 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
         }
     }
     gpu::sync_threads();
-    if valid == 0 {
-        return;
-    }
 
-    // Everything before this thread's first element, then the walk over its elements.
-    let mut before = if tile > 0 {
-        Some(unsafe { tile_prefix.read(0) })
-    } else {
-        None
-    };
-    if let Some(b) = before_warp {
-        before = Some(then::<T, O>(before, b));
-    }
-    if lane > 0 {
-        before = Some(then::<T, O>(before, left));
-    }
-    // The segment running into this thread ends at its first boundary (or at n): the value
-    // before it, then this thread's elements up to there, one by one.
-    let ends = heads.trailing_zeros().min(valid);
-    let mut acc = match before {
-        Some(b) => b.value,
-        None => O::identity(),
-    };
-    for v in 0..ITEMS / T::PER_VEC {
-        let x = value_chunk(v);
-        for j in 0..4 {
-            let e = v * T::PER_VEC + j;
-            if j < T::PER_VEC && (e as u32) < ends {
-                acc = O::combine(acc, x[j]);
+    if valid > 0 && (heads != 0 || holds_last) {
+        // Everything before this thread's first element, then its elements up to its first
+        // head (or to n), one by one: the segment running into this thread.
+        let mut before = if tile > 0 {
+            Some(unsafe { tile_prefix.read(0) })
+        } else {
+            None
+        };
+        if let Some(b) = before_warp {
+            before = Some(then::<T, O>(before, b));
+        }
+        if lane > 0 {
+            before = Some(then::<T, O>(before, left));
+        }
+        let ends = heads.trailing_zeros().min(valid);
+        let mut acc = match before {
+            Some(b) => b.value,
+            None => O::identity(),
+        };
+        for v in 0..ITEMS / T::PER_VEC {
+            let x = value_chunk(v);
+            for j in 0..4 {
+                let e = v * T::PER_VEC + j;
+                if j < T::PER_VEC && (e as u32) < ends {
+                    acc = O::combine(acc, x[j]);
+                }
             }
         }
+        let values = unsafe { smem.cast::<T>() };
+        if heads != 0 {
+            let e = lane as usize * ITEMS + ends as usize;
+            unsafe { values.write(elem_at::<T>(vbase, e), acc) };
+        } else {
+            unsafe { last_value.write(0, acc) };
+        }
     }
-    if (heads != 0 || holds_last) && running != GAP && running != NO_BOUNDARY {
-        unsafe { out.add(running as usize).write(acc.canonical()) };
+    gpu::sync_threads();
+
+    // The writes, a thread an offset: segment i's value is the one before the head at its end
+    // (or at n), written by the tile that holds that element; segment lo - 1 may end here.
+    // Empty and bad segments are written (and bad ones reported) by the tile of their start.
+    let values = unsafe { smem.cast::<T>() };
+    let mut i = lo.saturating_sub(1) + tid as u64;
+    let last = hi.min(segments);
+    while i < last {
+        let (at, end) = unsafe {
+            (
+                offsets.add(i as usize).read(),
+                offsets.add(i as usize + 1).read(),
+            )
+        };
+        let own = i >= lo;
+        if end < at || end > n {
+            if own {
+                let kind = if end < at {
+                    BAD_DECREASING
+                } else {
+                    BAD_OUT_OF_RANGE
+                };
+                unsafe {
+                    report_bad(status, i, kind);
+                    out.add(i as usize).write(O::identity().canonical());
+                }
+            }
+        } else if end == at {
+            if own {
+                unsafe { out.add(i as usize).write(O::identity().canonical()) };
+            }
+        } else if end == n && last_tile {
+            unsafe { out.add(i as usize).write(last_value.read(0).canonical()) };
+        } else if end >= start && end < tile_end {
+            let e = (end - start) as usize;
+            let w = e / (32 * ITEMS);
+            let x = unsafe { values.read(elem_at::<T>(w * VALUE_CHUNKS, e % (32 * ITEMS))) };
+            unsafe { out.add(i as usize).write(x.canonical()) };
+        }
+        i += block;
     }
 }
 
