@@ -16,11 +16,13 @@
 //!    (`carry_in`). Over its elements each thread leaves in the slot of every head the value
 //!    before it (the first head's after the scan, with what runs into the thread);
 //! 4. reads offsets `lo - 1..hi` again, a thread an offset: segment `s` ends at the head at
-//!    `o[s + 1]` (or at `n`), and the tile that holds that element writes `out[s]` from its
-//!    slot; the tile of `o[s]` writes empty and bad segments (the identity) and reports the
-//!    bad ones. The writes are coalesced and no thread branches per element: a label per
-//!    element, scanned with the pairs, and a write at each head in the walk cost about twice
-//!    the instructions (session 37).
+//!    `o[s + 1]`, and the tile that holds that element writes `out[s]` from its slot (a
+//!    segment that ends at `n` from the last tile's own slot for it); the tile whose `lo..hi`
+//!    holds `s` writes empty and bad segments (the identity) and reports the bad ones. The
+//!    writes are coalesced and no thread branches per element. Until session 37 a u32 label
+//!    an element named the segments, scanned with the pairs, and each thread wrote its
+//!    segments as its walk met their ends: session 33's profile put that walk, the labels'
+//!    scan and an offsets pass of two loads an offset at most of the tile's instructions.
 //!
 //! Determinism: a segment's combining order is a function of its start and end and of the
 //! tile grid (a constant of the element type), never of the launch's grid or timing: the
@@ -31,7 +33,7 @@
 //! tile 0 is 0 and `hi` of the last is `k + 1`), so every segment is checked by some tile; a bad
 //! one is reported and gets the identity. Nothing is read outside the
 //! input; when the offsets are not sorted, other segments' results are unspecified (a good
-//! segment may keep what `out` held, or get a partial sum).
+//! segment may keep what `out` held, or get a partial sum or an unrelated value).
 //!
 //! A tile walks every offset that falls in it: the host sends no more segments than elements
 //! here, but trailing empty segments (offsets equal to `n`) all fall in the last tile.
@@ -181,13 +183,14 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
         bounds: tile_bounds,
         ..
     } = p;
-    // A thread's heads are one u32 of the mask; a warp's values fit its chunks; a chunk holds
+    // A thread's heads lie in one u32 of the mask; a warp's values fit its chunks; a chunk holds
     // whole elements in the 4-lane loops below.
     const {
         assert!(
             WARPS * 32 == ACTIVE.block as usize
                 && ITEMS.is_multiple_of(8)
                 && ITEMS <= 32
+                && 32usize.is_multiple_of(ITEMS)
                 && T::PER_VEC <= 4
                 && 32 * ITEMS * size_of::<T>() <= VALUE_CHUNKS * 16
         )
@@ -284,7 +287,7 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     };
     // Elements of this thread in range (all of them in a full tile).
     let valid = n.saturating_sub(first).min(ITEMS as u64) as u32;
-    // The boundary mask (bit j: element first + j is a head); past n nothing is one.
+    // The head mask (bit j: element first + j is a head); past n nothing is one.
     let heads = {
         let word = unsafe { head_words.read(tid * ITEMS / 32) };
         let mine = if ITEMS == 32 {
