@@ -685,9 +685,9 @@ pub fn check_tiles_unsorted(ctx: &Context) {
     assert_eq!(got[k..], [7.0, 7.0], "written past the output");
 }
 
-/// Lengths of 0..=300, mostly 1..=256 (the staged windows' packs and warps, many segments a
-/// window): every result against the warp's order (the model), bit for bit, as
-/// [`check_csr_mixed`] checks it.
+/// Lengths of 0..=300: a quarter of 1..=64, most of 160..=256 (the staged windows' packs and
+/// warps, many segments a window; a mean above the tiles form's): every result against the
+/// warp's order (the model), bit for bit, as [`check_csr_mixed`] checks it.
 pub fn check_csr_medium<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut offsets = vec![0u64];
@@ -695,10 +695,16 @@ pub fn check_csr_medium<T: SegElem>(ctx: &Context, k: usize, seed: u64) {
         let l = match rng.random_range(0..20) {
             0 => 0,
             1 => rng.random_range(257..=300),
-            _ => rng.random_range(1..=256),
+            2..=6 => rng.random_range(1..=64),
+            _ => rng.random_range(160..=256),
         };
         offsets.push(offsets.last().unwrap() + l);
     }
+    let n = *offsets.last().unwrap();
+    assert!(
+        n > k as u64 * SEGMENTED.tiles_max_average,
+        "too short to go by the staged windows"
+    );
     check_csr::<T>(ctx, &offsets, seed);
 }
 

@@ -379,14 +379,13 @@ impl Context {
             Some(bk) if grid > resident => {
                 let words = grid as usize + 1;
                 let addr = self.cleared_scratch(&mut sw.tile_bounds, (), 8 * words, 0)?;
-                let warps_per_block = ACTIVE.block / 32;
                 // SAFETY: the offsets as below; the bounds scratch holds a word per tile and
                 // one more; the pass reads the offsets and writes the bounds only.
                 unsafe {
                     self.launch_kernel(
                         lib,
                         &bk,
-                        LaunchShape::linear((grid + 1).div_ceil(warps_per_block), ACTIVE.block, 0),
+                        LaunchShape::linear((grid + 1).div_ceil(ACTIVE.block), ACTIVE.block, 0),
                         SegmentedParams::<u8, u8> {
                             begin: begin_addr as *const u64,
                             bounds: addr as *mut u64,

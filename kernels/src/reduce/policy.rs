@@ -109,8 +109,8 @@ pub struct SegmentedPolicy {
     /// Longest average segment length (elements / segments) at which CSR offsets go by tiles
     /// (`segmented::tiles_device`): the tiles form costs about the same per element whatever
     /// the lengths, the warp per segment about a fixed amount per segment, and the two cross
-    /// near this mean on the H200 (BENCHMARKS.md, Segmented reduce). The bits of a float sum
-    /// depend on the form taken, which depends on this and on the counts alone.
+    /// between means of 128 and 160 on the H100 (BENCHMARKS.md, Segmented reduce). The bits of
+    /// a float sum depend on the form taken, which depends on this and on the counts alone.
     pub tiles_max_average: u64,
 }
 
@@ -124,7 +124,7 @@ pub const SEGMENTED: SegmentedPolicy = SegmentedPolicy {
     listed_loads: 6,
     listed_max: 2048,
     stage_vecs: 2048,
-    tiles_max_average: 48,
+    tiles_max_average: 144,
 };
 const _: () = assert!(SEGMENTED.block.is_multiple_of(32) && SEGMENTED.block <= 1024);
 

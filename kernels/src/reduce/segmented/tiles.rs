@@ -127,11 +127,77 @@ unsafe fn tile_bound(offsets: *const u64, k: u64, n: u64, t: u64, tile_elems: u6
     }
 }
 
-/// The tiles form's bounds pass (for the tile of elements of `ELEM_BYTES`): `bounds[t]` = [`tile_bound`] of tile `t` for
-/// `t` in `0..=tiles`, a warp each, so that a tile of [`tiles_device`] loads its offsets'
-/// range instead of searching for it on its critical path (a search takes several dependent
-/// round trips to memory). Launch `ACTIVE.block` threads a block, enough blocks for `tiles + 1`
-/// warps, before the tiles form over the same `p`.
+/// The first index `i < len` with `o[i] >= x` (`len` if none), found by one thread from a
+/// `guess`: the guess and offsets `D` = 4096 before and after it in one round, then `16 D`,
+/// `256 D`, ... further on the side the answer lies, then a binary search of the bracket. A
+/// round reads a sector where the warp's 32-way search reads 32 (a bounds pass of every tile at
+/// once is bound by those bytes); the bracket keeps a bad offset far from the guess from
+/// moving the answer, as the warp's first round does. On offsets that are not sorted it
+/// returns some index in `0..=len`.
+///
+/// # Safety
+/// `o` valid for `len` entries.
+#[inline(always)]
+unsafe fn thread_lower_bound(o: *const u64, len: u64, x: u64, guess: u64) -> u64 {
+    const D: u64 = 4096;
+    if len == 0 {
+        return 0;
+    }
+    let g = guess.min(len - 1);
+    let below = |i: u64| unsafe { o.add(i as usize).read() } < x;
+    let (at, before, after) = (
+        below(g),
+        g >= D && below(g - D),
+        g + D < len && below(g + D),
+    );
+    // The answer lies in lo..=hi.
+    let (mut lo, mut hi);
+    if at {
+        (lo, hi) = (g + 1, len);
+        let mut d = D;
+        let mut past = after;
+        while g + d < len {
+            if !past {
+                hi = g + d;
+                break;
+            }
+            lo = g + d + 1;
+            d *= 16;
+            past = g + d < len && below(g + d);
+        }
+    } else {
+        (lo, hi) = (0, g);
+        let mut d = D;
+        let mut still = before;
+        while g >= d {
+            if still {
+                lo = g - d + 1;
+                break;
+            }
+            hi = g - d;
+            d *= 16;
+            still = g >= d && below(g - d);
+        }
+    }
+    let mut rest = hi - lo;
+    while rest > 0 {
+        let half = rest / 2;
+        if below(lo + half) {
+            lo += half + 1;
+            rest -= half + 1;
+        } else {
+            rest = half;
+        }
+    }
+    lo
+}
+
+/// The tiles form's bounds pass (for the tile of elements of `ELEM_BYTES`): `bounds[t]` = the
+/// first of the `k + 1` offsets at or past tile `t`'s start ([`tile_bound`]'s value) for `t`
+/// in `0..=tiles`, a thread each, so that a tile of [`tiles_device`] loads its offsets' range
+/// instead of searching for it on its critical path (a search takes several dependent round
+/// trips to memory). Launch `ACTIVE.block` threads a block, enough blocks for `tiles + 1`
+/// threads, before the tiles form over the same `p`.
 ///
 /// # Safety
 /// `p.begin` valid for `p.k + 1` entries, `p.bounds` for `tiles + 1`.
@@ -139,16 +205,21 @@ unsafe fn tile_bound(offsets: *const u64, k: u64, n: u64, t: u64, tile_elems: u6
 pub unsafe fn tiles_bounds_device<const ELEM_BYTES: u64>(p: SegmentedParams<u8, u8>) {
     let tile_elems = tiles_tile_elems(ELEM_BYTES);
     let tiles = p.n.div_ceil(tile_elems);
-    let t =
-        (gpu::block_idx_x() as u64 * gpu::block_dim_x() as u64 + gpu::thread_idx_x() as u64) / 32;
-    // Whole warps leave together (the search is a warp's).
+    let t = gpu::block_idx_x() as u64 * gpu::block_dim_x() as u64 + gpu::thread_idx_x() as u64;
     if t > tiles {
         return;
     }
-    let i = unsafe { tile_bound(p.begin, p.k, p.n, t, tile_elems) };
-    if gpu::lane_id() == 0 {
-        unsafe { p.bounds.add(t as usize).write(i) };
-    }
+    let x = t * tile_elems;
+    let i = if t == 0 {
+        0
+    } else if x >= p.n {
+        p.k + 1
+    } else {
+        // Where the offsets would be if every segment had the mean length.
+        let guess = (x as f64 * (p.k as f64 / p.n as f64)) as u64;
+        unsafe { thread_lower_bound(p.begin, p.k + 1, x, guess) }
+    };
+    unsafe { p.bounds.add(t as usize).write(i) };
 }
 
 /// Reduce the CSR segments `o[s]..o[s + 1]` (`o` = `begin`, `k + 1` offsets) of the `n`
@@ -535,6 +606,49 @@ mod tests {
     // SAFETY: the threads read `begin` and write disjoint words of `bounds`.
     unsafe impl Sync for Shared {}
 
+    /// One thread's search finds the lower bound from any guess: near it, a bracket or two
+    /// away, at either end and past it; over runs of equal offsets and past the last.
+    #[test]
+    fn thread_search_from_any_guess() {
+        let mut x = 777u64;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let mut o = vec![0u64];
+        for _ in 0..300_000 {
+            let r = next();
+            let gap = match r % 50 {
+                0 => r % 3_000_000,
+                1..=9 => 0,
+                _ => r % 9,
+            };
+            o.push(o.last().unwrap() + gap);
+        }
+        let len = o.len() as u64;
+        let top = *o.last().unwrap();
+        for q in 0..20_000u64 {
+            let v = match q % 4 {
+                0 => o[(next() % len) as usize],
+                1 => top + 1 + next() % 3,
+                _ => next() % (top + 2),
+            };
+            let want = o.partition_point(|&e| e < v) as u64;
+            let guess = match q % 5 {
+                0 => 0,
+                1 => len + 5,
+                2 => want.saturating_sub(next() % 70_000),
+                3 => want + next() % 70_000,
+                _ => next() % len,
+            };
+            let got = unsafe { thread_lower_bound(o.as_ptr(), len, v, guess) };
+            assert_eq!(got, want, "value {v}, guess {guess}");
+        }
+        assert_eq!(unsafe { thread_lower_bound(o.as_ptr(), 0, 5, 3) }, 0);
+    }
+
     /// The bounds pass finds, for every tile, the first offset at or past its start (0 for the
     /// first tile, `k + 1` past the last) over sorted offsets of short, long and empty segments,
     /// with elements before the first offset and past the last: the guess off by up to
@@ -566,8 +680,8 @@ mod tests {
             ..SegmentedParams::new(core::ptr::null(), n, k, core::ptr::null_mut())
         });
         let cfg = LaunchConfig {
-            // A warp a tile boundary, as the host launches it.
-            grid: ((tiles + 1).div_ceil(ACTIVE.block as u64 / 32) as u32, 1, 1),
+            // A thread a tile boundary, as the host launches it.
+            grid: ((tiles + 1).div_ceil(ACTIVE.block as u64) as u32, 1, 1),
             block: (ACTIVE.block, 1, 1),
             dynamic_shared_bytes: 0,
         };
