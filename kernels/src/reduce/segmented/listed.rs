@@ -84,8 +84,7 @@ pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc
     } else {
         core::ptr::null_mut()
     };
-    let bounds = |s: u64, report: *mut u64| -> (u64, u64) {
-        let (bg, e) = unsafe { (begin.add(s as usize).read(), end.add(s as usize).read()) };
+    let checked = |s: u64, (bg, e): (u64, u64), report: *mut u64| -> (u64, u64) {
         if e < bg || e > n {
             if !report.is_null() {
                 let kind = if e < bg {
@@ -100,6 +99,8 @@ pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc
             (bg, e - bg)
         }
     };
+    let load = |s: u64| unsafe { (begin.add(s as usize).read(), end.add(s as usize).read()) };
+    let bounds = |s: u64, report: *mut u64| checked(s, load(s), report);
     let units_of = |bg: u64, len: u64| -> u64 {
         if len <= WARP_MAX {
             1
@@ -110,11 +111,29 @@ pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc
 
     // Every segment's units, then an inclusive scan in place: thread j owns the `m`
     // consecutive entries from `j * m`.
+    // Four segments' offsets a thread in flight at once: every block reads them all before its
+    // first chunk, so their round trips are the launch's start (up to 2048 offsets: two).
     let mut s = tid;
     while s < k {
-        let (bg, len) = bounds(s, report);
-        unsafe { table.write(s as usize, units_of(bg, len)) };
-        s += b;
+        let get = |j: u64| {
+            if s + j * b < k {
+                load(s + j * b)
+            } else {
+                (0, 0)
+            }
+        };
+        let put = |j: u64, g: (u64, u64)| {
+            if s + j * b < k {
+                let (bg, len) = checked(s + j * b, g, report);
+                unsafe { table.write((s + j * b) as usize, units_of(bg, len)) };
+            }
+        };
+        let (g0, g1, g2, g3) = (get(0), get(1), get(2), get(3));
+        put(0, g0);
+        put(1, g1);
+        put(2, g2);
+        put(3, g3);
+        s += 4 * b;
     }
     gpu::sync_threads();
     let m = k.div_ceil(b);
@@ -148,8 +167,9 @@ pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc
     while u < unsafe { table.read(k as usize - 1) } {
         if tid == 0 {
             // The next claim (read after this unit's last barrier; the slot read two units
-            // ago was read before this unit's first barrier).
-            unsafe { sh.write(parity, grid + gpu::atomic_add_u64(ws, 1)) };
+            // ago was read before this unit's first barrier), stored last: its round trip
+            // overlaps the search and the bounds' loads.
+            let claim = unsafe { gpu::atomic_add_u64(ws, 1) };
             // The segment whose units hold u: the first table entry above u.
             let (mut a, mut z) = (0u64, k);
             while a < z {
@@ -172,6 +192,7 @@ pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc
                 sh.write(U_CHUNK, u - first);
                 sh.write(U_BEGIN, bg);
                 sh.write(U_LEN, len);
+                sh.write(parity, grid + claim);
             }
         }
         gpu::sync_threads();
