@@ -112,8 +112,11 @@ pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc
     // Every segment's units, then an inclusive scan in place: thread j owns the `m`
     // consecutive entries from `j * m`.
     // Four segments' offsets a thread in flight at once: every block reads them all before its
-    // first chunk, so their round trips are the launch's start (up to 2048 offsets: two).
+    // first chunk, so their round trips are the launch's start (up to 2048 offsets: two). Bad
+    // ones are reported after, one segment at a time (one copy of the report's code: the PTX
+    // of every listed kernel is embedded in the library).
     let mut s = tid;
+    let mut bad = false;
     while s < k {
         let get = |j: u64| {
             if s + j * b < k {
@@ -122,9 +125,10 @@ pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc
                 (0, 0)
             }
         };
-        let put = |j: u64, g: (u64, u64)| {
+        let mut put = |j: u64, (bg, e): (u64, u64)| {
             if s + j * b < k {
-                let (bg, len) = checked(s + j * b, g, report);
+                bad |= e < bg || e > n;
+                let (bg, len) = checked(s + j * b, (bg, e), core::ptr::null_mut());
                 unsafe { table.write((s + j * b) as usize, units_of(bg, len)) };
             }
         };
@@ -134,6 +138,13 @@ pub unsafe fn listed_device<T: Element, O: ReduceOp<T>, S: SegmentSink<T, O::Acc
         put(2, g2);
         put(3, g3);
         s += 4 * b;
+    }
+    if bad && !report.is_null() {
+        let mut s = tid;
+        while s < k {
+            bounds(s, report);
+            s += b;
+        }
     }
     gpu::sync_threads();
     let m = k.div_ceil(b);
