@@ -344,22 +344,23 @@ pub fn apply_launch_bounds(ptx: &str) -> Result<String, Error> {
 /// compresses better.
 pub fn compact_module(text: &str) -> String {
     let mut out = String::with_capacity(text.len() / 2);
-    let mut functions: Vec<&str> = Vec::new();
+    let mut functions: Vec<String> = Vec::new();
     for line in text.lines() {
         // PTX has no string literal that holds `//` (the only strings are `.pragma` names).
-        let code = line.split("//").next().unwrap_or("").trim_end();
-        if code.trim_start().is_empty() {
+        let code = line.split("//").next().unwrap_or("").trim();
+        if code.is_empty() {
             continue;
         }
-        let mut rest = code;
+        let code = one_space(code);
+        let mut rest = code.as_str();
         while let Some(i) = rest.find("$L__BB") {
             let (before, after) = rest.split_at(i + "$L__BB".len());
             out.push_str(before);
             let digits = after.bytes().take_while(u8::is_ascii_digit).count();
             if digits > 0 && after[digits..].starts_with('_') {
                 let f = &after[..digits];
-                let n = functions.iter().position(|g| *g == f).unwrap_or_else(|| {
-                    functions.push(f);
+                let n = functions.iter().position(|g| g == f).unwrap_or_else(|| {
+                    functions.push(f.to_string());
                     functions.len() - 1
                 });
                 out.push_str(&n.to_string());
@@ -372,6 +373,28 @@ pub fn compact_module(text: &str) -> String {
         out.push('\n');
     }
     short_names(&out)
+}
+
+/// `line` with each run of spaces and tabs outside string literals made one space: what PTX's
+/// tokens need (`ptxas` makes byte-identical cubins), less for every module to carry.
+fn one_space(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let (mut quoted, mut space) = (false, false);
+    for c in line.chars() {
+        if c == '"' {
+            quoted = !quoted;
+        }
+        if !quoted && (c == ' ' || c == '\t') {
+            space = true;
+            continue;
+        }
+        if space {
+            out.push(' ');
+            space = false;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `text` with its long private names made short: Rust's mangled symbols (`_R...`: the
@@ -607,14 +630,23 @@ pub(crate) mod tests {
     #[test]
     fn compact_module_drops_comments_and_renumbers_labels() {
         let text = "// header\n.version 8.0\n\n.visible .entry k(\n)\n{\n\t@%p1 bra \t$L__BB7_2;   // loop\n// %bb.1:\n$L__BB7_2:\n\tbra.uni $L__BB9_1;\n\t.pragma \"nounroll\";\n$L__BB9_1:\n}\n";
-        let want = ".version 8.0\n.visible .entry k(\n)\n{\n\t@%p1 bra \t$L__BB0_2;\n$L__BB0_2:\n\tbra.uni $L__BB1_1;\n\t.pragma \"nounroll\";\n$L__BB1_1:\n}\n";
+        let want = ".version 8.0\n.visible .entry k(\n)\n{\n@%p1 bra $L__BB0_2;\n$L__BB0_2:\nbra.uni $L__BB1_1;\n.pragma \"nounroll\";\n$L__BB1_1:\n}\n";
         assert_eq!(compact_module(text), want);
+    }
+
+    #[test]
+    fn one_space_between_tokens_outside_strings() {
+        assert_eq!(
+            one_space("ld.param.b64 \t%rd1,  [_p0];"),
+            "ld.param.b64 %rd1, [_p0];"
+        );
+        assert_eq!(one_space(".pragma \"a  b\";"), ".pragma \"a  b\";");
     }
 
     #[test]
     fn compact_module_shortens_private_names() {
         let text = ".func _RNvCs1_4core9panic_fmt\n()\n;\n.visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .u32 k_param_1\n)\n{\n\tld.param.b64 \t%rd1, [k_param_0];\n\tld.param.b32 \t%r_param_2, [k_param_1];\n\tcall.uni _RNvCs1_4core9panic_fmt, ();\n\tcall.uni _RNvCs2_4core5other, ();\n}\n";
-        let want = ".func _f0\n()\n;\n.visible .entry k(\n\t.param .u64 _p0,\n\t.param .u32 _p1\n)\n{\n\tld.param.b64 \t%rd1, [_p0];\n\tld.param.b32 \t%r_param_2, [_p1];\n\tcall.uni _f0, ();\n\tcall.uni _f1, ();\n}\n";
+        let want = ".func _f0\n()\n;\n.visible .entry k(\n.param .u64 _p0,\n.param .u32 _p1\n)\n{\nld.param.b64 %rd1, [_p0];\nld.param.b32 %r_param_2, [_p1];\ncall.uni _f0, ();\ncall.uni _f1, ();\n}\n";
         assert_eq!(compact_module(text), want);
     }
 }

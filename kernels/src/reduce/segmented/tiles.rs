@@ -8,13 +8,15 @@
 //! 1. copies its values to shared memory with coalesced 16-byte `cp.async` copies, while it
 //!    finds the first offset at or past the tile's start and past its end (`lo`, `hi`): loaded
 //!    from the bounds pass ([`tiles_bounds_device`], run first when there are more tiles than
-//!    run at once), else found by warps 0 and 1 in a 32-way search over the offsets;
+//!    run at once), else found by warps 0 and 1 in a 32-way search over the offsets; and asks
+//!    L2 for the values and offsets of a tile further on (`prefetch` tiles ahead);
 //! 2. reads offsets `lo..hi`, a thread an offset: each marks a *head* at its element in a bit
 //!    mask in shared memory (one bit an element);
 //! 3. walks the values as the reduce by key walks its runs: one (head count, value after the
 //!    last head) pair a thread, a block scan, the value carried into the tile in tile order
-//!    (`carry_in`). Over its elements each thread leaves in the slot of every head the value
-//!    before it (the first head's after the scan, with what runs into the thread);
+//!    (`carry_in`; warp 0 folds the warps' aggregates and leaves what runs into each warp in a
+//!    slot of its own). Over its elements each thread leaves in the slot of every head the
+//!    value before it (the first head's after the scan, with what runs into the thread);
 //! 4. reads offsets `lo - 1..hi` again, a thread an offset: segment `s` ends at the head at
 //!    `o[s + 1]`, and the tile that holds that element writes `out[s]` from its slot (a
 //!    segment that ends at `n` from the last tile's own slot for it); the tile whose `lo..hi`
@@ -109,12 +111,19 @@ unsafe fn warp_lower_bound(o: *const u64, len: u64, x: u64, guess: u64) -> u64 {
 /// The first of the `k + 1` offsets at or past tile `t`'s start (of tiles of `tile_elems`
 /// elements over `n`): 0 for the first tile, `k + 1` for `t` at or past the last (tile `t`'s
 /// offsets are `tile_bound(t)..tile_bound(t + 1)`, which cover `0..=k` whatever the offsets
-/// hold). Every lane of the calling warp returns it.
+/// hold). `WARP`: found by the calling warp's 32-way search, every lane returning it; else by
+/// the calling thread alone ([`thread_lower_bound`]); the same value either way.
 ///
 /// # Safety
 /// `offsets` valid for `k + 1` entries.
 #[inline(always)]
-unsafe fn tile_bound(offsets: *const u64, k: u64, n: u64, t: u64, tile_elems: u64) -> u64 {
+unsafe fn tile_bound<const WARP: bool>(
+    offsets: *const u64,
+    k: u64,
+    n: u64,
+    t: u64,
+    tile_elems: u64,
+) -> u64 {
     if t == 0 {
         0
     } else if t * tile_elems >= n {
@@ -123,7 +132,11 @@ unsafe fn tile_bound(offsets: *const u64, k: u64, n: u64, t: u64, tile_elems: u6
         let x = t * tile_elems;
         // Where the offsets would be if every segment had the mean length.
         let guess = (x as f64 * (k as f64 / n as f64)) as u64;
-        unsafe { warp_lower_bound(offsets, k + 1, x, guess) }
+        if WARP {
+            unsafe { warp_lower_bound(offsets, k + 1, x, guess) }
+        } else {
+            unsafe { thread_lower_bound(offsets, k + 1, x, guess) }
+        }
     }
 }
 
@@ -209,16 +222,7 @@ pub unsafe fn tiles_bounds_device<const ELEM_BYTES: u64>(p: SegmentedParams<u8, 
     if t > tiles {
         return;
     }
-    let x = t * tile_elems;
-    let i = if t == 0 {
-        0
-    } else if x >= p.n {
-        p.k + 1
-    } else {
-        // Where the offsets would be if every segment had the mean length.
-        let guess = (x as f64 * (p.k as f64 / p.n as f64)) as u64;
-        unsafe { thread_lower_bound(p.begin, p.k + 1, x, guess) }
-    };
+    let i = unsafe { tile_bound::<false>(p.begin, p.k, p.n, t, tile_elems) };
     unsafe { p.bounds.add(t as usize).write(i) };
 }
 
@@ -227,9 +231,9 @@ pub unsafe fn tiles_bounds_device<const ELEM_BYTES: u64>(p: SegmentedParams<u8, 
 /// `ACTIVE.block` threads a block and one block per tile of [`tiles_tile_elems`] elements;
 /// `counter` 0 at launch, a fresh `epoch`; `ws` holds one fixed slot a tile (half of
 /// [`fixed_order_bytes_per_tile`](crate::scan::fixed_order::fixed_order_bytes_per_tile) of
-/// `Headed<T>`'s words, 16-byte aligned); `prefetch`: tiles ahead whose values each block asks
-/// L2 for (0: none); `bounds`: the bounds pass's output for this launch, or null (each tile
-/// searches).
+/// `Headed<T>`'s words, 16-byte aligned); `prefetch`: tiles ahead whose values and offsets
+/// each block asks L2 for (0: none); `bounds`: the bounds pass's output for this launch, or null
+/// (each tile searches).
 ///
 /// # Safety
 /// Pointers valid for the sizes above; the outputs do not overlap the inputs.
@@ -269,7 +273,7 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     let smem = crate::static_shared!(SEG_TILE_VALUES: [[u32; 4]; WARPS * VALUE_CHUNKS]);
     let head_words = crate::static_shared!(SEG_TILE_HEADS: [u32; MASK_WORDS]);
     let warp_slots = crate::static_shared!(SEG_WARP_AGGS: [u128; 32]);
-    let prefix_slot = crate::static_shared!(SEG_TILE_PREFIX: [u128; 1]);
+    let prefix_slot = crate::static_shared!(SEG_TILE_PREFIX: [u128; WARPS]);
     let bounds = crate::static_shared!(SEG_TILE_BOUNDS: [u64; 2]);
     let last_slot = crate::static_shared!(SEG_TILE_LAST: [u128; 1]);
     // SAFETY: a `Headed<T>` is at most 16 bytes and 16-byte aligned slots hold it.
@@ -293,6 +297,22 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     let tid = gpu::thread_idx_x() as usize;
     let block = gpu::block_dim_x() as u64;
     let tile_elems = (WARPS * 32 * ITEMS) as u64;
+    // The offsets of the tile whose values are asked of L2 below, so that its offsets pass
+    // finds them there, not in DRAM: their range now, asked after the barrier by the last two
+    // warps, a thread a 128-byte line (1024 offsets: all a tile of mean length 4 or more holds).
+    let ahead = tile + prefetch as u64;
+    let asks = tid >= (WARPS - 2) * 32;
+    let ahead_range =
+        if asks && prefetch > 0 && !tile_bounds.is_null() && (ahead + 1) * tile_elems <= n {
+            Some(unsafe {
+                (
+                    tile_bounds.add(ahead as usize).read(),
+                    tile_bounds.add(ahead as usize + 1).read(),
+                )
+            })
+        } else {
+            None
+        };
     let start = tile * tile_elems;
     let tile_end = start + tile_elems;
     let last_tile = tile_end >= n;
@@ -326,12 +346,21 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     // The tile's offsets: lo..hi (from the bounds pass, else searched by warps 0 and 1).
     if tile_bounds.is_null() && warp < 2 {
         let t = tile + warp as u64;
-        let i = unsafe { tile_bound(offsets, segments, n, t, tile_elems) };
+        let i = unsafe { tile_bound::<true>(offsets, segments, n, t, tile_elems) };
         if lane == 0 {
             unsafe { bounds.write(warp, i) };
         }
     }
     gpu::sync_threads();
+    if let Some((a, b)) = ahead_range {
+        // Lines of offsets a - 1..=b (what that tile's passes read).
+        let first = (offsets as usize + 8 * a.saturating_sub(1) as usize) / 128;
+        let last = (offsets as usize + 8 * b.min(segments) as usize) / 128;
+        let l = first + tid - (WARPS - 2) * 32;
+        if l <= last {
+            unsafe { gpu::prefetch_l2((l * 128) as *const u8) };
+        }
+    }
     let (lo, hi) = match passed {
         Some(b) => b,
         None => unsafe { (bounds.read(0), bounds.read(1)) },
@@ -379,35 +408,46 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     // head before); the first head's slot is finished after the scan. The values the walk
     // after the scan reads (those before the first head) stay.
     let holds_last = first + ITEMS as u64 >= n;
-    let mut acc = O::identity();
-    for v in 0..ITEMS / T::PER_VEC {
-        let x = value_chunk(v);
-        let mut ex = x;
-        for j in 0..4 {
-            let e = v * T::PER_VEC + j;
-            if j < T::PER_VEC && (e as u32) < valid {
-                let head = heads >> e & 1 != 0;
-                if head {
-                    ex[j] = acc;
+    // `full`: all ITEMS elements in range, as in every thread of a full tile; a constant in
+    // each of the two calls, so that copy tests no element against `valid` (those tests were
+    // half of the walk's instructions).
+    let walk = |full: bool| {
+        let mut acc = O::identity();
+        for v in 0..ITEMS / T::PER_VEC {
+            let x = value_chunk(v);
+            let mut ex = x;
+            for j in 0..4 {
+                let e = v * T::PER_VEC + j;
+                if j < T::PER_VEC && (full || (e as u32) < valid) {
+                    let head = heads >> e & 1 != 0;
+                    if head {
+                        ex[j] = acc;
+                    }
+                    acc = if e == 0 || head {
+                        x[j]
+                    } else {
+                        O::combine(acc, x[j])
+                    };
                 }
-                acc = if e == 0 || head {
-                    x[j]
-                } else {
-                    O::combine(acc, x[j])
+            }
+            let chunk_heads = (heads >> (v * T::PER_VEC)) & ((1 << T::PER_VEC) - 1);
+            if chunk_heads != 0 {
+                unsafe {
+                    gpu::store_shared_v4(
+                        smem,
+                        vbase + slot(lane as usize * ITEMS / T::PER_VEC + v),
+                        T::pack(ex),
+                    )
                 };
             }
         }
-        let chunk_heads = (heads >> (v * T::PER_VEC)) & ((1 << T::PER_VEC) - 1);
-        if chunk_heads != 0 {
-            unsafe {
-                gpu::store_shared_v4(
-                    smem,
-                    vbase + slot(lane as usize * ITEMS / T::PER_VEC + v),
-                    T::pack(ex),
-                )
-            };
-        }
-    }
+        acc
+    };
+    let acc = if valid == ITEMS as u32 {
+        walk(true)
+    } else {
+        walk(false)
+    };
     if holds_last && valid > 0 && heads != 0 {
         // The segment that ends at n, folded from this thread's last head.
         unsafe { last_value.write(0, acc) };
@@ -431,20 +471,24 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
         unsafe { warp_aggs.write(warp, incl) };
     }
     gpu::sync_threads();
-    let mut before_warp: Option<Headed<T>> = None;
-    let mut aggregate = unsafe { warp_aggs.read(0) };
-    for w in 1..WARPS {
-        let a = unsafe { warp_aggs.read(w) };
-        if w == warp {
-            before_warp = Some(aggregate);
-        }
-        aggregate = counted::<T, O>(aggregate, a);
-    }
 
-    // Warp 0: the value carried into the tile, in tile order (the same bits every run). Only a
-    // tile where a segment ends (at a head, or at n) needs it.
-    let ends_run = aggregate.head != 0 || last_tile;
+    // Warp 0: the tile's aggregate and the value carried into the tile, in tile order (the same
+    // bits every run; only a tile where a segment ends, at a head or at n, needs it); then lane
+    // `w` < WARPS leaves what runs into warp `w` (the carry, then warps 0..w folded in order) in
+    // slot `w` of `tile_prefix`, `head` u32::MAX for nothing (tile 0's warp 0). One warp folds
+    // the warps' aggregates, not every thread.
     if warp == 0 {
+        let l = lane as usize;
+        let mut before_warp: Option<Headed<T>> = None;
+        let mut aggregate = unsafe { warp_aggs.read(0) };
+        for w in 1..WARPS {
+            let a = unsafe { warp_aggs.read(w) };
+            if w == l {
+                before_warp = Some(aggregate);
+            }
+            aggregate = counted::<T, O>(aggregate, a);
+        }
+        let ends_run = aggregate.head != 0 || last_tile;
         let values = TileStatus::<Headed<T>> {
             flags: core::ptr::null_mut(),
             aggregates: ws as *mut Headed<T>,
@@ -457,23 +501,30 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
         if lane == 0 {
             unsafe { values.publish_fixed(tile, aggregate) };
         }
-        let carry = if tile > 0 && ends_run {
+        let mut before = if tile > 0 {
             // No first wait: only the previous tile is needed, and it publishes as early in
             // its life as this one (the reduce by key waits for its run count's look-back).
-            unsafe { carry_in::<T, O>(&values, tile, 0, POLL_DELAY) }
-        } else {
-            O::identity()
-        };
-        if lane == 0 {
-            unsafe {
-                tile_prefix.write(
-                    0,
-                    Headed {
-                        head: 0,
-                        value: carry,
-                    },
-                )
+            let carry = if ends_run {
+                unsafe { carry_in::<T, O>(&values, tile, 0, POLL_DELAY) }
+            } else {
+                O::identity()
             };
+            Some(Headed {
+                head: 0,
+                value: carry,
+            })
+        } else {
+            None
+        };
+        if let Some(b) = before_warp {
+            before = Some(then::<T, O>(before, b));
+        }
+        if l < WARPS {
+            let none = Headed {
+                head: u32::MAX,
+                value: O::identity(),
+            };
+            unsafe { tile_prefix.write(l, before.unwrap_or(none)) };
         }
     }
     gpu::sync_threads();
@@ -481,14 +532,8 @@ pub unsafe fn tiles_device<T: Element, O: ReduceOp<T, Acc = T>, const ITEMS: usi
     if valid > 0 && (heads != 0 || holds_last) {
         // Everything before this thread's first element, then its elements up to its first
         // head (or to n), one by one: the segment running into this thread.
-        let mut before = if tile > 0 {
-            Some(unsafe { tile_prefix.read(0) })
-        } else {
-            None
-        };
-        if let Some(b) = before_warp {
-            before = Some(then::<T, O>(before, b));
-        }
+        let p = unsafe { tile_prefix.read(warp) };
+        let mut before = if p.head == u32::MAX { None } else { Some(p) };
         if lane > 0 {
             before = Some(then::<T, O>(before, left));
         }
