@@ -219,7 +219,7 @@ macro_rules! segmented_params {
             counter: *mut u32,
             /// The tiles form's launch tag, new for every launch (0 elsewhere).
             epoch: u32,
-            /// Tiles ahead whose values the tiles form asks L2 for (0: none).
+            /// Tiles ahead whose values (and offsets) the tiles form asks L2 for (0: none).
             prefetch: u32,
             /// The tiles form's bounds: tile `t`'s offsets are `bounds[t]..bounds[t + 1]`,
             /// written by its bounds pass; null: each tile searches for its own.
