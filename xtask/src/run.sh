@@ -95,14 +95,23 @@ fi
 if has guard; then
     # The speed guard: the committed baseline's cells again, each against its run-to-run spread
     # (README, Contributing); GUARD_BASELINE picks another baseline, GUARD_SAVE saves this run,
-    # GUARD_CELLS=PATTERN runs only the cells whose name contains it.
+    # GUARD_CELLS=PATTERN runs only the cells whose name contains it ("P1;P2": one guard for
+    # each, a verdict each, so that a device run's time limit can take the groups it fits).
     base="${GUARD_BASELINE:-$here/baseline/h100.json}"
-    args=()
-    [ -n "${GUARD_SAVE:-}" ] && args+=(--save-baseline "$GUARD_SAVE")
-    [ -n "${GUARD_CELLS:-}" ] && args+=(--cells "$GUARD_CELLS")
-    echo "== host bench --compare $base ${args[*]}"
-    GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench --backend cuda --quiet --compare "$base" \
-        "${args[@]}" --out "$out/guard" 2>&1 | tee "$out/guard.log" || rc=1
+    IFS=';' read -r -a patterns <<<"${GUARD_CELLS:-}"
+    [ ${#patterns[@]} -eq 0 ] && patterns=("")
+    : >"$out/guard.log"
+    for p in "${patterns[@]}"; do
+        args=()
+        save="${GUARD_SAVE:-}"
+        # Several groups: a baseline file each (FILE.<pattern>).
+        [ -n "$save" ] && [ ${#patterns[@]} -gt 1 ] && save="$save.${p// /_}"
+        [ -n "$save" ] && args+=(--save-baseline "$save")
+        [ -n "$p" ] && args+=(--cells "$p")
+        echo "== host bench --compare $base ${args[*]}" | tee -a "$out/guard.log"
+        GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench --backend cuda --quiet --compare "$base" \
+            "${args[@]}" --out "$out/guard" 2>&1 | tee -a "$out/guard.log" || rc=1
+    done
 fi
 if has scan; then
     for dt in i32 f32; do
@@ -143,5 +152,5 @@ head -2 "$out/device.txt"
 [ -f "$out/bench.log" ] && grep -hE '^CUB(\(cccl\))?: |CUB(\(cccl\))? not available' "$out/bench.log"
 [ -f "$out/bench/results.md" ] && cat "$out/bench/results.md"
 for f in "$out"/scan-*.md; do [ -f "$f" ] && cat "$f"; done
-[ -f "$out/guard.log" ] && grep -hE 'SLOWER|missing|^guard: ' "$out/guard.log"
+[ -f "$out/guard.log" ] && grep -hE '^== host bench --compare|SLOWER|missing|^guard: ' "$out/guard.log"
 exit $rc
