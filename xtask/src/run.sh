@@ -8,8 +8,10 @@
 # memcheck, racecheck, synccheck and initcheck; "guard": the speed guard against the bundle's
 # baseline/h100.json (README, Contributing); "coldstart": `host info --verbose` in fresh
 # processes, three with the driver's JIT cache emptied first, then three with it warm) picks steps;
-# TESTS (a glob, default *) picks the test binaries bin/test-$TESTS; BENCH_ARGS and SCAN_ARGS are passed to
-# `host bench` and `host scan`. When the bundle carries CCCL's headers (cccl/, from `cargo xtask
+# TESTS (globs, default *) picks the test binaries bin/test-$TESTS ("segmented_gpu select_gpu");
+# BENCH_ARGS and SCAN_ARGS are passed to `host bench` and `host scan`. RUN_SECONDS fits the run
+# in a time limit (a device run's): a test binary or guard group starts only with 30 s left, and
+# is stopped when the time is up; what did not run says SKIPPED, never passed. When the bundle carries CCCL's headers (cccl/, from `cargo xtask
 # bundle --cccl DIR`) or GPU_REDUCE_CCCL names a CCCL checkout, `host bench` also builds a CUB
 # shim against them and times it next to the toolkit's CUB ("CUB(cccl)" rows and column);
 # GPU_REDUCE_CCCL= (empty) leaves it out.
@@ -23,6 +25,9 @@ STEPS="${STEPS:-tests reduce ladder bench scan}"
 SCAN_ARGS="${SCAN_ARGS:-}"
 BENCH_ARGS="${BENCH_ARGS:-}"
 has() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+started=$SECONDS
+# Seconds left of RUN_SECONDS (a day without it).
+left() { if [ -n "${RUN_SECONDS:-}" ]; then echo $((RUN_SECONDS - (SECONDS - started))); else echo 86400; fi; }
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } \
     >"$out/device.txt" 2>&1
@@ -39,10 +44,18 @@ if has tests; then
         echo "two-GPU tests: SKIPPED — ${gpus:-0} GPU on this machine (not run, not passed)" \
             | tee -a "$out/gpu-tests.log"
     fi
-    for t in "$here"/bin/test-${TESTS:-*}; do
-        # --include-ignored: the GPU tests and the simulator tests, on the same machine.
-        echo "== $(basename "$t")"
-        "$t" --include-ignored --test-threads=1 "${skip[@]}" 2>&1 | tee -a "$out/gpu-tests.log" || rc=1
+    for pattern in ${TESTS:-*}; do
+        for t in "$here"/bin/test-$pattern; do
+            if [ "$(left)" -lt 30 ]; then
+                echo "== $(basename "$t"): SKIPPED (RUN_SECONDS): not run" | tee -a "$out/gpu-tests.log"
+                rc=1
+                continue
+            fi
+            # --include-ignored: the GPU tests and the simulator tests, on the same machine.
+            echo "== $(basename "$t")" | tee -a "$out/gpu-tests.log"
+            timeout "$(left)" "$t" --include-ignored --test-threads=1 "${skip[@]}" 2>&1 \
+                | tee -a "$out/gpu-tests.log" || rc=1
+        done
     done
 fi
 if has coldstart; then
@@ -108,9 +121,15 @@ if has guard; then
         [ -n "$save" ] && [ ${#patterns[@]} -gt 1 ] && save="$save.${p// /_}"
         [ -n "$save" ] && args+=(--save-baseline "$save")
         [ -n "$p" ] && args+=(--cells "$p")
+        if [ "$(left)" -lt 30 ]; then
+            echo "== host bench --compare $base ${args[*]}: SKIPPED (RUN_SECONDS): not run" \
+                | tee -a "$out/guard.log"
+            rc=1
+            continue
+        fi
         echo "== host bench --compare $base ${args[*]}" | tee -a "$out/guard.log"
-        GPU_REDUCE_CUB_LIB="$lib" "$here/bin/host" bench --backend cuda --quiet --compare "$base" \
-            "${args[@]}" --out "$out/guard" 2>&1 | tee -a "$out/guard.log" || rc=1
+        GPU_REDUCE_CUB_LIB="$lib" timeout "$(left)" "$here/bin/host" bench --backend cuda --quiet \
+            --compare "$base" "${args[@]}" --out "$out/guard" 2>&1 | tee -a "$out/guard.log" || rc=1
     done
 fi
 if has scan; then
@@ -145,7 +164,7 @@ rm -f "$out/libcub_shim.so" "$out/bench/cub-cccl/libcub_shim_cccl.so"
 echo
 echo "== summary (rc=$rc)"
 head -2 "$out/device.txt"
-[ -f "$out/gpu-tests.log" ] && grep -h '^test result' "$out/gpu-tests.log"
+[ -f "$out/gpu-tests.log" ] && grep -hE '^== test-|^test result|SKIPPED' "$out/gpu-tests.log"
 [ -f "$out/sanitize.log" ] && cat "$out/sanitize.log"
 [ -f "$out/coldstart.log" ] && grep -hE '^== host info|driver init|Context::new|first sum|first scan|kernel loads' "$out/coldstart.log"
 [ -f "$out/reduce.log" ] && grep -h '^n = \|^time:' "$out/reduce.log"
