@@ -54,7 +54,11 @@ if has tests; then
             # --include-ignored: the GPU tests and the simulator tests, on the same machine.
             echo "== $(basename "$t")" | tee -a "$out/gpu-tests.log"
             timeout "$(left)" "$t" --include-ignored --test-threads=1 "${skip[@]}" 2>&1 \
-                | tee -a "$out/gpu-tests.log" || rc=1
+                | tee -a "$out/gpu-tests.log"
+            code=${PIPESTATUS[0]}
+            [ "$code" -ne 0 ] && rc=1
+            [ "$code" -eq 124 ] && echo "== $(basename "$t"): STOPPED at RUN_SECONDS: not finished" \
+                | tee -a "$out/gpu-tests.log"
         done
     done
 fi
@@ -129,7 +133,11 @@ if has guard; then
         fi
         echo "== host bench --compare $base ${args[*]}" | tee -a "$out/guard.log"
         GPU_REDUCE_CUB_LIB="$lib" timeout "$(left)" "$here/bin/host" bench --backend cuda --quiet \
-            --compare "$base" "${args[@]}" --out "$out/guard" 2>&1 | tee -a "$out/guard.log" || rc=1
+            --compare "$base" "${args[@]}" --out "$out/guard" 2>&1 | tee -a "$out/guard.log"
+        code=${PIPESTATUS[0]}
+        [ "$code" -ne 0 ] && rc=1
+        [ "$code" -eq 124 ] && echo "== guard ${p:-(all cells)}: STOPPED at RUN_SECONDS: no verdict" \
+            | tee -a "$out/guard.log"
     done
 fi
 if has scan; then
@@ -171,5 +179,5 @@ head -2 "$out/device.txt"
 [ -f "$out/bench.log" ] && grep -hE '^CUB(\(cccl\))?: |CUB(\(cccl\))? not available' "$out/bench.log"
 [ -f "$out/bench/results.md" ] && cat "$out/bench/results.md"
 for f in "$out"/scan-*.md; do [ -f "$f" ] && cat "$f"; done
-[ -f "$out/guard.log" ] && grep -hE '^== host bench --compare|SLOWER|missing|^guard: ' "$out/guard.log"
+[ -f "$out/guard.log" ] && grep -hE '^== host bench --compare|^== guard|SLOWER|missing|^guard: ' "$out/guard.log"
 exit $rc
