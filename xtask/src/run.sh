@@ -11,8 +11,8 @@
 # TESTS (globs, default *) picks the test binaries bin/test-$TESTS ("segmented_gpu select_gpu");
 # BENCH_ARGS and SCAN_ARGS are passed to `host bench` and `host scan`. RUN_SECONDS fits the run
 # in a time limit (a device run's): a test binary or guard group starts only with 30 s left, and
-# is stopped when the time is up; what did not run says SKIPPED, never passed. When the bundle carries CCCL's headers (cccl/, from `cargo xtask
-# bundle --cccl DIR`) or GPU_REDUCE_CCCL names a CCCL checkout, `host bench` also builds a CUB
+# is stopped when the time is up; each says SKIPPED or STOPPED, never passed. When the bundle
+# carries CCCL's headers (cccl/, from `cargo xtask bundle --cccl DIR`) or GPU_REDUCE_CCCL names a CCCL checkout, `host bench` also builds a CUB
 # shim against them and times it next to the toolkit's CUB ("CUB(cccl)" rows and column);
 # GPU_REDUCE_CCCL= (empty) leaves it out.
 set -u -o pipefail
@@ -28,6 +28,22 @@ has() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 started=$SECONDS
 # Seconds left of RUN_SECONDS (a day without it).
 left() { if [ -n "${RUN_SECONDS:-}" ]; then echo $((RUN_SECONDS - (SECONDS - started))); else echo 86400; fi; }
+# `limited LOG LABEL COMMAND...`: COMMAND's output to LOG (and the screen) within RUN_SECONDS;
+# not started (SKIPPED) with under 30 s left, STOPPED when the time runs out; rc=1 unless it passed.
+limited() {
+    local log="$1" label="$2"
+    shift 2
+    if [ "$(left)" -lt 30 ]; then
+        echo "== $label: SKIPPED (RUN_SECONDS): not run" | tee -a "$log"
+        rc=1
+        return
+    fi
+    echo "== $label" | tee -a "$log"
+    timeout "$(left)" "$@" 2>&1 | tee -a "$log"
+    local code=${PIPESTATUS[0]}
+    [ "$code" -ne 0 ] && rc=1
+    [ "$code" -eq 124 ] && echo "== $label: STOPPED at RUN_SECONDS: not finished" | tee -a "$log"
+}
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } \
     >"$out/device.txt" 2>&1
@@ -46,19 +62,9 @@ if has tests; then
     fi
     for pattern in ${TESTS:-*}; do
         for t in "$here"/bin/test-$pattern; do
-            if [ "$(left)" -lt 30 ]; then
-                echo "== $(basename "$t"): SKIPPED (RUN_SECONDS): not run" | tee -a "$out/gpu-tests.log"
-                rc=1
-                continue
-            fi
             # --include-ignored: the GPU tests and the simulator tests, on the same machine.
-            echo "== $(basename "$t")" | tee -a "$out/gpu-tests.log"
-            timeout "$(left)" "$t" --include-ignored --test-threads=1 "${skip[@]}" 2>&1 \
-                | tee -a "$out/gpu-tests.log"
-            code=${PIPESTATUS[0]}
-            [ "$code" -ne 0 ] && rc=1
-            [ "$code" -eq 124 ] && echo "== $(basename "$t"): STOPPED at RUN_SECONDS: not finished" \
-                | tee -a "$out/gpu-tests.log"
+            limited "$out/gpu-tests.log" "$(basename "$t")" \
+                "$t" --include-ignored --test-threads=1 "${skip[@]}"
         done
     done
 fi
@@ -125,19 +131,9 @@ if has guard; then
         [ -n "$save" ] && [ ${#patterns[@]} -gt 1 ] && save="$save.${p// /_}"
         [ -n "$save" ] && args+=(--save-baseline "$save")
         [ -n "$p" ] && args+=(--cells "$p")
-        if [ "$(left)" -lt 30 ]; then
-            echo "== host bench --compare $base ${args[*]}: SKIPPED (RUN_SECONDS): not run" \
-                | tee -a "$out/guard.log"
-            rc=1
-            continue
-        fi
-        echo "== host bench --compare $base ${args[*]}" | tee -a "$out/guard.log"
-        GPU_REDUCE_CUB_LIB="$lib" timeout "$(left)" "$here/bin/host" bench --backend cuda --quiet \
-            --compare "$base" "${args[@]}" --out "$out/guard" 2>&1 | tee -a "$out/guard.log"
-        code=${PIPESTATUS[0]}
-        [ "$code" -ne 0 ] && rc=1
-        [ "$code" -eq 124 ] && echo "== guard ${p:-(all cells)}: STOPPED at RUN_SECONDS: no verdict" \
-            | tee -a "$out/guard.log"
+        GPU_REDUCE_CUB_LIB="$lib" limited "$out/guard.log" "host bench --compare $base ${args[*]}" \
+            "$here/bin/host" bench --backend cuda --quiet --compare "$base" "${args[@]}" \
+            --out "$out/guard"
     done
 fi
 if has scan; then
@@ -179,5 +175,5 @@ head -2 "$out/device.txt"
 [ -f "$out/bench.log" ] && grep -hE '^CUB(\(cccl\))?: |CUB(\(cccl\))? not available' "$out/bench.log"
 [ -f "$out/bench/results.md" ] && cat "$out/bench/results.md"
 for f in "$out"/scan-*.md; do [ -f "$f" ] && cat "$f"; done
-[ -f "$out/guard.log" ] && grep -hE '^== host bench --compare|^== guard|SLOWER|missing|^guard: ' "$out/guard.log"
+[ -f "$out/guard.log" ] && grep -hE '^== host bench --compare|SLOWER|missing|^guard: ' "$out/guard.log"
 exit $rc
