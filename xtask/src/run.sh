@@ -14,7 +14,7 @@
 # is stopped when the time is up; each says SKIPPED or STOPPED, never passed. When the bundle
 # carries CCCL's headers (cccl/, from `cargo xtask bundle --cccl DIR`) or GPU_REDUCE_CCCL names a CCCL checkout, `host bench` also builds a CUB
 # shim against them and times it next to the toolkit's CUB ("CUB(cccl)" rows and column);
-# GPU_REDUCE_CCCL= (empty) leaves it out.
+# GPU_REDUCE_CCCL= (empty) leaves it out. The toolkit CUB's shim is built once into cache/ and reused.
 set -u -o pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-$here/out}"
@@ -97,10 +97,17 @@ if [ -z "${GPU_REDUCE_CCCL+set}" ] && [ -d "$here/cccl" ]; then
     cccl="$here/cccl"
 fi
 if has bench || has scan || has guard; then
-    # The toolkit's CUB (GPU_REDUCE_CCCL emptied: build.sh would take it).
-    if GPU_REDUCE_CCCL="" bash "$here/cub/build.sh" "$out/libcub_shim.so" >"$out/cub-build.log" 2>&1; then
-        lib="$out/libcub_shim.so"
+    # The toolkit's CUB (GPU_REDUCE_CCCL emptied: build.sh would take it). Built once into the
+    # bundle (~70 s of nvcc) and kept there: a later run on the same machine reuses it.
+    shim="$here/cache/libcub_shim.so"
+    if [ -f "$shim" ]; then
+        echo "CUB shim: $shim (built by an earlier run on this machine)" >"$out/cub-build.log"
+        lib="$shim"
+    elif mkdir -p "$here/cache" &&
+        GPU_REDUCE_CCCL="" bash "$here/cub/build.sh" "$shim" >"$out/cub-build.log" 2>&1; then
+        lib="$shim"
     else
+        rm -f "$shim"
         echo "CUB shim did not build (see cub-build.log): CUB columns will say n/a"
     fi
 fi
@@ -163,7 +170,7 @@ if has sanitize; then
         done
     fi
 fi
-rm -f "$out/libcub_shim.so" "$out/bench/cub-cccl/libcub_shim_cccl.so"
+rm -f "$out/bench/cub-cccl/libcub_shim_cccl.so"
 
 echo
 echo "== summary (rc=$rc)"
