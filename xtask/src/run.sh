@@ -7,7 +7,9 @@
 # "tests reduce ladder bench scan"; also "sanitize": every kernel under compute-sanitizer's
 # memcheck, racecheck, synccheck and initcheck; "guard": the speed guard against the bundle's
 # baseline/h100.json (README, Contributing); "coldstart": `host info --verbose` in fresh
-# processes, three with the driver's JIT cache emptied first, then three with it warm) picks steps;
+# processes, three with the driver's JIT cache emptied first, then three with it warm; "ab": the
+# bundle's host and AB_HOSTS, other builds' host binaries, each `host bench $AB_ARGS`, in order
+# then reversed, the medians side by side in $OUT/ab.md) picks steps;
 # TESTS (globs, default *) picks the test binaries bin/test-$TESTS ("segmented_gpu select_gpu");
 # BENCH_ARGS and SCAN_ARGS are passed to `host bench` and `host scan`. RUN_SECONDS fits the run
 # in a time limit (a device run's): a test binary or guard group starts only with 30 s left, and
@@ -143,6 +145,39 @@ if has guard; then
             --out "$out/guard"
     done
 fi
+if has ab; then
+    # A/B of builds in one run: the bundle's host and each host of AB_HOSTS (paths to other
+    # builds' `host` binaries), `host bench $AB_ARGS` each, in order then in reverse order (a
+    # drift of the machine hits both ends); the medians side by side in $out/ab.md.
+    hosts=("$here/bin/host")
+    for h in ${AB_HOSTS:-}; do hosts+=("$(cd "$(dirname "$h")" && pwd)/$(basename "$h")"); done
+    rounds=("${hosts[@]}")
+    for ((j = ${#hosts[@]} - 1; j >= 0; j--)); do rounds+=("${hosts[j]}"); done
+    : >"$out/ab.tsv"
+    for ((j = 0; j < ${#rounds[@]}; j++)); do
+        h="${rounds[j]}"
+        name="$([ "$h" = "$here/bin/host" ] && echo bundle || basename "$h")#$((j / ${#hosts[@]} + 1))"
+        # shellcheck disable=SC2086
+        limited "$out/ab.log" "ab: $name: host bench $AB_ARGS" "$h" bench --backend cuda --quiet \
+            $AB_ARGS --out "$out/ab/$j"
+        # op | dtype | n | method | median: one line a measurement but the limits'.
+        [ -f "$out/ab/$j/results.md" ] && awk -F' *[|] *' -v b="$name" \
+            '$2 != "" && $2 != "op" && $2 != "memory" && $2 !~ /^-/ && NF > 6 {print $2 " " $3 " " $4 " " $5 "\t" b "\t" $6}' \
+            "$out/ab/$j/results.md" >>"$out/ab.tsv"
+    done
+    # One row a measurement, one column a build and round.
+    awk -F'\t' '!($2 in c) {c[$2]; cols[++nc] = $2} !($1 in r) {r[$1]; rows[++nr] = $1}
+        {v[$1, $2] = $3}
+        END {
+            printf "| measurement |"; for (i = 1; i <= nc; i++) printf " %s |", cols[i]; print ""
+            printf "|---|"; for (i = 1; i <= nc; i++) printf "---|"; print ""
+            for (j = 1; j <= nr; j++) {
+                printf "| %s |", rows[j]
+                for (i = 1; i <= nc; i++) printf " %s |", v[rows[j], cols[i]]
+                print ""
+            }
+        }' "$out/ab.tsv" >"$out/ab.md"
+fi
 if has scan; then
     for dt in i32 f32; do
         echo "== host scan --dtype $dt $SCAN_ARGS"
@@ -180,6 +215,7 @@ head -2 "$out/device.txt"
 [ -f "$out/coldstart.log" ] && grep -hE '^== host info|driver init|Context::new|first sum|first scan|kernel loads' "$out/coldstart.log"
 [ -f "$out/reduce.log" ] && grep -h '^n = \|^time:' "$out/reduce.log"
 [ -f "$out/bench.log" ] && grep -hE '^CUB(\(cccl\))?: |CUB(\(cccl\))? not available' "$out/bench.log"
+[ -f "$out/ab.md" ] && cat "$out/ab.md"
 [ -f "$out/bench/results.md" ] && cat "$out/bench/results.md"
 for f in "$out"/scan-*.md; do [ -f "$f" ] && cat "$f"; done
 [ -f "$out/guard.log" ] && grep -hE '^== host bench --compare|SLOWER|missing|^guard: ' "$out/guard.log"
