@@ -14,9 +14,10 @@
 # BENCH_ARGS and SCAN_ARGS are passed to `host bench` and `host scan`. RUN_SECONDS fits the run
 # in a time limit (a device run's): a test binary or guard group starts only with 30 s left, and
 # is stopped when the time is up; each says SKIPPED or STOPPED, never passed. When the bundle
-# carries CCCL's headers (cccl/, from `cargo xtask bundle --cccl DIR`) or GPU_REDUCE_CCCL names a CCCL checkout, `host bench` also builds a CUB
-# shim against them and times it next to the toolkit's CUB ("CUB(cccl)" rows and column);
-# GPU_REDUCE_CCCL= (empty) leaves it out. The toolkit CUB's shim is built once into cache/ and reused.
+# carries CCCL's headers (cccl/, from `cargo xtask bundle --cccl DIR`) or GPU_REDUCE_CCCL names
+# a CCCL checkout, `host bench` also builds a CUB shim against them and times it next to the
+# toolkit's CUB ("CUB(cccl)" rows and column); GPU_REDUCE_CCCL= (empty) leaves it out. The
+# toolkit CUB's shim is built once into cache/ and reused.
 set -u -o pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-$here/out}"
@@ -98,7 +99,7 @@ cccl="${GPU_REDUCE_CCCL-}"
 if [ -z "${GPU_REDUCE_CCCL+set}" ] && [ -d "$here/cccl" ]; then
     cccl="$here/cccl"
 fi
-if has bench || has scan || has guard; then
+if has bench || has scan || has guard || has ab; then
     # The toolkit's CUB (GPU_REDUCE_CCCL emptied: build.sh would take it). Built once into the
     # bundle (~70 s of nvcc) and kept there: a later run on the same machine reuses it.
     shim="$here/cache/libcub_shim.so"
@@ -157,9 +158,10 @@ if has ab; then
     for ((j = 0; j < ${#rounds[@]}; j++)); do
         h="${rounds[j]}"
         name="$([ "$h" = "$here/bin/host" ] && echo bundle || basename "$h")#$((j / ${#hosts[@]} + 1))"
+        # The shim built above: without one, each `host bench` would build its own with nvcc.
         # shellcheck disable=SC2086
-        limited "$out/ab.log" "ab: $name: host bench $AB_ARGS" "$h" bench --backend cuda --quiet \
-            $AB_ARGS --out "$out/ab/$j"
+        GPU_REDUCE_CUB_LIB="$lib" limited "$out/ab.log" "ab: $name: host bench $AB_ARGS" "$h" \
+            bench --backend cuda --quiet $AB_ARGS --out "$out/ab/$j"
         # op | dtype | n | method | median: one line a measurement but the limits'.
         [ -f "$out/ab/$j/results.md" ] && awk -F' *[|] *' -v b="$name" \
             '$2 != "" && $2 != "op" && $2 != "memory" && $2 !~ /^-/ && NF > 6 {print $2 " " $3 " " $4 " " $5 "\t" b "\t" $6}' \
